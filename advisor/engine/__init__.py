@@ -1,0 +1,1 @@
+"""Analyses over the model: summaries, verdicts, rule execution."""

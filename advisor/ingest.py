@@ -1,0 +1,211 @@
+"""Open a trace: detect its format, parse it once, cache the model tables, hand back a `Run`.
+
+Inputs are only ever opened for reading. The cache key is a fingerprint of the content
+(size plus sampled blocks, so a warm re-open of a 10 GB trace costs milliseconds) and the schema
+version; the full sha256 of the input is computed on the cold path and kept in `runs`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from advisor.errors import AdvisorError, InputError, UnsupportedFormat
+from advisor.model.schema import SCHEMA_VERSION, TABLES
+from advisor.model.store import Run, default_cache_dir, read_entry_meta, write_entry
+from advisor.model.validate import check_time_order, conform
+from advisor.parsers.base import ParsedRun, ParseOptions
+
+PARSER_VERSION = "1"
+
+# format name -> parser module (inside advisor.parsers)
+PARSERS = {
+    "nsys-sqlite": "nsys_sqlite",
+    "nsys-rep": "nsys_rep",
+    "kineto": "kineto",
+    "ncu-rep": "ncu",
+    "ncu-csv": "ncu_csv",
+}
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+GZIP_MAGIC = b"\x1f\x8b"
+KINETO_SUFFIXES = (".json", ".json.gz")
+
+
+def detect_format(path: Path) -> str:
+    """Name the input's format from its name and first bytes, or raise UnsupportedFormat."""
+    if path.is_dir():
+        if any(_is_kineto_name(p) for p in path.iterdir() if p.is_file()):
+            return "kineto"
+        raise UnsupportedFormat(
+            f"{path}: directory holds no *.json / *.json.gz trace files",
+            "pass a trace file, or a directory of Kineto rank traces",
+        )
+    head = _head(path, 64)
+    name = path.name.lower()
+    if head.startswith(SQLITE_MAGIC):
+        return "nsys-sqlite"
+    if name.endswith((".nsys-rep", ".qdrep")):
+        return "nsys-rep"
+    if name.endswith(".ncu-rep"):
+        return "ncu-rep"
+    if name.endswith(".csv"):
+        return "ncu-csv"
+    if head.startswith(GZIP_MAGIC) or head.lstrip()[:1] in (b"{", b"["):
+        return "kineto"
+    if name.endswith((".sqlite", ".db")):
+        raise InputError(f"{path}: not a SQLite database (bad header)", "re-export it with `nsys export --type sqlite`")
+    raise UnsupportedFormat(
+        f"{path}: unrecognised trace format",
+        "advisor reads .nsys-rep/.qdrep, nsys .sqlite exports, Kineto .json/.json.gz, .ncu-rep and ncu CSV",
+    )
+
+
+def _is_kineto_name(p: Path) -> bool:
+    return p.name.lower().endswith(KINETO_SUFFIXES)
+
+
+def _head(path: Path, n: int) -> bytes:
+    try:
+        with path.open("rb") as f:
+            return f.read(n)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file", "check the path") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory", "pass a trace file") from None
+    except OSError as e:
+        raise InputError(f"{path}: cannot read ({e.strerror})", "check permissions") from None
+
+
+def fingerprint(path: Path) -> str:
+    """Content fingerprint: size + 16 blocks of 64 KiB spread over the file (+ members for dirs)."""
+    h = hashlib.blake2b(digest_size=16)
+    files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
+    for f in files:
+        size = f.stat().st_size
+        h.update(f.name.encode() if path.is_dir() else b"")
+        h.update(size.to_bytes(8, "little"))
+        with f.open("rb") as fh:
+            blocks = 16
+            for i in range(blocks):
+                fh.seek(max(0, (size - 65536) * i // (blocks - 1)) if size > 65536 else 0)
+                h.update(fh.read(65536))
+                if size <= 65536:
+                    break
+    return h.hexdigest()
+
+
+def full_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
+    for f in files:
+        fh_hash = hashlib.sha256()
+        with f.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 22), b""):
+                fh_hash.update(block)
+        if path.is_dir():
+            h.update(f.name.encode() + b"\0" + fh_hash.hexdigest().encode())
+        else:
+            return fh_hash.hexdigest()
+    return h.hexdigest()
+
+
+def _size(path: Path) -> int:
+    if path.is_dir():
+        return sum(p.stat().st_size for p in path.iterdir() if p.is_file())
+    return path.stat().st_size
+
+
+def parse(path: Path, fmt: str, options: ParseOptions) -> ParsedRun:
+    module = importlib.import_module(f"advisor.parsers.{PARSERS[fmt]}")
+    parsed: ParsedRun = module.parse(path, options)
+    return parsed
+
+
+def to_model_tables(parsed: ParsedRun, path: Path, fmt: str, sha: str) -> dict[str, pa.Table]:
+    """Conform every table to the schema and build the `runs` row."""
+    tables = {name: conform(name, t, str(path)) for name, t in parsed.tables.items() if name != "runs"}
+    notes = dict(parsed.notes)
+    for name in ("kernels", "memops", "api_calls", "ranges", "cpu_ops"):
+        if name in tables and (bad := check_time_order(name, tables[name])):
+            notes[f"{name}_end_before_start"] = bad
+    starts, ends = [], []
+    for name in ("kernels", "memops", "api_calls", "ranges", "cpu_ops", "sync"):
+        t = tables.get(name)
+        if t is not None and t.num_rows:
+            import pyarrow.compute as pc
+
+            starts.append(pc.min(t["start_ns"]).as_py())
+            ends.append(pc.max(t["end_ns"]).as_py())
+    run = dict(parsed.run)
+    run.update(
+        source_path=str(path),
+        source_sha256=sha,
+        source_bytes=_size(path),
+        format=run.get("format", fmt),
+        trace_start_ns=min(starts) if starts else None,
+        trace_end_ns=max(ends) if ends else None,
+        captured=",".join(sorted(parsed.captured & set(TABLES))),
+        notes=json.dumps(notes, sort_keys=True, default=str),
+    )
+    tables["runs"] = conform("runs", pa.Table.from_pylist([run]), str(path))
+    return tables
+
+
+def open_run(
+    path: str | os.PathLike[str],
+    options: ParseOptions | None = None,
+    cache_dir: Path | None = None,
+    use_cache: bool = True,
+) -> Run:
+    """Ingest (or re-open from cache) one trace and return the Run to query."""
+    options = options or ParseOptions()
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"{p}: no such file or directory", "check the path")
+    fmt = detect_format(p)
+    root = cache_dir or default_cache_dir()
+    key = f"{fingerprint(p)}-s{SCHEMA_VERSION}-p{PARSER_VERSION}"
+    entry = root / key
+    if use_cache:
+        meta = read_entry_meta(entry)
+        if meta is not None:
+            return Run.from_entry(entry, meta)
+    t0 = time.perf_counter()
+    work = root / ".work" / key
+    work.mkdir(parents=True, exist_ok=True)
+    options.work_dir = work
+    try:
+        parsed = parse(p, fmt, options)
+        tables = to_model_tables(parsed, p, fmt, full_sha256(p))
+    except AdvisorError:
+        raise
+    except MemoryError:
+        raise InputError(f"{p}: ran out of memory while parsing", "see docs/limits.md") from None
+    finally:
+        _rmtree_quiet(work)
+    meta = {"source": str(p), "format": fmt, "parse_seconds": round(time.perf_counter() - t0, 3)}
+    if not use_cache:
+        return Run.from_tables(tables, meta | {"files": {n: {"rows": t.num_rows} for n, t in tables.items()}})
+    written = write_entry(root, key, tables, meta)
+    final_meta = read_entry_meta(written)
+    if final_meta is None:  # pragma: no cover - would mean the filesystem lost our rename
+        raise AdvisorError(f"cache entry {written} is unreadable right after writing", "clear the cache dir")
+    return Run.from_entry(written, final_meta)
+
+
+def _rmtree_quiet(p: Path) -> None:
+    import shutil
+
+    shutil.rmtree(p, ignore_errors=True)
+
+
+def describe_cache(run: Run) -> dict[str, Any]:
+    return {"entry": str(run.entry) if run.entry else None, "parse_seconds": run.meta.get("parse_seconds")}

@@ -1,0 +1,1 @@
+"""The normalized model (schema) and the DuckDB store over it."""

@@ -1,0 +1,157 @@
+"""DuckDB over the normalized tables, and the Parquet cache of parsed runs.
+
+A cached run is a directory `<cache>/<key>/` holding one Parquet file per model table plus
+`meta.json` (schema version, per-file sha256 and row counts). It is written into a temporary
+sibling directory and renamed into place, so readers never see half a run and two processes
+ingesting the same file at once both end with one consistent entry. An entry whose files do not
+match `meta.json` is treated as absent and rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from advisor.model.schema import SCHEMA_VERSION, TABLES, empty
+
+META = "meta.json"
+
+
+def default_cache_dir() -> Path:
+    env = os.environ.get("ADVISOR_CACHE_DIR")
+    if env:
+        return Path(env)
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("advisor"))
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def write_entry(cache_root: Path, key: str, tables: Mapping[str, pa.Table], meta: dict[str, Any]) -> Path:
+    """Atomically write a cache entry; return its directory. An existing valid entry wins."""
+    final = cache_root / key
+    if read_entry_meta(final) is not None:
+        return final
+    cache_root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=cache_root))
+    try:
+        files: dict[str, dict[str, Any]] = {}
+        for name in TABLES:
+            table = tables.get(name, empty(name))
+            target = tmp / f"{name}.parquet"
+            pq.write_table(table, target, compression="zstd", row_group_size=1 << 20)
+            files[name] = {"rows": table.num_rows, "sha256": _file_sha256(target)}
+        full_meta = dict(meta, schema_version=SCHEMA_VERSION, files=files)
+        (tmp / META).write_text(json.dumps(full_meta, sort_keys=True))
+        try:
+            os.rename(tmp, final)
+        except OSError:
+            # Another process won the race (final exists and is non-empty) or a stale broken
+            # entry is in the way: keep a valid one, replace a broken one.
+            if read_entry_meta(final) is None:
+                shutil.rmtree(final, ignore_errors=True)
+                os.rename(tmp, final)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def read_entry_meta(entry: Path, verify: bool = False) -> dict[str, Any] | None:
+    """The entry's meta if it is complete and of this schema version (and, with verify, intact)."""
+    try:
+        meta: dict[str, Any] = json.loads((entry / META).read_text())
+    except (OSError, ValueError):
+        return None
+    if meta.get("schema_version") != SCHEMA_VERSION or set(meta.get("files", {})) != set(TABLES):
+        return None
+    for name, info in meta["files"].items():
+        f = entry / f"{name}.parquet"
+        if not f.is_file():
+            return None
+        if verify and _file_sha256(f) != info["sha256"]:
+            return None
+    return meta
+
+
+class Run:
+    """One ingested run: a DuckDB connection whose model tables are views over its cache entry.
+
+    `sql()` is the only way analyses read data; the connection is private to this object.
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, meta: dict[str, Any], entry: Path | None) -> None:
+        self._con = con
+        self.meta = meta
+        self.entry = entry
+        self.info: dict[str, Any] = self.sql_dicts("SELECT * FROM runs")[0] if self.count("runs") else {}
+
+    @classmethod
+    def from_entry(cls, entry: Path, meta: dict[str, Any]) -> Run:
+        con = _connect()
+        for name in TABLES:
+            path = str(entry / f"{name}.parquet").replace("'", "''")
+            con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{path}')")
+        return cls(con, meta, entry)
+
+    @classmethod
+    def from_tables(cls, tables: Mapping[str, pa.Table], meta: dict[str, Any] | None = None) -> Run:
+        """An uncached run over in-memory Arrow tables (tests, rule cases)."""
+        con = _connect()
+        for name in TABLES:
+            con.register(f"_arrow_{name}", tables.get(name, empty(name)))
+            con.execute(f"CREATE VIEW {name} AS SELECT * FROM _arrow_{name}")
+        return cls(con, meta or {}, None)
+
+    def sql(self, query: str, params: list[Any] | None = None) -> duckdb.DuckDBPyRelation | None:
+        return self._con.execute(query, params or [])  # type: ignore[return-value]
+
+    def sql_rows(self, query: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+        return self._con.execute(query, params or []).fetchall()
+
+    def sql_dicts(self, query: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
+        cur = self._con.execute(query, params or [])
+        cols = [d[0] for d in cur.description or []]
+        return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+
+    def sql_arrow(self, query: str, params: list[Any] | None = None) -> pa.Table:
+        return self._con.execute(query, params or []).fetch_arrow_table()
+
+    def count(self, table: str) -> int:
+        if self.meta.get("files"):
+            return int(self.meta["files"][table]["rows"])
+        row = self._con.execute(f"SELECT count(*) FROM {table}").fetchone()
+        return int(row[0]) if row else 0
+
+    @property
+    def captured(self) -> set[str]:
+        text = self.info.get("captured") or ""
+        return {t for t in text.split(",") if t}
+
+    def close(self) -> None:
+        self._con.close()
+
+
+def _connect() -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    threads = os.environ.get("ADVISOR_THREADS")
+    if threads:
+        con.execute(f"SET threads = {int(threads)}")
+    return con

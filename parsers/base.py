@@ -1,0 +1,77 @@
+"""The contract between parsers and the store."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+# progress(done_units, total_units, label); parsers call it now and then, never per event
+ProgressFn = Callable[[float, float, str], None]
+
+
+def no_progress(done: float, total: float, label: str) -> None:
+    return None
+
+
+@dataclass
+class ParseOptions:
+    """Knobs a user can turn at ingest time."""
+
+    nsys: str | None = None  # path to the nsys executable for .nsys-rep
+    work_dir: Path | None = None  # where a parser may write intermediates (inside the cache, never near input)
+    progress: ProgressFn = no_progress
+    max_json_bytes: int = 64 * 1024**3  # decompressed JSON limit (decompression-bomb guard)
+
+
+@dataclass
+class ParsedRun:
+    """What a parser returns.
+
+    `tables` maps model table names to Arrow tables (any subset; absent = empty). `run` holds the
+    `runs` row fields the parser knows (format, tool, tool_version, ...; ingest adds source_*).
+    `captured` names the model tables this capture recorded at all, even when empty.
+    `notes` are format facts worth keeping (quirks, dropped rows), serialized to runs.notes.
+    """
+
+    tables: dict[str, pa.Table]
+    run: dict[str, Any]
+    captured: set[str] = field(default_factory=set)
+    notes: dict[str, Any] = field(default_factory=dict)
+
+
+class Interner:
+    """Assigns stable int ids to strings; `table()` returns the `strings` model table."""
+
+    def __init__(self) -> None:
+        self._ids: dict[str, int] = {}
+
+    def id(self, value: str | None) -> int | None:
+        if value is None:
+            return None
+        got = self._ids.get(value)
+        if got is None:
+            got = self._ids[value] = len(self._ids)
+        return got
+
+    def ids(self, values: Iterable[str | None]) -> list[int | None]:
+        return [self.id(v) for v in values]
+
+    def intern_array(self, arr: pa.Array | pa.ChunkedArray) -> pa.Array:
+        """Vectorized interning of a string column: dictionary-encode, then map dictionary to ids."""
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        enc = arr.dictionary_encode()
+        mapping = pa.array(self.ids(enc.dictionary.to_pylist()), pa.int64())
+        return mapping.take(enc.indices)
+
+    def table(self) -> pa.Table:
+        return pa.table(
+            {
+                "string_id": pa.array(list(self._ids.values()), pa.int64()),
+                "value": pa.array(list(self._ids.keys()), pa.string()),
+            }
+        )

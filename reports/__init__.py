@@ -1,0 +1,1 @@
+"""Report renderers (HTML, Markdown). Installed as advisor.reports."""

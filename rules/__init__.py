@@ -1,0 +1,1 @@
+"""Rules: one rule per file under <category>/. Installed as advisor.rules."""

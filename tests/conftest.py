@@ -1,0 +1,56 @@
+"""Shared test plumbing: where the real traces are, and the CI rule that a skip there is a failure."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+REAL = Path(os.environ.get("ADVISOR_REAL_FIXTURES", ROOT.parent / "shared" / "fixtures" / "real"))
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def _absent(reason: str) -> None:
+    """Skip with a visible reason; under CI=true the same condition fails the run."""
+    if IN_CI:
+        pytest.fail(f"CI=true but {reason}")
+    pytest.skip(reason)
+
+
+def real_path(rel: str) -> Path:
+    """Path to a file under the shared real fixtures, skipping (failing in CI) when absent."""
+    p = REAL / rel
+    if not p.exists():
+        _absent(f"real fixture {rel} not found under {REAL} (set ADVISOR_REAL_FIXTURES)")
+    return p
+
+
+def nsys_exe() -> str:
+    exe = shutil.which("nsys")
+    if not exe:
+        _absent("nsys not on PATH (install with scripts/install-nsight-systems.sh)")
+    assert exe
+    return exe
+
+
+@pytest.fixture
+def real() -> Path:
+    if not REAL.is_dir():
+        _absent(f"shared real fixtures folder {REAL} is absent")
+    return REAL
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "cache"
+    d.mkdir()
+    return d
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Never touch the user's real cache from tests; one cache per test session worker."""
+    monkeypatch.setenv("ADVISOR_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "advisor-cache"))
