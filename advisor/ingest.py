@@ -7,6 +7,7 @@ version; the full sha256 of the input is computed on the cold path and kept in `
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import importlib
 import json
@@ -17,7 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from advisor.errors import AdvisorError, InputError, UnsupportedFormat
+from advisor.errors import AdvisorError, InputError, LimitExceeded, UnsupportedFormat
 from advisor.model.schema import SCHEMA_VERSION, TABLES
 from advisor.model.store import Run, default_cache_dir, read_entry_meta, write_entry
 from advisor.model.validate import check_time_order, conform
@@ -50,7 +51,7 @@ def detect_format(path: Path) -> str:
         )
     head = _head(path, 64)
     name = path.name.lower()
-    if head.startswith(SQLITE_MAGIC):
+    if head.startswith(SQLITE_MAGIC) or (head.startswith(GZIP_MAGIC) and _gunzip_head(path).startswith(SQLITE_MAGIC)):
         return "nsys-sqlite"
     if name.endswith((".nsys-rep", ".qdrep")):
         return "nsys-rep"
@@ -66,6 +67,29 @@ def detect_format(path: Path) -> str:
         f"{path}: unrecognised trace format",
         "advisor reads .nsys-rep/.qdrep, nsys .sqlite exports, Kineto .json/.json.gz, .ncu-rep and ncu CSV",
     )
+
+
+def _gunzip_head(path: Path) -> bytes:
+    try:
+        with gzip.open(path, "rb") as f:
+            return f.read(16)
+    except (OSError, EOFError):
+        return b""
+
+
+def _gunzip_to(path: Path, target: Path, limit: int) -> Path:
+    """Decompress a gzip'd SQLite export into the work dir (never next to the input), bounded by `limit`."""
+    written = 0
+    with gzip.open(path, "rb") as src, target.open("wb") as dst:
+        while block := src.read(1 << 22):
+            written += len(block)
+            if written > limit:
+                raise LimitExceeded(
+                    f"{path}: decompresses to more than {limit >> 30} GiB",
+                    "decompress it yourself and pass the .sqlite, or raise the limit with ADVISOR_MAX_BYTES",
+                )
+            dst.write(block)
+    return target
 
 
 def _is_kineto_name(p: Path) -> bool:
@@ -125,6 +149,11 @@ def _size(path: Path) -> int:
 
 def parse(path: Path, fmt: str, options: ParseOptions) -> ParsedRun:
     module = importlib.import_module(f"advisor.parsers.{PARSERS[fmt]}")
+    if fmt == "nsys-sqlite" and _head(path, 2) == GZIP_MAGIC and options.work_dir is not None:
+        try:
+            path = _gunzip_to(path, options.work_dir / "export.sqlite", options.max_json_bytes)
+        except (OSError, EOFError) as e:
+            raise InputError(f"{path}: gzip'd SQLite export is damaged ({e})", "re-export or re-copy the file") from None
     parsed: ParsedRun = module.parse(path, options)
     return parsed
 

@@ -276,6 +276,8 @@ TABLES: dict[str, Table] = {
             C("severity", STR, "message type"),
             C("message", STR, "rule text"),
             C("est_speedup_pct", F64, "Nsight Compute's estimated local speedup, %"),
+            C("speedup_type", STR, "local | global | unknown: what est_speedup_pct is relative to"),
+            C("focus_metrics", STR, "JSON list of the metrics the rule cites: name, value, severity, info"),
         ),
         _t(
             "strings",

@@ -1,0 +1,1 @@
+from advisor.cli.main import main; raise SystemExit(main())

@@ -1,0 +1,180 @@
+"""What `advisor analyze` reports about one run before any rule: facts, each with its denominator.
+
+Everything here is computed by DuckDB over the model tables; the result is a plain dict (the
+JSON output contract, documented in docs/json-output.md) that the text and Markdown renderers
+format without further computation.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from advisor.engine.timeline import device_time
+from advisor.model.schema import TABLES
+from advisor.model.store import Run
+
+JSON_SCHEMA_VERSION = "1.0"
+
+COUNT_TABLES = (
+    "kernels", "memops", "api_calls", "sync", "ranges", "cpu_ops", "collectives",
+    "gpu_metrics", "memory_events", "ncu_kernels", "ncu_metrics", "ncu_rule_results", "devices", "strings",
+)
+
+
+def pct(part: float, whole: float) -> float | None:
+    """Percentage rounded to 0.1, or None when the denominator is zero (reported as n/a)."""
+    return round(100.0 * part / whole, 1) if whole else None
+
+
+def share(ns: int, of_ns: int, of: str) -> dict[str, Any]:
+    """A time figure with its denominator spelled out, so no percentage stands alone."""
+    return {"ns": ns, "pct": pct(ns, of_ns), "of": of, "of_ns": of_ns}
+
+
+def input_info(run: Run) -> dict[str, Any]:
+    i = run.info
+    notes = json.loads(i.get("notes") or "{}")
+    return {
+        "path": i.get("source_path"),
+        "format": i.get("format"),
+        "tool": i.get("tool"),
+        "tool_version": i.get("tool_version"),
+        "export_schema": i.get("export_schema"),
+        "sha256": i.get("source_sha256"),
+        "bytes": i.get("source_bytes"),
+        "host": i.get("host"),
+        "world_size": i.get("world_size"),
+        "ranks": i.get("ranks"),
+        "captured": sorted(run.captured),
+        "notes": notes,
+    }
+
+
+def counts(run: Run) -> dict[str, int]:
+    c = {t: run.count(t) for t in COUNT_TABLES}
+    memops = run.sql_rows("SELECT op, count(*) FROM memops GROUP BY op")
+    by_op = {op: n for op, n in memops}
+    c["memcpy"] = int(by_op.get("memcpy", 0))
+    c["memset"] = int(by_op.get("memset", 0))
+    return c
+
+
+def devices(run: Run) -> list[dict[str, Any]]:
+    cols = [c.name for c in TABLES["devices"].columns]
+    rows = run.sql_dicts(f"SELECT {', '.join(cols)} FROM devices ORDER BY device_id")
+    return [{k: v for k, v in r.items() if v is not None} for r in rows]
+
+
+def capture_span(run: Run) -> dict[str, Any]:
+    s, e = run.info.get("trace_start_ns"), run.info.get("trace_end_ns")
+    return {"start_ns": s, "end_ns": e, "span_ns": (e - s) if s is not None and e is not None else None}
+
+
+def time_split(run: Run) -> list[dict[str, Any]]:
+    names = {r["device_id"]: r.get("name") for r in devices(run)}
+    out = []
+    for d in device_time(run):
+        span = d["span_ns"]
+        of = f"device span, first to last GPU activity on device {d['device_id']}"
+        out.append(
+            {
+                "device_id": d["device_id"],
+                "rank": d["rank"],
+                "name": names.get(d["device_id"]),
+                "span_start_ns": d["span_start_ns"],
+                "span_end_ns": d["span_end_ns"],
+                "span_ns": span,
+                "kernels": share(d["kernel_ns"], span, of),
+                "compute_kernels": share(d["compute_ns"], span, of),
+                "communication_kernels": share(d["communication_ns"], span, of),
+                "memcpy": share(d["memcpy_ns"], span, of),
+                "memset": share(d["memset_ns"], span, of),
+                "busy": share(d["busy_ns"], span, of),
+                "idle": share(d["idle_ns"], span, of),
+            }
+        )
+    return out
+
+
+_TOP_KERNELS_SQL = """
+WITH k AS (SELECT name_id, end_ns - start_ns AS d FROM kernels),
+tot AS (SELECT sum(d) AS all_ns FROM k)
+SELECT s.value AS name, count(*) AS count, sum(d)::BIGINT AS total_ns, avg(d) AS mean_ns,
+       quantile_cont(d, 0.5) AS p50_ns, quantile_cont(d, 0.95) AS p95_ns, max(d) AS max_ns,
+       any_value(tot.all_ns) AS all_ns
+FROM k JOIN strings s ON s.string_id = k.name_id, tot
+GROUP BY s.value ORDER BY total_ns DESC, name LIMIT $1
+"""
+
+
+def top_kernels(run: Run, limit: int = 10) -> dict[str, Any]:
+    rows = run.sql_dicts(_TOP_KERNELS_SQL, [limit])
+    all_ns = int(rows[0]["all_ns"]) if rows else 0
+    of = "sum of all kernel durations, all devices"
+    items = [
+        {
+            "name": r["name"],
+            "count": int(r["count"]),
+            "total": share(int(r["total_ns"]), all_ns, of),
+            "mean_ns": round(float(r["mean_ns"])),
+            "p50_ns": round(float(r["p50_ns"])),
+            "p95_ns": round(float(r["p95_ns"])),
+            "max_ns": int(r["max_ns"]),
+        }
+        for r in rows
+    ]
+    return {"total_kernel_ns": all_ns, "of": of, "items": items}
+
+
+_RANGES_SQL = """
+SELECT r.source, s.value AS name, count(*) AS count, sum(end_ns - start_ns)::BIGINT AS total_ns,
+       avg(end_ns - start_ns) AS mean_ns, quantile_cont(end_ns - start_ns, 0.5) AS p50_ns,
+       quantile_cont(end_ns - start_ns, 0.95) AS p95_ns, min(depth) AS min_depth
+FROM ranges r JOIN strings s ON s.string_id = r.name_id
+WHERE r.source <> 'profiler_step'
+GROUP BY r.source, s.value ORDER BY total_ns DESC, name LIMIT $1
+"""
+
+_STEPS_SQL = """
+SELECT count(*) AS count, sum(end_ns - start_ns)::BIGINT AS total_ns, avg(end_ns - start_ns) AS mean_ns,
+       quantile_cont(end_ns - start_ns, 0.5) AS p50_ns, quantile_cont(end_ns - start_ns, 0.95) AS p95_ns,
+       min(end_ns - start_ns) AS min_ns, max(end_ns - start_ns) AS max_ns
+FROM ranges WHERE source = 'profiler_step'
+"""
+
+
+def ranges_summary(run: Run, limit: int = 15) -> dict[str, Any]:
+    span = capture_span(run)["span_ns"] or 0
+    of = "capture span (first to last event of the run); nested and per-thread ranges may overlap"
+    items = [
+        {
+            "source": r["source"],
+            "name": r["name"],
+            "count": int(r["count"]),
+            "total": share(int(r["total_ns"]), span, of),
+            "mean_ns": round(float(r["mean_ns"])),
+            "p50_ns": round(float(r["p50_ns"])),
+            "p95_ns": round(float(r["p95_ns"])),
+            "top_level": r["min_depth"] == 0,
+        }
+        for r in run.sql_dicts(_RANGES_SQL, [limit])
+    ]
+    steps_row = run.sql_dicts(_STEPS_SQL)[0]
+    steps = None
+    if steps_row["count"]:
+        steps = {k: (round(float(v)) if v is not None else None) for k, v in steps_row.items()}
+    return {"total_ranges": run.count("ranges"), "items": items, "steps": steps}
+
+
+def summarize(run: Run, top: int = 10) -> dict[str, Any]:
+    """The per-run part of the `analyze` JSON (findings and verdict are added by the caller)."""
+    return {
+        "input": input_info(run),
+        "devices": devices(run),
+        "counts": counts(run),
+        "capture": capture_span(run),
+        "time": time_split(run),
+        "top_kernels": top_kernels(run, top),
+        "ranges": ranges_summary(run),
+    }
