@@ -1,1 +1,3 @@
-from advisor.cli.main import main; raise SystemExit(main())
+from advisor.cli.main import main
+
+raise SystemExit(main())

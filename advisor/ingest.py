@@ -153,7 +153,7 @@ def parse(path: Path, fmt: str, options: ParseOptions) -> ParsedRun:
         try:
             path = _gunzip_to(path, options.work_dir / "export.sqlite", options.max_json_bytes)
         except (OSError, EOFError) as e:
-            raise InputError(f"{path}: gzip'd SQLite export is damaged ({e})", "re-export or re-copy the file") from None
+            raise InputError(f"{path}: gzip'd SQLite export is damaged ({e})", "re-copy or re-export it") from None
     parsed: ParsedRun = module.parse(path, options)
     return parsed
 

@@ -26,57 +26,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    a = sub.add_parser("analyze", help="analyze one or more traces")
-    a.add_argument("paths", nargs="+", metavar="PATH",
-                   help=".nsys-rep/.qdrep, nsys .sqlite, Kineto .json[.gz] or a directory of rank traces, .ncu-rep, ncu CSV")
-    a.add_argument("--format", choices=("text", "json", "md"), default="text")
-    a.add_argument("--nsys", help="nsys executable used to export .nsys-rep/.qdrep (default: nsys on PATH)")
-    a.add_argument("--top", type=int, default=10, help="how many top kernels to list (default 10)")
-    a.add_argument("--no-cache", action="store_true", help="parse again instead of reusing the cache")
-    a.add_argument("-o", "--output", help="write the output to this file instead of stdout")
-    a.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="progress bar on stderr (default: when stderr is a terminal)")
-    a.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+    for module in command_modules():
+        sp = sub.add_parser(module.NAME, help=module.HELP, description=module.__doc__)
+        sp.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks for errors")
+        module.register(sp)
+        sp.set_defaults(_run=module.run)
     return p
 
 
-def _cmd_analyze(args: argparse.Namespace) -> int:
-    from advisor.cli.progress import Progress
-    from advisor.cli.render import markdown_document, text_document
-    from advisor.engine.analyze import analyze_run, document
-    from advisor.ingest import open_run
-    from advisor.parsers.base import ParseOptions
+def command_modules() -> list[Any]:
+    """Every module in advisor.cli.commands, in alphabetical order."""
+    import importlib
+    import pkgutil
 
-    runs = []
-    for path in args.paths:
-        progress = Progress(f"reading {path}", enabled=args.progress)
-        run = open_run(path, ParseOptions(nsys=args.nsys, progress=progress), use_cache=not args.no_cache)
-        progress.done()
-        try:
-            runs.append(analyze_run(run, top=args.top))
-        finally:
-            run.close()
-    doc = document(runs)
-    if args.format == "json":
-        out = json.dumps(doc, indent=2, default=str) + "\n"
-    elif args.format == "md":
-        out = markdown_document(doc)
-    else:
-        out = text_document(doc)
-    _emit(out, args.output)
-    return EXIT_OK
+    from advisor.cli import commands
 
-
-def _emit(text: str, output: str | None) -> None:
-    if output:
-        from pathlib import Path
-
-        Path(output).write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
-
-
-COMMANDS = {"analyze": _cmd_analyze}
+    names = sorted(m.name for m in pkgutil.iter_modules(commands.__path__) if not m.name.startswith("_"))
+    return [importlib.import_module(f"advisor.cli.commands.{n}") for n in names]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -84,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     fmt = getattr(args, "format", "text")
     try:
-        return COMMANDS[args.command](args)
+        return int(args._run(args))
     except AdvisorError as e:
         return _fail(e.one_line(), type(e).__name__, fmt, args.debug)
     except KeyboardInterrupt:

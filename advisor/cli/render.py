@@ -203,7 +203,8 @@ def _md_run(doc: dict[str, Any]) -> list[str]:
     if findings:
         out += ["| # | rule | finding | est. saving |", "|---|---|---|---|"]
         for i, f in enumerate(findings[:10], 1):
-            out.append(f"| {i} | {md_cell(f.get('code'))} | {md_cell(f.get('message'), 200)} | {fmt_ns(f.get('est_gain_ns'))} |")
+            gain = fmt_ns(f.get("est_gain_ns"))
+            out.append(f"| {i} | {md_cell(f.get('code'))} | {md_cell(f.get('message'), 200)} | {gain} |")
         out.append("")
     if doc["time"]:
         out += ["| device | span | kernels | memcpy | memset | idle |", "|---|---|---|---|---|---|"]

@@ -208,7 +208,8 @@ TABLES: dict[str, Table] = {
             C("stream_id", I64, "stream"),
             C("start_ns", I64, "start", True),
             C("end_ns", I64, "end", True),
-            C("kind", STR, "all_reduce | all_gather | reduce_scatter | all_to_all | broadcast | reduce | send_recv | send | recv | other", True),
+            C("kind", STR, "all_reduce | all_gather | reduce_scatter | all_to_all | broadcast | reduce | send_recv | "
+              "send | recv | other", True),
             C("bytes", I64, "message size in bytes (input) where recorded"),
             C("dtype", STR, "element type"),
             C("communicator", STR, "process group / communicator id"),

@@ -120,18 +120,18 @@ class Run:
             con.execute(f"CREATE VIEW {name} AS SELECT * FROM _arrow_{name}")
         return cls(con, meta or {}, None)
 
-    def sql(self, query: str, params: list[Any] | None = None) -> duckdb.DuckDBPyRelation | None:
+    def sql(self, query: str, params: list[Any] | dict[str, Any] | None = None) -> duckdb.DuckDBPyRelation | None:
         return self._con.execute(query, params or [])  # type: ignore[return-value]
 
-    def sql_rows(self, query: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+    def sql_rows(self, query: str, params: list[Any] | dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
         return self._con.execute(query, params or []).fetchall()
 
-    def sql_dicts(self, query: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
+    def sql_dicts(self, query: str, params: list[Any] | dict[str, Any] | None = None) -> list[dict[str, Any]]:
         cur = self._con.execute(query, params or [])
         cols = [d[0] for d in cur.description or []]
         return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
 
-    def sql_arrow(self, query: str, params: list[Any] | None = None) -> pa.Table:
+    def sql_arrow(self, query: str, params: list[Any] | dict[str, Any] | None = None) -> pa.Table:
         return self._con.execute(query, params or []).fetch_arrow_table()
 
     def count(self, table: str) -> int:
