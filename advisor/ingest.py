@@ -206,7 +206,10 @@ def open_run(
     if use_cache:
         meta = read_entry_meta(entry)
         if meta is not None:
-            return Run.from_entry(entry, meta)
+            cached = _open_cached(entry, meta)
+            if cached is not None:
+                return cached
+            _rmtree_quiet(entry)  # corrupted entry: rebuild it below
     t0 = time.perf_counter()
     work = root / ".work" / key
     work.mkdir(parents=True, exist_ok=True)
@@ -228,6 +231,18 @@ def open_run(
     if final_meta is None:  # pragma: no cover - would mean the filesystem lost our rename
         raise AdvisorError(f"cache entry {written} is unreadable right after writing", "clear the cache dir")
     return Run.from_entry(written, final_meta)
+
+
+def _open_cached(entry: Path, meta: dict[str, Any]) -> Run | None:
+    """The cached run, or None when its files are damaged (then the caller rebuilds it)."""
+    try:
+        run = Run.from_entry(entry, meta)
+    except Exception:  # noqa: BLE001 - unreadable cache entry, never the user's problem
+        return None
+    if run.footers_match():
+        return run
+    run.close()
+    return None
 
 
 def _rmtree_quiet(p: Path) -> None:

@@ -57,7 +57,7 @@ def write_entry(cache_root: Path, key: str, tables: Mapping[str, pa.Table], meta
             table = tables.get(name, empty(name))
             target = tmp / f"{name}.parquet"
             pq.write_table(table, target, compression="zstd", row_group_size=1 << 20)
-            files[name] = {"rows": table.num_rows, "sha256": _file_sha256(target)}
+            files[name] = {"rows": table.num_rows, "bytes": target.stat().st_size, "sha256": _file_sha256(target)}
         full_meta = dict(meta, schema_version=SCHEMA_VERSION, files=files)
         (tmp / META).write_text(json.dumps(full_meta, sort_keys=True))
         try:
@@ -84,7 +84,7 @@ def read_entry_meta(entry: Path, verify: bool = False) -> dict[str, Any] | None:
         return None
     for name, info in meta["files"].items():
         f = entry / f"{name}.parquet"
-        if not f.is_file():
+        if not f.is_file() or f.stat().st_size != info.get("bytes"):
             return None
         if verify and _file_sha256(f) != info["sha256"]:
             return None
@@ -110,6 +110,17 @@ class Run:
             path = str(entry / f"{name}.parquet").replace("'", "''")
             con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{path}')")
         return cls(con, meta, entry)
+
+    def footers_match(self) -> bool:
+        """Cheap integrity probe: every Parquet footer readable and row counts as recorded."""
+        try:
+            for name, info in self.meta["files"].items():
+                row = self._con.execute(f"SELECT count(*) FROM {name}").fetchone()
+                if not row or row[0] != info["rows"]:
+                    return False
+        except Exception:  # noqa: BLE001 - any read failure means the entry is unusable
+            return False
+        return True
 
     @classmethod
     def from_tables(cls, tables: Mapping[str, pa.Table], meta: dict[str, Any] | None = None) -> Run:

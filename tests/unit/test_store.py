@@ -1,0 +1,76 @@
+"""The Parquet cache: atomic entries, corruption detected and rebuilt, schema conformance."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from advisor.errors import SchemaError
+from advisor.model.schema import SCHEMA_VERSION, TABLES
+from advisor.model.store import Run, read_entry_meta, write_entry
+from advisor.model.validate import conform
+
+
+def _tables() -> dict[str, pa.Table]:
+    return {
+        "kernels": conform("kernels", pa.table({"device_id": [0, 0], "start_ns": [0, 100], "end_ns": [50, 300],
+                                               "name_id": [0, 1]})),
+        "strings": conform("strings", pa.table({"string_id": [0, 1], "value": ["a", "b"]})),
+    }
+
+
+def test_entry_roundtrip_and_meta(tmp_path: Path) -> None:
+    entry = write_entry(tmp_path, "k1", _tables(), {"source": "x"})
+    meta = read_entry_meta(entry, verify=True)
+    assert meta is not None and meta["schema_version"] == SCHEMA_VERSION
+    assert set(meta["files"]) == set(TABLES)
+    run = Run.from_entry(entry, meta)
+    assert run.count("kernels") == 2
+    assert run.sql_rows("SELECT sum(end_ns - start_ns) FROM kernels")[0][0] == 250
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "temporary dirs left behind"
+
+
+def test_existing_valid_entry_wins(tmp_path: Path) -> None:
+    first = write_entry(tmp_path, "k1", _tables(), {"n": 1})
+    second = write_entry(tmp_path, "k1", {}, {"n": 2})
+    assert first == second
+    assert json.loads((first / "meta.json").read_text())["n"] == 1
+
+
+def test_corrupted_entry_is_detected(tmp_path: Path) -> None:
+    entry = write_entry(tmp_path, "k1", _tables(), {})
+    (entry / "kernels.parquet").write_bytes(b"garbage")
+    assert read_entry_meta(entry, verify=True) is None
+    (entry / "meta.json").write_text("{not json")
+    assert read_entry_meta(entry) is None
+    rebuilt = write_entry(tmp_path, "k1", _tables(), {})
+    assert read_entry_meta(rebuilt, verify=True) is not None
+
+
+def test_conform_rejects_unknown_and_missing_required() -> None:
+    with pytest.raises(SchemaError, match="unknown columns"):
+        conform("strings", pa.table({"string_id": [1], "value": ["x"], "bogus": [1]}))
+    with pytest.raises(SchemaError, match="kernels.name_id"):
+        conform("kernels", pa.table({"device_id": [0], "start_ns": [0], "end_ns": [1]}))
+    with pytest.raises(SchemaError, match="required"):
+        conform("strings", pa.table({"string_id": [1], "value": pa.array([None], pa.string())}))
+
+
+def test_conform_fills_optional_and_casts() -> None:
+    t = conform("kernels", pa.table({"device_id": pa.array([0], pa.int64()), "start_ns": [0], "end_ns": [5],
+                                    "name_id": [3]}))
+    assert t.schema == TABLES["kernels"].arrow_schema
+    assert t.column("grid_x").null_count == 1
+
+
+def test_truncated_parquet_fails_the_cheap_check(tmp_path: Path) -> None:
+    entry = write_entry(tmp_path, "k1", _tables(), {})
+    f = entry / "kernels.parquet"
+    data = f.read_bytes()
+    f.write_bytes(data[: len(data) // 2] + b"\0" * (len(data) - len(data) // 2))  # same size, broken footer
+    meta = read_entry_meta(entry)
+    assert meta is not None  # size matches, so only the footer probe can tell
+    assert not Run.from_entry(entry, meta).footers_match()
