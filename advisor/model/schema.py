@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 I8, I16, I32, I64 = pa.int8(), pa.int16(), pa.int32(), pa.int64()
 F64, STR, BOOL = pa.float64(), pa.string(), pa.bool_()
@@ -119,6 +119,7 @@ TABLES: dict[str, Table] = {
             C("registers_per_thread", I32, "registers per thread"),
             C("static_shared_memory_bytes", I32, "static shared memory per block"),
             C("dynamic_shared_memory_bytes", I32, "dynamic shared memory per block"),
+            C("shared_memory_bytes", I32, "static + dynamic shared memory per block (Kineto records only the sum)"),
             C("local_memory_bytes", I32, "local memory per thread (spills land here)"),
             C("external_id", I64, "Kineto External id linking to the cpu_op"),
         ),

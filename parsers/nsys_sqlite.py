@@ -1,0 +1,681 @@
+"""Nsight Systems SQLite export (`nsys export --type sqlite`) -> model tables.
+
+DuckDB reads the SQLite file through its sqlite scanner, loaded from the pinned PyPI package by file
+path (never downloaded), and does all the reshaping in SQL: no per-row Python. The reasons and the
+measured alternative (ADBC) are in docs/notes/sqlite-reader.md.
+
+Everything that differs between nsys versions (table and column names, enum codes, which event
+classes to drop) lives in `mappings/nsys.toml`, so supporting a new export schema is a data change.
+The input is attached READ_ONLY and never written; a WAL-mode file (whose read-only open would need a
+`-shm` file beside it) is first copied into `options.work_dir`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tomllib
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+from advisor.parsers.base import ParsedRun, ParseOptions
+
+from advisor.errors import InputError, SchemaError, ToolMissing
+from advisor.model.schema import TABLES
+
+FORMAT = "nsys-sqlite"
+TOOL = "Nsight Systems"
+REEXPORT_HINT = "re-export the report with `nsys export --type sqlite` from a current Nsight Systems"
+_WAL_HEADER_OFFSET = 18  # SQLite header bytes 18/19: file format write/read version, 2 = WAL
+
+
+@cache
+def mapping() -> dict[str, Any]:
+    """The raw-to-model mapping data (parsed once per process)."""
+    text = resources.files("advisor.parsers").joinpath("mappings/nsys.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+# --------------------------------------------------------------------------------------------- reader
+
+
+def scanner_path() -> Path:
+    """The sqlite scanner extension shipped by the `duckdb-extension-sqlite-scanner` package."""
+    try:
+        import duckdb_extension_sqlite_scanner as pkg
+    except ImportError:
+        raise ToolMissing(
+            "the DuckDB sqlite scanner package is not installed",
+            "pip install duckdb-extension-sqlite-scanner==" + duckdb.__version__,
+        ) from None
+    root = Path(pkg.__file__).parent
+    found = sorted(root.glob(f"extensions/v{duckdb.__version__}/*/sqlite_scanner.duckdb_extension"))
+    found += sorted(root.glob(f"extensions/v{duckdb.__version__}/sqlite_scanner.duckdb_extension"))
+    if not found:
+        raise ToolMissing(
+            f"no sqlite scanner for DuckDB {duckdb.__version__} in {root}",
+            "install duckdb-extension-sqlite-scanner with the same version as duckdb",
+        )
+    return found[0]
+
+
+def connect() -> duckdb.DuckDBPyConnection:
+    """A private DuckDB connection with the scanner loaded and extension auto-install/-load off."""
+    con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    con.execute(f"LOAD '{_sql_str(str(scanner_path()))}'")
+    return con
+
+
+@contextmanager
+def attached(path: Path, options: ParseOptions) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Yield a connection with the export attached read-only as schema `src`."""
+    source = _readable_copy(path, options)
+    con = connect()
+    try:
+        try:
+            con.execute(f"ATTACH '{_sql_str(str(source))}' AS src (TYPE sqlite, READ_ONLY)")
+        except duckdb.Error as e:
+            raise InputError(f"{path}: cannot open as SQLite ({_first_line(e)})", REEXPORT_HINT) from None
+        yield con
+    finally:
+        con.close()
+
+
+def _readable_copy(path: Path, options: ParseOptions) -> Path:
+    """The path to open: the input itself, or a work_dir copy when it is in WAL mode."""
+    with path.open("rb") as f:
+        header = f.read(100)
+    if len(header) < 100:
+        raise InputError(f"{path}: truncated SQLite file ({len(header)} bytes)", REEXPORT_HINT)
+    if header[_WAL_HEADER_OFFSET] != 2:
+        return path
+    if options.work_dir is None:
+        raise InputError(f"{path}: SQLite file is in WAL mode and no work directory was given", REEXPORT_HINT)
+    work: Path = options.work_dir
+    work.mkdir(parents=True, exist_ok=True)
+    copy = work / "wal-copy.sqlite"
+    shutil.copyfile(path, copy)
+    return copy
+
+
+# --------------------------------------------------------------------------------------------- export
+
+
+@dataclass
+class Export:
+    """What the attached export contains: its tables with their columns, and its versions."""
+
+    path: Path
+    con: duckdb.DuckDBPyConnection
+    columns: dict[str, set[str]] = field(default_factory=dict)
+    meta: dict[str, str] = field(default_factory=dict)
+    meta_table: str | None = None
+    temps: set[str] = field(default_factory=set)  # temp tables created so far (cheaper than asking DuckDB)
+
+    @classmethod
+    def inspect(cls, path: Path, con: duckdb.DuckDBPyConnection) -> Export:
+        exp = cls(path, con)
+        rows = exp.rows("SELECT table_name, column_name FROM duckdb_columns() WHERE database_name = 'src'")
+        for table, column in rows:
+            exp.columns.setdefault(table, set()).add(column)
+        if "StringIds" not in exp.columns:
+            raise InputError(
+                f"{path}: SQLite file is not an Nsight Systems export (no StringIds table)",
+                "pass a file written by `nsys export --type sqlite`",
+            )
+        exp.meta_table = next((t for t in mapping()["meta_tables"] if t in exp.columns), None)
+        if exp.meta_table:
+            exp.meta = {str(k): str(v) for k, v in exp.rows(f"SELECT name, value FROM src.{exp.meta_table}")}
+        return exp
+
+    @property
+    def version(self) -> str:
+        keys = mapping()["meta_keys"]
+        return self.meta.get(keys["export_schema"]) or "unknown"
+
+    @property
+    def tool_version(self) -> str | None:
+        return self.meta.get(mapping()["meta_keys"]["tool_version"])
+
+    def describe(self) -> str:
+        return f"export schema {self.version}, Nsight Systems {self.tool_version or 'unknown'}"
+
+    def resolve(self, table: str) -> str | None:
+        """The table's name in this export (with a version suffix if that is what exists)."""
+        suffixes: list[str] = mapping()["table_suffixes"]
+        for suffix in suffixes:
+            if table + suffix in self.columns:
+                return table + suffix
+        return None
+
+    def rows(self, sql: str) -> list[tuple[Any, ...]]:
+        try:
+            return self.con.execute(sql).fetchall()
+        except duckdb.Error as e:
+            raise self.read_error(e) from None
+
+    def create(self, name: str, sql: str) -> None:
+        """CREATE TEMP TABLE name AS sql, remembered for `has()`."""
+        self.run(f"CREATE TEMP TABLE {name} AS {sql}")
+        self.temps.add(name)
+
+    def run(self, sql: str) -> None:
+        try:
+            self.con.execute(sql)
+        except duckdb.Error as e:
+            raise self.read_error(e) from None
+
+    def arrow(self, sql: str) -> pa.Table:
+        try:
+            return self.con.execute(sql).to_arrow_table()
+        except duckdb.Error as e:
+            raise self.read_error(e) from None
+
+    def read_error(self, e: duckdb.Error) -> InputError:
+        return InputError(f"{self.path}: cannot read the SQLite export ({_first_line(e)})", REEXPORT_HINT)
+
+    def missing_column(self, table: str, column: str, purpose: str) -> SchemaError:
+        return SchemaError(
+            f"{self.path}: required column {table}.{column} is missing ({self.describe()}); needed for {purpose}",
+            REEXPORT_HINT,
+            path=str(self.path),
+        )
+
+
+# --------------------------------------------------------------------------------------------- SQL
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _sql_str(value: str) -> str:
+    return value.replace("'", "''")
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
+
+
+def enum_case(exp: Export, enum_name: str, raw_sql: str) -> str:
+    """A CASE expression mapping raw codes to model values: from the ENUM_* table, else the fallback."""
+    spec = mapping()["enums"][enum_name]
+    codes: dict[int, str] = {int(k): v for k, v in spec["fallback"].items()}
+    if spec["table"] in exp.columns:
+        names: Mapping[str, str] = spec["names"]
+        codes = {int(i): names[n] for i, n in exp.rows(f"SELECT id, name FROM src.{spec['table']}") if n in names}
+    whens = " ".join(f"WHEN {code} THEN '{_sql_str(value)}'" for code, value in sorted(codes.items()))
+    default = f"'{spec['default']}'"
+    return f"CASE {raw_sql} {whens} ELSE {default} END" if whens else default
+
+
+def select_source(exp: Export, source: str) -> str | None:
+    """SELECT of one mapped source table with model column names, or None when not captured."""
+    spec = mapping()["sources"][source]
+    table = exp.resolve(spec["table"])
+    if table is None:
+        return None
+    have = exp.columns[table]
+    parts = []
+    for model_col, col in spec["columns"].items():
+        parts.append(f"{column_sql(exp, table, have, model_col, col)} AS {model_col}")
+    where = ""
+    if spec.get("skip_event_classes") and "eventClass" in have:
+        skipped = ", ".join(str(int(c)) for c in spec["skip_event_classes"])
+        where = f" WHERE coalesce(eventClass, -1) NOT IN ({skipped})"
+    return f"SELECT {', '.join(parts)} FROM src.{_q(table)}{where}"
+
+
+def column_sql(exp: Export, table: str, have: set[str], model_col: str, col: Mapping[str, Any]) -> str:
+    """SQL for one mapped column: first present candidate, templated, enum-mapped; NULL if absent."""
+    raw = next((c for c in col["from"] if c in have), None)
+    if raw is None or any(n not in have for n in col.get("needs", [])):
+        if col.get("required"):
+            raise exp.missing_column(table, col["from"][0], model_col)
+        return "NULL"
+    sql = col["expr"].format(c=_q(raw)) if "expr" in col else _q(raw)
+    if "enum" in col:
+        sql = enum_case(exp, col["enum"], sql)
+    return sql
+
+
+def in_list(values: list[Any]) -> str:
+    return ", ".join(str(int(v)) for v in values) or "NULL"
+
+
+# --------------------------------------------------------------------------------------------- tables
+
+
+def load_events(exp: Export, notes: dict[str, Any]) -> set[str]:
+    """Materialize the mapped event sources as DuckDB temp tables; return the captured model tables."""
+    captured: set[str] = set()
+    for source, spec in mapping()["sources"].items():
+        sql = select_source(exp, source)
+        if sql is None:
+            continue
+        exp.create(f"raw_{source}", sql)
+        captured.update(spec["captures"])
+        table = exp.resolve(spec["table"])
+        if spec.get("skip_event_classes") and table and "eventClass" in exp.columns[table]:
+            skipped = exp.rows(
+                f"SELECT count(*) FROM src.{_q(table)} WHERE eventClass IN ({in_list(spec['skip_event_classes'])})"
+            )[0][0]
+            if skipped:
+                notes[f"{table}_rows_skipped_by_event_class"] = int(skipped)
+    return captured
+
+
+def has(exp: Export, temp: str) -> bool:
+    return temp in exp.temps
+
+
+def kernels_sql(exp: Export) -> str:
+    cols = ", ".join(mapping()["sources"]["kernels"]["columns"])
+    return f"SELECT {cols} FROM raw_kernels"
+
+
+def memops_sql(exp: Export) -> str | None:
+    parts = []
+    for source in ("memcpy", "memset"):
+        if has(exp, f"raw_{source}"):
+            op = mapping()["sources"][source]["op"]
+            parts.append(f"SELECT '{op}' AS op, * FROM raw_{source}")
+    return " UNION ALL BY NAME ".join(parts) or None
+
+
+def api_sql(exp: Export) -> str | None:
+    parts = []
+    for source, spec in mapping()["sources"].items():
+        if "api" not in spec or not has(exp, f"raw_{source}"):
+            continue
+        api = _api_by_name_sql() if spec["api"] == "by_name" else f"'{spec['api']}'"
+        parts.append(
+            f"SELECT r.pid, r.tid, r.start_ns, r.end_ns, {api} AS api, r.name_id, "
+            f"{'r.correlation_id' if 'correlation_id' in spec['columns'] else 'NULL'} AS correlation_id, "
+            f"{'r.return_value' if 'return_value' in spec['columns'] else 'NULL'} AS return_value "
+            f"FROM raw_{source} r LEFT JOIN src.StringIds s ON s.id = r.name_id"
+        )
+    return " UNION ALL ".join(parts) or None
+
+
+def _api_by_name_sql() -> str:
+    spec = mapping()["api_by_name"]
+    whens = [f"WHEN starts_with(s.value, '{_sql_str(p)}') THEN '{api}'" for p, api in spec["prefixes"]]
+    whens += [f"WHEN r.event_class = {int(c)} THEN '{api}'" for c, api in spec["event_classes"].items()]
+    return f"CASE {' '.join(whens)} ELSE 'other' END"
+
+
+def sync_sql(exp: Export) -> str:
+    """Sync rows; the waiting host thread comes from the API call with the same correlation id."""
+    tid = "NULL"
+    join = ""
+    if has(exp, "raw_cuda_api"):
+        join = (
+            " LEFT JOIN (SELECT pid, correlation_id, any_value(tid) AS tid FROM raw_cuda_api"
+            " WHERE correlation_id IS NOT NULL GROUP BY ALL) a"
+            " ON a.pid = s.pid AND a.correlation_id = s.correlation_id"
+        )
+        tid = "a.tid"
+    return (
+        f"SELECT s.device_id, s.stream_id, s.pid, {tid} AS tid, s.start_ns, s.end_ns, s.kind,"
+        f" s.correlation_id, s.event_id FROM raw_sync s{join}"
+    )
+
+
+def build_ranges(exp: Export, notes: dict[str, Any]) -> None:
+    """NVTX ranges and marks with domain names and per-thread nesting (parent_id, depth), in DuckDB.
+
+    Push/pop ranges form a stack per thread, so their depth is a sweep (starts minus ends before
+    the range's start) and their parent the last range one level up (an ASOF join): O(n log n),
+    where a containment self-join is quadratic in ranges per thread. Start/end ranges and marks are
+    never parents (NVTX does not nest them); they hang under the innermost push/pop range that
+    contains them on their thread. Open ranges are closed at the last NVTX timestamp, as nsys's
+    reports do, and counted in notes. Skipped event types (domain create, thread names, ...) only
+    feed the domain names.
+    """
+    nv = mapping()["nvtx"]
+    _nvtx_select(exp, nv, notes)
+    _nvtx_text_ids(exp)
+    _nvtx_order(exp)
+    _nvtx_push_pop_nesting(exp, notes)
+    _nvtx_other_nesting(exp)
+
+
+def _nvtx_select(exp: Export, nv: Mapping[str, Any], notes: dict[str, Any]) -> None:
+    exp.create(
+        "nvtx_domains",
+        f"""
+        SELECT n.domain_id, (n.global_tid >> 24) & 16777215 AS pid,
+               any_value(coalesce(n.text, s.value)) AS domain
+        FROM raw_nvtx n LEFT JOIN src.StringIds s ON s.id = n.text_id
+        WHERE n.event_type = {int(nv["domain_create_type"])} GROUP BY ALL""",
+    )
+    last = exp.rows("SELECT max(greatest(start_ns, coalesce(end_ns, start_ns))) FROM raw_nvtx")[0][0] or 0
+    exp.create(
+        "nvtx_sel",
+        f"""
+        SELECT n.* EXCLUDE (end_ns, domain_id),
+               CASE WHEN n.event_type IN ({in_list(nv["mark_types"])}) THEN n.start_ns
+                    ELSE coalesce(n.end_ns, {int(last)}) END AS end_ns,
+               n.event_type IN ({in_list(nv["mark_types"])}) AS is_mark,
+               n.event_type IN ({in_list(nv["push_pop_types"])}) AS is_pp,
+               n.end_ns IS NULL AND n.event_type NOT IN ({in_list(nv["mark_types"])}) AS was_open,
+               (n.global_tid >> 24) & 16777215 AS pid, n.global_tid & 16777215 AS tid, d.domain
+        FROM raw_nvtx n
+        LEFT JOIN nvtx_domains d
+          ON d.domain_id = n.domain_id AND d.pid = (n.global_tid >> 24) & 16777215 AND n.domain_id <> 0
+        WHERE n.event_type IN ({in_list(nv["range_types"] + nv["mark_types"])})""",
+    )
+    open_ranges = exp.rows("SELECT count(*) FROM nvtx_sel WHERE was_open")[0][0]
+    if open_ranges:
+        notes["nvtx_open_ranges_closed_at_trace_end"] = int(open_ranges)
+
+
+def _nvtx_text_ids(exp: Export) -> None:
+    """Inline NVTX texts (no textId) get string ids above the export's own."""
+    exp.create(
+        "nvtx_text",
+        """
+        SELECT text, (SELECT coalesce(max(id), 0) FROM src.StringIds) + row_number() OVER (ORDER BY text) AS id
+        FROM (SELECT DISTINCT coalesce(text, '') AS text FROM nvtx_sel WHERE text_id IS NULL)""",
+    )
+
+
+def _nvtx_order(exp: Export) -> None:
+    """range_id = position in (thread, start, end desc, push/pop first): a parent precedes its children."""
+    exp.create(
+        "nvtx_rng",
+        """
+        SELECT row_number() OVER (ORDER BY n.global_tid, n.start_ns, n.end_ns DESC, n.is_pp DESC,
+                                           n.is_mark, n.event_type) - 1 AS range_id,
+               n.pid, n.tid, n.global_tid, n.is_mark, n.is_pp, n.start_ns, n.end_ns,
+               coalesce(n.text_id, t.id) AS name_id, n.domain
+        FROM nvtx_sel n LEFT JOIN nvtx_text t ON t.text = coalesce(n.text, '')""",
+    )
+
+
+def _nvtx_push_pop_nesting(exp: Export, notes: dict[str, Any]) -> None:
+    # At one timestamp, ends sort before starts (a range ending at t does not contain one starting
+    # at t), except a zero-length range's own end, which sorts after every start at t.
+    exp.create(
+        "nvtx_pp",
+        """
+        WITH ev AS (
+            SELECT global_tid, start_ns AS t, 1 AS k, range_id, 1 AS delta FROM nvtx_rng WHERE is_pp
+            UNION ALL
+            SELECT global_tid, end_ns, CASE WHEN end_ns > start_ns THEN 0 ELSE 2 END, range_id, -1
+            FROM nvtx_rng WHERE is_pp),
+        run AS (
+            SELECT range_id, k, sum(delta) OVER (PARTITION BY global_tid ORDER BY t, k, range_id
+                                                ROWS UNBOUNDED PRECEDING) - delta AS open_before
+            FROM ev)
+        SELECT r.range_id, r.global_tid, r.start_ns, r.end_ns, run.open_before AS depth
+        FROM nvtx_rng r JOIN run ON run.range_id = r.range_id AND run.k = 1""",
+    )
+    exp.create(
+        "nvtx_parent",
+        """
+        SELECT c.range_id, c.depth, p.range_id AS parent_id
+        FROM nvtx_pp c ASOF LEFT JOIN nvtx_pp p
+          ON p.global_tid = c.global_tid AND p.depth = c.depth - 1 AND c.range_id > p.range_id""",
+    )
+    broken = exp.rows("""
+        SELECT count(*) FROM nvtx_parent x JOIN nvtx_pp c USING (range_id) JOIN nvtx_pp p ON p.range_id = x.parent_id
+        WHERE p.end_ns < c.end_ns OR p.start_ns > c.start_ns""")[0][0]
+    if broken:  # a lost pop: keep the range, drop the claim that it nests
+        notes["nvtx_push_pop_ranges_not_nested"] = int(broken)
+        exp.run("""
+            UPDATE nvtx_parent x SET parent_id = NULL FROM nvtx_pp c, nvtx_pp p
+            WHERE c.range_id = x.range_id AND p.range_id = x.parent_id
+              AND (p.end_ns < c.end_ns OR p.start_ns > c.start_ns)""")
+
+
+def _nvtx_other_nesting(exp: Export) -> None:
+    """Start/end ranges and marks: innermost containing push/pop range on the thread (ASOF, then up)."""
+    exp.create(
+        "nvtx_other",
+        """
+        SELECT c.range_id, c.start_ns, c.end_ns, p.range_id AS cand
+        FROM (SELECT * FROM nvtx_rng WHERE NOT is_pp) c ASOF LEFT JOIN nvtx_pp p
+          ON p.global_tid = c.global_tid AND c.range_id > p.range_id""",
+    )
+    for _ in range(10_000):  # bounded by the deepest push/pop stack
+        changed = exp.rows("""
+            UPDATE nvtx_other o SET cand = x.parent_id FROM nvtx_pp p, nvtx_parent x
+            WHERE p.range_id = o.cand AND x.range_id = p.range_id AND p.end_ns < o.end_ns""")[0][0]
+        if not changed:
+            break
+    exp.run("""
+        INSERT INTO nvtx_parent
+        SELECT o.range_id, coalesce(x.depth + 1, 0), o.cand
+        FROM nvtx_other o LEFT JOIN nvtx_parent x ON x.range_id = o.cand""")
+
+
+def ranges_sql() -> str:
+    return """
+        SELECT r.range_id, pr.parent_id, pr.depth, 'nvtx' AS source, r.domain, r.name_id, r.pid, r.tid,
+               r.start_ns, r.end_ns
+        FROM nvtx_rng r JOIN nvtx_parent pr USING (range_id) ORDER BY r.range_id"""
+
+
+def collectives_sql() -> str:
+    spec = mapping()["collectives"]
+    fn = "split_part(s.value, '(', 1)"
+    is_coll = " OR ".join(f"starts_with(s.value, '{_sql_str(p)}')" for p in spec["name_prefixes"])
+    whens = " ".join(f"WHEN contains({fn}, '{_sql_str(tok)}') THEN '{kind}'" for tok, kind in spec["kinds"])
+    return f"""
+        SELECT k.device_id, k.stream_id, k.start_ns, k.end_ns, CASE {whens} ELSE 'other' END AS kind,
+               k.name_id, 'kernel' AS source
+        FROM raw_kernels k JOIN src.StringIds s ON s.id = k.name_id WHERE {is_coll}"""
+
+
+def memory_events_sql() -> str:
+    free = in_list(mapping()["memory_usage"]["free_codes"])
+    return f"""
+        SELECT device_id, pid, timestamp_ns, address,
+               CASE WHEN op_type IN ({free}) THEN -bytes ELSE bytes END AS bytes_delta
+        FROM raw_memory_usage"""
+
+
+def gpu_metrics_sql(exp: Export) -> str | None:
+    spec = mapping()["gpu_metrics"]
+    data, names = exp.resolve(spec["table"]), exp.resolve(spec["names_table"])
+    if data is None or names is None:
+        return None
+    for table, cols in ((data, ("timestamp", "typeId", "metricId", "value")), (names, ("typeId", "metricId"))):
+        for c in cols:
+            if c not in exp.columns[table]:
+                raise exp.missing_column(table, c, "gpu_metrics")
+    metric = "t.metricName" if "metricName" in exp.columns[names] else "CAST(g.metricId AS VARCHAR)"
+    return f"""
+        SELECT {spec["device_expr"].replace("typeId", "g.typeId")} AS device_id, g.timestamp AS timestamp_ns,
+               {metric} AS metric, g.value
+        FROM src.{_q(data)} g JOIN src.{_q(names)} t ON t.typeId = g.typeId AND t.metricId = g.metricId"""
+
+
+def threads_sql(exp: Export) -> str | None:
+    parts = []
+    procs = exp.resolve("PROCESSES")
+    proc_ok = False
+    if procs is not None and {"pid", "name"} <= exp.columns[procs]:
+        proc_ok = True
+        exp.create("procs", f"SELECT pid, any_value(name) AS name FROM src.{_q(procs)} GROUP BY pid")
+        parts.append("SELECT pid, NULL::BIGINT AS tid, name AS process_name, NULL AS thread_name FROM procs")
+    names = exp.resolve("ThreadNames")
+    if names is not None and {"nameId", "globalTid"} <= exp.columns[names]:
+        pname = "p.name" if proc_ok else "NULL"
+        pjoin = " LEFT JOIN procs p ON p.pid = t.pid" if proc_ok else ""
+        parts.append(
+            f"SELECT t.pid, t.tid, {pname} AS process_name, s.value AS thread_name FROM "
+            f"(SELECT (globalTid >> 24) & 16777215 AS pid, globalTid & 16777215 AS tid, any_value(nameId) AS nid"
+            f" FROM src.{_q(names)} GROUP BY ALL) t LEFT JOIN src.StringIds s ON s.id = t.nid{pjoin}"
+        )
+    return " UNION ALL ".join(parts) or None
+
+
+# --------------------------------------------------------------------------------------------- devices
+
+
+def devices_sql(exp: Export, used: list[str], host: str | None) -> str | None:
+    """One row per GPU the events use, with every property the export records (null otherwise).
+
+    When no event names a device (nothing on the GPU was captured), every GPU the export lists.
+    Properties come from the first device table present, then TARGET_INFO_CUDA_DEVICE fills gaps;
+    a device only seen in events keeps a null name: the export does not say what it is.
+    """
+    infos: list[int] = []
+    for spec in mapping()["devices"].values():
+        table = exp.resolve(spec["table"])
+        if table is not None and spec["key"] in exp.columns[table]:
+            infos.append(_device_info(exp, table, spec, len(infos)))
+    ids = " UNION ".join(used)
+    if not ids and not infos:
+        return None
+    if not ids:
+        ids = " UNION ".join(f"SELECT device_id FROM dev_info_{i}" for i in range(len(infos)))
+    model_cols = [c for c in _device_columns() if c not in ("device_id", "host", "vendor")]
+    coalesced = []
+    for c in model_cols:
+        srcs = [f"i{i}.{c}" for i in range(len(infos))]
+        coalesced.append(f"coalesce({', '.join(srcs)}) AS {c}" if srcs else f"NULL AS {c}")
+    joins = " ".join(f"LEFT JOIN dev_info_{i} i{i} ON i{i}.device_id = d.device_id" for i in range(len(infos)))
+    host_sql = f"'{_sql_str(host)}'" if host else "NULL"
+    return (
+        f"SELECT d.device_id, {host_sql} AS host, 'nvidia' AS vendor, {', '.join(coalesced)} "
+        f"FROM (SELECT DISTINCT device_id FROM ({ids}) WHERE device_id IS NOT NULL) d {joins} ORDER BY d.device_id"
+    )
+
+
+def _device_columns() -> dict[str, str]:
+    """Model device columns with their DuckDB types (sources disagree on types: TEXT vs INTEGER)."""
+    duck = {pa.int32(): "INTEGER", pa.int64(): "BIGINT", pa.float64(): "DOUBLE", pa.string(): "VARCHAR"}
+    return {c.name: duck[c.dtype] for c in TABLES["devices"].columns}
+
+
+def _device_info(exp: Export, table: str, spec: Mapping[str, Any], idx: int) -> int:
+    """Materialize one device-properties table as temp table dev_info_<idx>, one row per device."""
+    have = exp.columns[table]
+    parts = [f"{_q(spec['key'])} AS device_id"]
+    for model_col, dtype in _device_columns().items():
+        if model_col in ("device_id", "host", "vendor"):
+            continue
+        col = spec["columns"].get(model_col)
+        sql = column_sql(exp, table, have, model_col, col) if col is not None else "NULL"
+        parts.append(f"TRY_CAST({sql} AS {dtype}) AS {model_col}")
+    one_per_device = f"QUALIFY row_number() OVER (PARTITION BY {_q(spec['key'])}) = 1"
+    exp.create(f"dev_info_{idx}", f"SELECT {', '.join(parts)} FROM src.{_q(table)} {one_per_device}")
+    return idx
+
+
+# --------------------------------------------------------------------------------------------- strings
+
+
+def strings_sql(exp: Export, id_queries: list[str]) -> str:
+    """Only the StringIds rows the model references, plus the NVTX inline texts given new ids."""
+    ids = " UNION ".join(id_queries) or "SELECT NULL::BIGINT AS id"
+    extra = " UNION ALL SELECT id AS string_id, text AS value FROM nvtx_text" if has(exp, "nvtx_text") else ""
+    return (
+        f"SELECT s.id AS string_id, s.value FROM src.StringIds s "
+        f"WHERE s.id IN (SELECT id FROM ({ids}) WHERE id IS NOT NULL){extra}"
+    )
+
+
+# --------------------------------------------------------------------------------------------- run
+
+
+def run_row(exp: Export) -> dict[str, Any]:
+    """The `runs` fields the export records. TARGET_INFO_SYSTEM_ENV is never read (it can hold secrets)."""
+    capture: dict[str, str] = {}
+    cap_table = exp.resolve("META_DATA_CAPTURE")
+    if cap_table is not None:
+        keys = mapping()["capture_keys"]
+        wanted = ", ".join(f"'{_sql_str(k)}'" for k in keys.values())
+        sql = f"SELECT name, any_value(value) FROM src.{_q(cap_table)} WHERE name IN ({wanted}) GROUP BY name"
+        found = {str(k): str(v) for k, v in exp.rows(sql) if v is not None}
+        capture = {field_: found[k] for field_, k in keys.items() if found.get(k)}
+    start = None
+    st = exp.resolve("TARGET_INFO_SESSION_START_TIME")
+    if st is not None and "utcEpochNs" in exp.columns[st]:
+        got = exp.rows(f"SELECT min(utcEpochNs) FROM src.{_q(st)}")
+        start = got[0][0] if got else None
+    return {
+        "format": FORMAT,
+        "tool": TOOL,
+        "tool_version": exp.tool_version,
+        "export_schema": exp.meta.get(mapping()["meta_keys"]["export_schema"]),
+        "capture_start_unix_ns": start,
+        "host": capture.get("host"),
+        "os": capture.get("os"),
+    }
+
+
+def parse(path: Path, options: ParseOptions) -> ParsedRun:
+    """Read one nsys SQLite export into model tables."""
+    path = Path(path)
+    with attached(path, options) as con:
+        exp = Export.inspect(path, con)
+        return _parse_export(exp, options)
+
+
+def _parse_export(exp: Export, options: ParseOptions) -> ParsedRun:
+    notes: dict[str, Any] = {"export_schema": exp.version, "meta_table": exp.meta_table}
+    options.progress(0, 4, "reading nsys export")
+    captured = load_events(exp, notes)
+    options.progress(1, 4, "shaping events")
+    queries: dict[str, str | None] = {}
+    id_queries: list[str] = []
+    used_devices: list[str] = []
+    if has(exp, "raw_kernels"):
+        queries["kernels"] = kernels_sql(exp)
+        queries["collectives"] = collectives_sql()
+        id_queries += ["SELECT name_id AS id FROM raw_kernels", "SELECT short_name_id AS id FROM raw_kernels"]
+        used_devices.append("SELECT device_id FROM raw_kernels")
+    queries["memops"] = memops_sql(exp)
+    for src in ("memcpy", "memset"):
+        if has(exp, f"raw_{src}"):
+            used_devices.append(f"SELECT device_id FROM raw_{src}")
+    queries["api_calls"] = api_sql(exp)
+    for source, spec in mapping()["sources"].items():
+        if "api" in spec and has(exp, f"raw_{source}"):
+            id_queries.append(f"SELECT name_id AS id FROM raw_{source}")
+    if has(exp, "raw_sync"):
+        queries["sync"] = sync_sql(exp)
+        used_devices.append("SELECT device_id FROM raw_sync")
+    if has(exp, "raw_nvtx"):
+        build_ranges(exp, notes)
+        queries["ranges"] = ranges_sql()
+        id_queries.append("SELECT name_id AS id FROM nvtx_rng")
+    if has(exp, "raw_memory_usage"):
+        queries["memory_events"] = memory_events_sql()
+    queries["gpu_metrics"] = gpu_metrics_sql(exp)
+    if queries["gpu_metrics"]:
+        captured.add("gpu_metrics")
+        notes["gpu_metrics_device_from"] = mapping()["gpu_metrics"]["device_expr"]
+        used_devices.append(f"SELECT device_id FROM ({queries['gpu_metrics']})")
+    queries["threads"] = threads_sql(exp)
+    if queries["threads"]:
+        captured.add("threads")
+    run = run_row(exp)
+    queries["devices"] = devices_sql(exp, used_devices, run.get("host"))
+    if queries["devices"]:
+        captured.add("devices")
+    _note_host_gpus(exp, notes)
+    options.progress(2, 4, "fetching model tables")
+    tables = {name: exp.arrow(sql) for name, sql in queries.items() if sql}
+    tables["strings"] = exp.arrow(strings_sql(exp, id_queries))
+    options.progress(4, 4, "done")
+    return ParsedRun(tables=tables, run=run, captured=captured, notes=notes)
+
+
+def _note_host_gpus(exp: Export, notes: dict[str, Any]) -> None:
+    table = exp.resolve("TARGET_INFO_GPU")
+    if table is not None:
+        notes["gpus_listed_by_export"] = int(exp.rows(f"SELECT count(*) FROM src.{_q(table)}")[0][0])
+    else:
+        notes["gpu_info"] = "not recorded in export: device names are null"
