@@ -144,12 +144,15 @@ def _text_ranges(r: dict[str, Any]) -> list[str]:
             f"p95 {fmt_ns(s['p95_ns'])}, min {fmt_ns(s['min_ns'])}, max {fmt_ns(s['max_ns'])}"
         )
     if r["items"]:
-        out.append(f"Ranges ({r['total_ranges']:,} in all; percent of the capture span, ranges may nest/overlap):")
+        out.append(f"Ranges ({r['total_ranges']:,} in all). covered = wall time inside at least one instance, "
+                   "percent of the capture span; summed = instance durations added over all threads:")
+        out.append(f"   {'covered':>12} {'share':>6} {'summed':>12} {'count':>7} {'mean':>10}  name")
         for it in r["items"][:10]:
-            p = it["total"]["pct"]
+            p = it["covered"]["pct"]
             out.append(
-                f"   {fmt_ns(it['total']['ns']):>12} {(f'{p:.1f}%' if p is not None else 'n/a'):>6} "
-                f"x{it['count']:<6,} mean {fmt_ns(it['mean_ns']):>10}  [{it['source']}] {clean(it['name'], 60)}"
+                f"   {fmt_ns(it['covered']['ns']):>12} {(f'{p:.1f}%' if p is not None else 'n/a'):>6} "
+                f"{fmt_ns(it['total_ns']):>12} {it['count']:>7,} {fmt_ns(it['mean_ns']):>10}  "
+                f"[{it['source']}] {clean(it['name'], 60)}"
             )
     elif not r.get("steps"):
         out.append("Ranges: none (no NVTX / user annotations in this trace)")
@@ -175,22 +178,55 @@ def text_document(doc: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def markdown_document(doc: dict[str, Any]) -> str:
-    """GitHub-flavoured Markdown, bounded by a PR comment's size limit."""
-    parts: list[str] = ["# advisor analyze", ""]
-    for run in doc["runs"]:
-        parts += _md_run(run)
-    text = "\n".join(parts) + "\n"
-    if len(text) > MD_LIMIT:
+def markdown_document(doc: dict[str, Any], title: str = "advisor analyze") -> str:
+    """GitHub-flavoured Markdown, bounded by a PR comment's size limit.
+
+    The verdict, the "do this first" line and the findings table always come first; the long parts
+    sit in collapsed <details> blocks, which are dropped from the end (each replaced by a one-line
+    note) until the text fits, so a cut never leaves a block or table half open.
+    """
+    runs = [_md_run(run) for run in doc["runs"]]
+    head = [f"# {md_cell(title)}", ""]
+    while True:
+        text = "\n".join(head + [line for blocks in runs for block in blocks for line in block]) + "\n"
+        if len(text) <= MD_LIMIT or not _drop_last_details(runs):
+            break
+    if len(text) > MD_LIMIT:  # the essentials alone are too long: cut at a line, then say so
         cut = text[: MD_LIMIT - 200]
-        cut = cut[: cut.rfind("\n")]
-        text = cut + "\n\n_(truncated to fit a PR comment; run `advisor analyze --format json` for everything)_\n"
+        text = cut[: cut.rfind("\n")] + f"\n\n{_MD_TRUNCATED}\n"
     return text
 
 
-def _md_run(doc: dict[str, Any]) -> list[str]:
+_MD_TRUNCATED = "_(truncated to fit a PR comment; run `advisor analyze --format json` for everything)_"
+_MD_DROPPED = "_(details left out to fit a PR comment; run `advisor analyze --format json` for everything)_"
+
+
+def _drop_last_details(runs: list[list[list[str]]]) -> bool:
+    """Replace the last remaining <details> block of any run by a short note; False if none is left."""
+    for blocks in reversed(runs):
+        for i in range(len(blocks) - 1, -1, -1):
+            if blocks[i] and blocks[i][0].startswith("<details>"):
+                blocks[i] = [_MD_DROPPED, ""]
+                return True
+    return False
+
+
+def _md_run(doc: dict[str, Any]) -> list[list[str]]:
+    """One run as blocks of lines: essentials first, then collapsed details (droppable blocks)."""
+    return [
+        _md_head(doc),
+        _md_findings_table(doc.get("findings") or []),
+        _md_time(doc["time"]),
+        _md_findings_details(doc.get("findings") or []),
+        _md_kernels(doc["top_kernels"]),
+        _md_ranges(doc["ranges"]),
+        _md_counts(doc["counts"]),
+    ]
+
+
+def _md_head(doc: dict[str, Any]) -> list[str]:
     inp = doc["input"]
-    out = [f"## `{md_cell(inp['path'], 120)}`", ""]
+    out = [f"## {md_cell(inp['path'], 120)}", ""]
     out.append(f"{md_cell(inp['tool'])} {md_cell(inp.get('tool_version') or 'version not recorded')} "
                f"({md_cell(inp['format'])}); capture span {fmt_ns(doc['capture']['span_ns'])}")
     out.append("")
@@ -198,34 +234,108 @@ def _md_run(doc: dict[str, Any]) -> list[str]:
     if v:
         out.append(f"**Verdict: {md_cell(v.get('class'))}-bound.** {md_cell(v.get('cause'), 300)} "
                    f"(basis: {md_cell(v.get('basis'))}, confidence: {md_cell(v.get('confidence'))})")
-        out.append("")
+    else:
+        out.append("_Verdict: not available (the rule engine gave no verdict for this run)._")
+    out.append("")
     findings = doc.get("findings") or []
     if findings:
-        out += ["| # | rule | finding | est. saving |", "|---|---|---|---|"]
-        for i, f in enumerate(findings[:10], 1):
-            gain = fmt_ns(f.get("est_gain_ns"))
-            out.append(f"| {i} | {md_cell(f.get('code'))} | {md_cell(f.get('message'), 200)} | {gain} |")
+        f = findings[0]
+        fixes = f.get("fixes") or []
+        action = fixes[0].get("title") if fixes else f.get("name") or f.get("code")
+        out.append(f"**Do this first:** {md_cell(action, 200)} ({md_cell(f.get('code'))}), "
+                   f"{_md_gain(f.get('est_gain_ns'), doc)}.")
         out.append("")
-    if doc["time"]:
-        out += ["| device | span | kernels | memcpy | memset | idle |", "|---|---|---|---|---|---|"]
-        for d in doc["time"]:
-            out.append(
-                f"| {md_cell(_device_label(d))} | {fmt_ns(d['span_ns'])} | {fmt_share(d['kernels'])} | "
-                f"{fmt_share(d['memcpy'])} | {fmt_share(d['memset'])} | {fmt_share(d['idle'])} |"
-            )
-        out += ["", "_Percent of the device span (first to last GPU activity on that device)._", ""]
-    tk = doc["top_kernels"]
-    if tk["items"]:
-        out += ["<details><summary>Top kernels</summary>", "",
-                f"_Share = percent of {tk['of']} ({fmt_ns(tk['total_kernel_ns'])})._", "",
-                "| total | share | count | mean | p95 | kernel |", "|---|---|---|---|---|---|"]
-        for k in tk["items"]:
-            p = k["total"]["pct"]
-            out.append(f"| {fmt_ns(k['total']['ns'])} | {p if p is not None else 'n/a'}% | {k['count']} | "
-                       f"{fmt_ns(k['mean_ns'])} | {fmt_ns(k['p95_ns'])} | {md_cell(k['name'], 100)} |")
-        out += ["", "</details>", ""]
-    c = doc["counts"]
-    out += ["<details><summary>Event counts</summary>", "", "| table | rows |", "|---|---|"]
-    out += [f"| {k} | {c[k]:,} |" for k in sorted(c)]
-    out += ["", "</details>", ""]
     return out
+
+
+def _md_gain(gain_ns: int | None, doc: dict[str, Any]) -> str:
+    """'expected to save X of Y (Z% of the longest device span)', the same words as the HTML report."""
+    from advisor.reports.context import gain_denominator, gain_text
+
+    return str(gain_text(gain_ns, gain_denominator(doc)))
+
+
+def _md_findings_table(findings: list[dict[str, Any]]) -> list[str]:
+    if not findings:
+        return ["_Findings: none in this document (no rule fired, or the rule engine is not installed)._", ""]
+    out = ["| # | rule | finding | est. saving | first fix (risk) |", "|---|---|---|---|---|"]
+    for i, f in enumerate(findings[:10], 1):
+        fixes = f.get("fixes") or []
+        fix = f"{md_cell(fixes[0].get('title'), 80)} ({md_cell(fixes[0].get('risk'))})" if fixes else ""
+        out.append(f"| {i} | {md_cell(f.get('code'))} | {md_cell(f.get('message'), 200)} | "
+                   f"{fmt_ns(f.get('est_gain_ns'))} | {fix} |")
+    out.append("")
+    return out
+
+
+def _md_time(rows: list[dict[str, Any]]) -> list[str]:
+    if not rows:
+        return []
+    out = ["| device | span | kernels | memcpy | memset | idle |", "|---|---|---|---|---|---|"]
+    for d in rows:
+        out.append(
+            f"| {md_cell(_device_label(d))} | {fmt_ns(d['span_ns'])} | {fmt_share(d['kernels'])} | "
+            f"{fmt_share(d['memcpy'])} | {fmt_share(d['memset'])} | {fmt_share(d['idle'])} |"
+        )
+    return out + ["", "_Percent of the device span (first to last GPU activity on that device)._", ""]
+
+
+def _md_findings_details(findings: list[dict[str, Any]]) -> list[str]:
+    if not findings:
+        return []
+    out = ["<details><summary>Findings: evidence and fixes</summary>", ""]
+    for i, f in enumerate(findings[:10], 1):
+        out += [f"**{i}. {md_cell(f.get('code'))} {md_cell(f.get('name'))}**: {md_cell(f.get('message'), 300)}", ""]
+        ev = f.get("evidence") or []
+        if ev:
+            out += ["| evidence | value | of |", "|---|---|---|"]
+            out += [f"| {md_cell(e.get('name'))} | {md_cell(e.get('value'))} {md_cell(e.get('unit') or '')} | "
+                    f"{md_cell(e.get('of') or '')} |" for e in ev]
+            out.append("")
+        for x in f.get("fixes") or []:
+            out.append(f"- {md_cell(x.get('title'), 120)} (risk: {md_cell(x.get('risk'))}): "
+                       f"{md_cell(x.get('detail'), 300)}")
+        out += ["", f"Details: `advisor explain {_md_code(f.get('code'))}`", ""]
+    return out + ["</details>", ""]
+
+
+def _md_code(code: Any) -> str:
+    """A rule code inside a code span: only letters and digits survive (a code span shows entities raw)."""
+    return "".join(ch for ch in str(code) if ch.isalnum()) or "CODE"
+
+
+def _md_kernels(tk: dict[str, Any]) -> list[str]:
+    if not tk["items"]:
+        return []
+    out = ["<details><summary>Top kernels</summary>", "",
+           f"_Share = percent of {md_cell(tk['of'], 120)} ({fmt_ns(tk['total_kernel_ns'])})._", "",
+           "| total | share | count | mean | p95 | kernel |", "|---|---|---|---|---|---|"]
+    for k in tk["items"]:
+        p = k["total"]["pct"]
+        out.append(f"| {fmt_ns(k['total']['ns'])} | {p if p is not None else 'n/a'}% | {k['count']} | "
+                   f"{fmt_ns(k['mean_ns'])} | {fmt_ns(k['p95_ns'])} | {md_cell(k['name'], 100)} |")
+    return out + ["", "</details>", ""]
+
+
+def _md_ranges(r: dict[str, Any]) -> list[str]:
+    if not r["items"] and not r.get("steps"):
+        return []
+    out = ["<details><summary>NVTX ranges and steps</summary>", ""]
+    s = r.get("steps")
+    if s:
+        out += [f"Steps (ProfilerStep): {s['count']} steps, mean {fmt_ns(s['mean_ns'])}, p50 {fmt_ns(s['p50_ns'])}, "
+                f"p95 {fmt_ns(s['p95_ns'])}, max {fmt_ns(s['max_ns'])}", ""]
+    if r["items"]:
+        out += ["_Share = percent of the capture span; ranges may nest or overlap._", "",
+                "| total | share | count | mean | source | range |", "|---|---|---|---|---|---|"]
+        for it in r["items"]:
+            p = it["total"]["pct"]
+            out.append(f"| {fmt_ns(it['total']['ns'])} | {p if p is not None else 'n/a'}% | {it['count']} | "
+                       f"{fmt_ns(it['mean_ns'])} | {md_cell(it['source'])} | {md_cell(it['name'], 100)} |")
+    return out + ["", "</details>", ""]
+
+
+def _md_counts(c: dict[str, Any]) -> list[str]:
+    out = ["<details><summary>Event counts</summary>", "", "| table | rows |", "|---|---|"]
+    out += [f"| {md_cell(k)} | {c[k]:,} |" for k in sorted(c)]
+    return out + ["", "</details>", ""]

@@ -127,13 +127,27 @@ def top_kernels(run: Run, limit: int = 10) -> dict[str, Any]:
     return {"total_kernel_ns": all_ns, "of": of, "items": items}
 
 
-_RANGES_SQL = """
-SELECT r.source, s.value AS name, count(*) AS count, sum(end_ns - start_ns)::BIGINT AS total_ns,
-       avg(end_ns - start_ns) AS mean_ns, quantile_cont(end_ns - start_ns, 0.5) AS p50_ns,
-       quantile_cont(end_ns - start_ns, 0.95) AS p95_ns, min(depth) AS min_depth
-FROM ranges r JOIN strings s ON s.string_id = r.name_id
-WHERE r.source <> 'profiler_step'
-GROUP BY r.source, s.value ORDER BY total_ns DESC, name LIMIT $1
+# PyTorch's emit_nvtx appends per-call ids ("aten::to, op_id = 999599", "seq = 12"): group by the op.
+RANGE_GROUP_SQL = r"regexp_replace(s.value, ',\s*(op_id|seq|sizes)\s*=.*$', '')"
+
+_RANGES_SQL = f"""
+WITH r AS (
+  SELECT r.source, {RANGE_GROUP_SQL} AS name, r.start_ns AS s, r.end_ns AS e, r.depth
+  FROM ranges r JOIN strings s ON s.string_id = r.name_id WHERE r.source <> 'profiler_step'
+),
+o AS (SELECT *, max(e) OVER (PARTITION BY source, name ORDER BY s, e
+                             ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end FROM r),
+i AS (SELECT *, sum(CASE WHEN prev_end IS NULL OR s > prev_end THEN 1 ELSE 0 END)
+                  OVER (PARTITION BY source, name ORDER BY s, e ROWS UNBOUNDED PRECEDING) AS island FROM o),
+covered AS (SELECT source, name, sum(ce - cs)::BIGINT AS covered_ns
+            FROM (SELECT source, name, island, min(s) AS cs, max(e) AS ce FROM i GROUP BY ALL) GROUP BY ALL),
+stats AS (
+  SELECT source, name, count(*) AS count, sum(e - s)::BIGINT AS total_ns, avg(e - s) AS mean_ns,
+         quantile_cont(e - s, 0.5) AS p50_ns, quantile_cont(e - s, 0.95) AS p95_ns, min(depth) AS min_depth
+  FROM r GROUP BY ALL
+)
+SELECT stats.*, covered.covered_ns FROM stats JOIN covered USING (source, name)
+ORDER BY covered_ns DESC, total_ns DESC, name LIMIT $1
 """
 
 _STEPS_SQL = """
@@ -146,13 +160,14 @@ FROM ranges WHERE source = 'profiler_step'
 
 def ranges_summary(run: Run, limit: int = 15) -> dict[str, Any]:
     span = capture_span(run)["span_ns"] or 0
-    of = "capture span (first to last event of the run); nested and per-thread ranges may overlap"
+    of = "capture span (first to last event of the run)"
     items = [
         {
             "source": r["source"],
             "name": r["name"],
             "count": int(r["count"]),
-            "total": share(int(r["total_ns"]), span, of),
+            "covered": share(int(r["covered_ns"]), span, of),
+            "total_ns": int(r["total_ns"]),
             "mean_ns": round(float(r["mean_ns"])),
             "p50_ns": round(float(r["p50_ns"])),
             "p95_ns": round(float(r["p95_ns"])),
