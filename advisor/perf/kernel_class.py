@@ -1,0 +1,206 @@
+"""Classify each profiled kernel memory / compute / latency bound, naming the rule that decided.
+
+The primary rule is Nsight Compute's own Speed-Of-Light guidance (its SOLBottleneck rule): when
+neither the SM nor the memory throughput reaches 60% of peak, the kernel is latency bound (it
+cannot issue enough work to saturate anything); otherwise the side with the higher throughput
+bounds it, and within 10 points the two are "balanced" and the roofline position (arithmetic
+intensity vs the ridge point) breaks the tie. Without SOL numbers the roofline alone decides,
+with lower confidence. Evidence carries every number the decision read, so a rule or a report
+can show why, and signals a rule needs next (occupancy, spills, coalescing, bank conflicts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from advisor.model.store import Run
+from advisor.perf.ncu_read import OCCUPANCY_LIMITS, NcuLaunch, read_launches
+from advisor.perf.roofline import KernelRoofline, kernel_roofline
+
+LATENCY_BOUND_PCT = 60.0  # Nsight Compute SOLBottleneck latency_bound_threshold
+BALANCED_PCT = 10.0  # SOLBottleneck balanced_threshold
+WAVES_SMALL_GRID = 1.0  # SOLBottleneck waves_threshold
+
+CLASSES = ("memory", "compute", "latency", "unknown")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One number behind a classification (mirrors rules' Evidence: a % names its denominator)."""
+
+    name: str
+    value: float | int | str | None
+    unit: str
+    of: str | None = None
+    source: str = "Nsight Compute"
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"name": self.name, "value": self.value, "unit": self.unit, "source": self.source}
+        if self.of:
+            d["of"] = self.of
+        return d
+
+
+@dataclass(frozen=True)
+class KernelClass:
+    """The verdict for one kernel: class, the rule that decided it, and its evidence."""
+
+    kernel_class: str  # memory | compute | latency | unknown
+    rule: str  # short id of the deciding rule, e.g. "sol_latency"
+    reason: str  # one sentence with the numbers
+    confidence: str  # high (ncu SOL) | medium (ncu roofline only) | low (timeline-derived)
+    evidence: tuple[Evidence, ...] = field(default_factory=tuple)
+    roofline_side: str | None = None
+    subtype: str | None = None  # e.g. small_grid, dram, l2, l1, tensor
+
+    def evidence_value(self, name: str) -> float | int | str | None:
+        return next((e.value for e in self.evidence if e.name == name), None)
+
+    def evidence_number(self, name: str) -> float | None:
+        """A numeric evidence value (None when absent or text): what threshold rules compare."""
+        v = self.evidence_value(name)
+        return float(v) if isinstance(v, int | float) else None
+
+
+@dataclass(frozen=True)
+class ClassifiedKernel:
+    """A profiled launch with its roofline and class: what rules, reports and the join consume."""
+
+    launch: NcuLaunch
+    roofline: KernelRoofline
+    verdict: KernelClass
+
+
+def classify_run(run: Run) -> list[ClassifiedKernel]:
+    """Roofline and class of every profiled launch in an Nsight Compute run."""
+    out = []
+    for launch in read_launches(run):
+        roof = kernel_roofline(launch)
+        out.append(ClassifiedKernel(launch, roof, classify(launch, roof)))
+    return out
+
+
+def classify(launch: NcuLaunch, roof: KernelRoofline) -> KernelClass:
+    """SOL rule when the report has both throughputs, else the roofline position."""
+    ev = sol_evidence(launch) + roofline_evidence(roof) + signal_evidence(launch)
+    sm, mem = launch.m("sm_throughput_pct"), launch.m("memory_throughput_pct")
+    if sm is not None and mem is not None:
+        return _by_sol(launch, roof, sm, mem, ev)
+    return by_roofline(roof.side, roof.attained_pct, ev, "medium")
+
+
+def _by_sol(launch: NcuLaunch, roof: KernelRoofline, sm: float, mem: float, ev: tuple[Evidence, ...]) -> KernelClass:
+    side = roof.side
+    if max(sm, mem) < LATENCY_BOUND_PCT:
+        waves = launch.m("waves_per_sm")
+        small = waves is not None and waves < WAVES_SMALL_GRID
+        why = f"max(SM {sm:.1f}%, memory {mem:.1f}%) < {LATENCY_BOUND_PCT:.0f}% of peak"
+        if small:
+            why += f"; {waves:.2f} waves per SM: the grid cannot fill the GPU"
+        return KernelClass("latency", "sol_latency", why, "high", ev, side, "small_grid" if small else None)
+    if abs(sm - mem) < BALANCED_PCT and side is not None:
+        why = f"SM {sm:.1f}% and memory {mem:.1f}% within {BALANCED_PCT:.0f} points; roofline puts it {side} side"
+        return KernelClass(side, "sol_balanced_roofline", why, "high", ev, side, _hot_unit(launch, side))
+    cls = "memory" if mem > sm else "compute"
+    why = (
+        f"{'memory' if cls == 'memory' else 'SM'} throughput {max(sm, mem):.1f}% >= {LATENCY_BOUND_PCT:.0f}% "
+        f"and above the other side ({min(sm, mem):.1f}%)"
+    )
+    return KernelClass(cls, f"sol_{cls}", why, "high", ev, side, _hot_unit(launch, cls))
+
+
+def by_roofline(side: str | None, attained_pct: float | None, ev: tuple[Evidence, ...], confidence: str) -> KernelClass:
+    """Roofline-only verdict: far under the applicable roof is latency, else the roof's side."""
+    if side is None or attained_pct is None:
+        return KernelClass("unknown", "no_data", "neither SOL throughputs nor a roofline position", confidence, ev)
+    if attained_pct < LATENCY_BOUND_PCT:
+        why = f"{attained_pct:.1f}% of the attainable roof at its intensity (< {LATENCY_BOUND_PCT:.0f}%)"
+        return KernelClass("latency", "roofline_far_below_roof", why, confidence, ev, side)
+    why = f"{attained_pct:.1f}% of the attainable roof, {side} side of the ridge point"
+    return KernelClass(side, f"roofline_{side}", why, confidence, ev, side)
+
+
+def _hot_unit(launch: NcuLaunch, cls: str) -> str | None:
+    """Which unit is hottest: DRAM / L2 / L1 for memory-bound, tensor for compute-bound."""
+    if cls == "compute":
+        tensor = launch.m("tensor_pipe_active_elapsed_pct")
+        sm = launch.m("sm_throughput_pct")
+        return "tensor" if tensor is not None and sm is not None and tensor >= sm - 1.0 else None
+    units = {
+        "dram": launch.m("dram_throughput_pct"),
+        "l2": launch.m("l2_throughput_pct"),
+        "l1": launch.m("l1_throughput_pct"),
+    }
+    known = {k: v for k, v in units.items() if v is not None}
+    return max(known, key=lambda k: known[k]) if known else None
+
+
+# ------------------------------------------------------------------------------------------------
+def _pct(name: str, value: float | None, of: str) -> Evidence:
+    return Evidence(name, value, "%", of)
+
+
+def sol_evidence(launch: NcuLaunch) -> tuple[Evidence, ...]:
+    return (
+        _pct("sm_throughput_pct", launch.m("sm_throughput_pct"), "SM peak sustained (SOL)"),
+        _pct("memory_throughput_pct", launch.m("memory_throughput_pct"), "max of L1/L2/DRAM peaks (SOL)"),
+        _pct("dram_throughput_pct", launch.m("dram_throughput_pct"), "DRAM peak"),
+        _pct("l2_throughput_pct", launch.m("l2_throughput_pct"), "L2 peak"),
+        _pct("l1_throughput_pct", launch.m("l1_throughput_pct"), "L1/TEX peak"),
+        Evidence("waves_per_sm", launch.m("waves_per_sm"), "wave"),
+        Evidence("duration_ns", launch.duration_ns, "ns"),
+    )
+
+
+def roofline_evidence(roof: KernelRoofline) -> tuple[Evidence, ...]:
+    w = roof.dominant
+    src = "advisor roofline from Nsight Compute counters"
+    if w is None:
+        return (Evidence("precision", None, "", source=src),)
+    compute = roof.roofs.compute.get(w.precision)
+    return (
+        Evidence("precision", w.precision, "", source=src),
+        Evidence("ops", w.ops, "op", source=w.basis),
+        Evidence("ops_per_s", roof.ops_per_s(w), "op/s", source=src),
+        Evidence("dram_bytes", roof.dram_bytes, "byte", source=roof.dram_basis),
+        Evidence("l2_bytes", roof.l2_bytes, "byte", source="lts__t_bytes.sum or lts__t_sectors.sum x 32"),
+        Evidence("ai_dram", roof.ai_dram, "op/byte", source=src),
+        Evidence("ai_l2", roof.ai_l2, "op/byte", source=src),
+        Evidence("ridge_point", roof.ridge, "op/byte", source=compute.basis if compute else src),
+        Evidence("compute_roof", compute.peak if compute else None, "op/s", source=compute.basis if compute else src),
+        Evidence(
+            "dram_roof",
+            roof.roofs.memory.peak if roof.roofs.memory else None,
+            "byte/s",
+            source=roof.roofs.memory.basis if roof.roofs.memory else src,
+        ),
+        Evidence("attained_pct", roof.attained_pct, "%", "attainable roof at this intensity", src),
+    )
+
+
+def signal_evidence(launch: NcuLaunch) -> tuple[Evidence, ...]:
+    """Numbers the ncu rules (occupancy, spills, coalescing, bank conflicts) read next."""
+    limits = {k: launch.raw(f"launch__occupancy_limit_{k}") for k in OCCUPANCY_LIMITS}
+    known = {k: v for k, v in limits.items() if v is not None}
+    limiter = min(known, key=lambda k: known[k]) if known else None
+    sectors, requests = launch.m("global_load_sectors"), launch.m("global_load_requests")
+    spills = [launch.m("local_load_sectors"), launch.m("local_store_sectors")]
+    return (
+        _pct("achieved_occupancy_pct", launch.m("achieved_occupancy_pct"), "max warps per SM"),
+        _pct("theoretical_occupancy_pct", launch.m("theoretical_occupancy_pct"), "max warps per SM"),
+        Evidence("occupancy_limiter", limiter, ""),
+        Evidence("registers_per_thread", launch.m("registers_per_thread"), "register/thread"),
+        Evidence(
+            "local_memory_sectors",
+            sum(s for s in spills if s is not None) if any(s is not None for s in spills) else None,
+            "sector",
+        ),
+        Evidence(
+            "global_load_sectors_per_request",
+            sectors / requests if sectors is not None and requests else None,
+            "sector/request",
+        ),
+        Evidence("shared_bank_conflicts", launch.m("shared_bank_conflicts"), "conflict"),
+        _pct("tensor_pipe_active_pct", launch.m("tensor_pipe_active_elapsed_pct"), "tensor pipe peak, elapsed"),
+    )

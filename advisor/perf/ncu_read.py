@@ -1,0 +1,147 @@
+"""Read the Nsight Compute metrics the roofline and the classification need, one dict per launch.
+
+The metric names are the ones parsers/mappings/ncu_metrics.toml names (a unit test checks they
+agree); they are repeated here rather than imported because advisor.perf may only depend on the
+model and the metrics layers. Values are in the canonical units the parsers store (ns, byte, hz,
+cycle, %). An absent metric is absent from the dict: callers decide what that means.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from advisor.model.store import Run
+
+# Key -> ncu metric name (same keys as mappings/ncu_metrics.toml where the mapping has them).
+KEY_METRICS: dict[str, str] = {
+    "duration": "gpu__time_duration.sum",
+    "sm_throughput_pct": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "memory_throughput_pct": "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+    "dram_throughput_pct": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+    "l2_throughput_pct": "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+    "l1_throughput_pct": "l1tex__throughput.avg.pct_of_peak_sustained_active",
+    "waves_per_sm": "launch__waves_per_multiprocessor",
+    "sm_count": "launch__sm_count",
+    "dram_bytes_read": "dram__bytes_read.sum",
+    "dram_bytes_write": "dram__bytes_write.sum",
+    "dram_bytes": "dram__bytes.sum",
+    "dram_bytes_per_s": "dram__bytes.sum.per_second",
+    "dram_bytes_peak_per_cycle": "dram__bytes.sum.peak_sustained",
+    "dram_cycles_per_s": "dram__cycles_elapsed.avg.per_second",
+    "l2_bytes": "lts__t_bytes.sum",
+    "l2_sectors": "lts__t_sectors.sum",
+    "l2_sectors_peak_per_cycle_slice": "lts__t_sectors.avg.peak_sustained",
+    "l2_cycles_elapsed": "lts__cycles_elapsed.avg",
+    "l2_slices": "device__attribute_l2s_count",
+    "sm_cycles_elapsed": "smsp__cycles_elapsed.avg",
+    "sm_cycles_per_s": "smsp__cycles_elapsed.avg.per_second",
+    "sm_cycles_active": "sm__cycles_active.avg",
+    "achieved_occupancy_pct": "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "theoretical_occupancy_pct": "sm__maximum_warps_per_active_cycle_pct",
+    "registers_per_thread": "launch__registers_per_thread",
+    "local_load_sectors": "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",
+    "local_store_sectors": "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
+    "global_load_sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "global_load_requests": "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "shared_bank_conflicts": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",
+    "tensor_pipe_active_elapsed_pct": "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "tensor_inst_per_cycle": "smsp__inst_executed_pipe_tensor.sum.per_cycle_elapsed",
+    "tensor_inst_peak_per_cycle": "sm__inst_executed_pipe_tensor.sum.peak_sustained",
+    "cc_major": "device__attribute_compute_capability_major",
+    "cc_minor": "device__attribute_compute_capability_minor",
+}
+OCCUPANCY_LIMITS = ("registers", "shared_mem", "warps", "blocks")
+
+# SASS thread-instruction FLOP counters (FLOP = add + mul + 2 x fma), as the mapping's [flop].
+FLOP_PRECISIONS = {"d": "fp64", "f": "fp32", "h": "fp16"}
+FLOP_OPS = {"add": 1, "mul": 1, "fma": 2}
+SASS_COUNT = "smsp__sass_thread_inst_executed_op_{p}{op}_pred_on.sum"
+SASS_RATE = "smsp__sass_thread_inst_executed_op_{p}{op}_pred_on.sum.per_cycle_elapsed"
+SASS_PEAK = "sm__sass_thread_inst_executed_op_{p}fma_pred_on.sum.peak_sustained"
+
+# Tensor pipe busy fraction per MMA kind. The HMMA pipe runs FP16, BF16 and TF32 alike; these
+# counters cannot tell them apart, so HMMA work is reported against the FP16 tensor roof.
+TENSOR_KINDS = {"imma": "int8_tc", "hmma": "fp16_tc", "dmma": "fp64_tc"}
+TENSOR_PIPE = "sm__pipe_tensor_op_{kind}_cycles_active.avg.pct_of_peak_sustained_active"
+
+
+def wanted_metrics() -> list[str]:
+    """Every metric name this package reads from ncu_metrics."""
+    names = list(KEY_METRICS.values())
+    names += [f"launch__occupancy_limit_{k}" for k in OCCUPANCY_LIMITS]
+    for p in FLOP_PRECISIONS:
+        names += [SASS_COUNT.format(p=p, op=op) for op in FLOP_OPS]
+        names += [SASS_RATE.format(p=p, op=op) for op in FLOP_OPS]
+        names.append(SASS_PEAK.format(p=p))
+    names += [TENSOR_PIPE.format(kind=k) for k in TENSOR_KINDS]
+    return names
+
+
+@dataclass(frozen=True)
+class NcuLaunch:
+    """One profiled launch: identity from ncu_kernels, metrics by ncu name, device attributes."""
+
+    ncu_id: int
+    name: str
+    device_id: int | None
+    launch_index: int | None
+    grid: tuple[int | None, int | None, int | None]
+    block: tuple[int | None, int | None, int | None]
+    duration_ns: int | None
+    nvtx_context: str | None
+    metrics: dict[str, float]
+    device: dict[str, Any]
+
+    def m(self, key: str) -> float | None:
+        """A KEY_METRICS value by key, or None when the report lacks it."""
+        return self.metrics.get(KEY_METRICS[key])
+
+    def raw(self, metric: str) -> float | None:
+        return self.metrics.get(metric)
+
+    @property
+    def compute_capability(self) -> str | None:
+        major, minor = self.m("cc_major"), self.m("cc_minor")
+        if major is not None and minor is not None:
+            return f"{int(major)}.{int(minor)}"
+        cc = self.device.get("compute_capability")
+        return str(cc) if cc else None
+
+
+def read_launches(run: Run) -> list[NcuLaunch]:
+    """Every ncu_kernels row of the run with the metrics this package uses, in launch order."""
+    kernels = run.sql_dicts(
+        """SELECT k.*, s.value AS name FROM ncu_kernels k JOIN strings s ON s.string_id = k.name_id
+           ORDER BY coalesce(k.launch_index, k.ncu_id), k.ncu_id"""
+    )
+    values = _metric_values(run, wanted_metrics())
+    devices = {d["device_id"]: d for d in run.sql_dicts("SELECT * FROM devices")}
+    return [_launch(k, values.get(k["ncu_id"], {}), devices.get(k["device_id"], {})) for k in kernels]
+
+
+def _metric_values(run: Run, names: Iterable[str]) -> dict[int, dict[str, float]]:
+    rows = run.sql_rows(
+        "SELECT ncu_id, metric, value FROM ncu_metrics WHERE value IS NOT NULL AND list_contains($names, metric)",
+        {"names": list(names)},
+    )
+    out: dict[int, dict[str, float]] = {}
+    for ncu_id, metric, value in rows:
+        out.setdefault(int(ncu_id), {})[metric] = float(value)
+    return out
+
+
+def _launch(k: dict[str, Any], metrics: dict[str, float], device: dict[str, Any]) -> NcuLaunch:
+    return NcuLaunch(
+        ncu_id=int(k["ncu_id"]),
+        name=str(k["name"]),
+        device_id=k.get("device_id"),
+        launch_index=k.get("launch_index"),
+        grid=(k.get("grid_x"), k.get("grid_y"), k.get("grid_z")),
+        block=(k.get("block_x"), k.get("block_y"), k.get("block_z")),
+        duration_ns=k.get("duration_ns"),
+        nvtx_context=k.get("nvtx_context"),
+        metrics=metrics,
+        device=device,
+    )

@@ -1,0 +1,271 @@
+"""Roofline without Nsight Compute: from Kineto op FLOPs and shapes, and nsys GPU metric samples.
+
+Both are coarser than ncu and say so (`confidence` "low"):
+
+* Kineto: an op's FLOPs are the profiler's own (`with_flops`, cpu_ops.flop); when absent (none of
+  our real fixtures records them, with_flops or not) they are estimated from input shapes for the
+  matmul family with the formulas PyTorch's profiler uses (2*M*N*K; bmm x batch). Bytes are the
+  input tensors plus the matmul output (shape x dtype size): compulsory traffic, a lower bound, so
+  the intensity is an upper bound. GPU time is the op's kernels, linked by External id.
+* nsys GPU metrics: per NVTX range, the mean of the sampled SM issue / tensor active (compute) and
+  DRAM read + write bandwidth (memory) % of peak, classified with the same 60% SOL rule as ncu.
+  Samples are device-wide and ranges are CPU-side, so a range's verdict blends whatever ran then.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from advisor.model.store import Run
+from advisor.perf.kernel_class import LATENCY_BOUND_PCT, Evidence, KernelClass, by_roofline
+from advisor.perf.peaks import RoofSet, roofs_for
+
+DTYPE_BYTES = {
+    "float": 4,
+    "double": 8,
+    "c10::Half": 2,
+    "c10::BFloat16": 2,
+    "long int": 8,
+    "int": 4,
+    "short int": 2,
+    "signed char": 1,
+    "unsigned char": 1,
+    "bool": 1,
+    "c10::Float8_e4m3fn": 1,
+    "c10::Float8_e5m2": 1,
+    "c10::complex<float>": 8,
+}
+TENSOR_PRECISION = {
+    "float": "tf32_tc",
+    "c10::Half": "fp16_tc",
+    "c10::BFloat16": "bf16_tc",
+    "c10::Float8_e4m3fn": "fp8_tc",
+    "c10::Float8_e5m2": "fp8_tc",
+    "double": "fp64_tc",
+}
+VECTOR_PRECISION = {"double": "fp64"}
+MATMUL_OPS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::_scaled_mm"}
+KINETO_BASIS = "Kineto op FLOPs ({flop_basis}) / bytes of input tensors (+ matmul output); time = the op's kernels"
+
+
+@dataclass(frozen=True)
+class OpRoofline:
+    """One framework op on the roofline, from its recorded or shape-derived FLOPs."""
+
+    op_id: int
+    name: str
+    device_id: int | None
+    flop: float
+    flop_basis: str  # profiler | shapes
+    bytes: float | None
+    kernel_ns: int
+    precision: str
+    roofs: RoofSet
+
+    @property
+    def flops_per_s(self) -> float:
+        return self.flop / (self.kernel_ns * 1e-9) if self.kernel_ns else 0.0
+
+    @property
+    def ai(self) -> float | None:
+        return self.flop / self.bytes if self.bytes else None
+
+    @property
+    def side(self) -> str | None:
+        ridge, ai = self.roofs.ridge(self.precision), self.ai
+        return None if ridge is None or ai is None else ("memory" if ai < ridge else "compute")
+
+    @property
+    def attained_pct(self) -> float | None:
+        ai, mem, comp = self.ai, self.roofs.memory, self.roofs.compute.get(self.precision)
+        if ai is None or mem is None or comp is None:
+            return None
+        return 100.0 * self.flops_per_s / min(comp.peak, ai * mem.peak)
+
+    def classify(self) -> KernelClass:
+        src = KINETO_BASIS.format(flop_basis=self.flop_basis)
+        ev = (
+            Evidence("flop", self.flop, "FLOP", source=src),
+            Evidence("bytes", self.bytes, "byte", source="input tensors (+ matmul output), shape x dtype size"),
+            Evidence("kernel_ns", self.kernel_ns, "ns", source="kernels linked by External id"),
+            Evidence("ai", self.ai, "FLOP/byte", source=src),
+            Evidence("flops_per_s", self.flops_per_s, "FLOP/s", source=src),
+            Evidence("ridge_point", self.roofs.ridge(self.precision), "FLOP/byte", source=_roof_src(self)),
+            Evidence("attained_pct", self.attained_pct, "%", "attainable roof at this intensity", src),
+        )
+        return by_roofline(self.side, self.attained_pct, ev, "low")
+
+
+def _roof_src(op: OpRoofline) -> str:
+    roof = op.roofs.compute.get(op.precision)
+    return roof.basis if roof else "no compute roof for this precision"
+
+
+# ------------------------------------------------------------------------------------------------
+def kineto_op_rooflines(run: Run) -> list[OpRoofline]:
+    """Every op with FLOPs (recorded or from shapes) that launched kernels, with its roofline."""
+    devices = {d["device_id"]: d for d in run.sql_dicts("SELECT * FROM devices")}
+    out = []
+    for r in _ops_with_kernels(run):
+        recorded = bool(r["flop"])
+        flop = float(r["flop"]) if recorded else shape_flop(r["name"], r["input_shapes"])
+        basis = "profiler" if recorded else "shapes"
+        if not flop:
+            continue
+        dtypes = _json_list(r["input_dtypes"])
+        out.append(
+            OpRoofline(
+                op_id=int(r["op_id"]),
+                name=r["name"],
+                device_id=r["device_id"],
+                flop=flop,
+                flop_basis=basis,
+                bytes=tensor_bytes(r["name"], r["input_shapes"], dtypes),
+                kernel_ns=int(r["kernel_ns"]),
+                precision=op_precision(r["name"], dtypes),
+                roofs=roofs_for(devices.get(r["device_id"])),
+            )
+        )
+    return out
+
+
+def _ops_with_kernels(run: Run) -> list[dict[str, Any]]:
+    return run.sql_dicts(
+        """SELECT c.op_id, s.value AS name, c.flop, c.input_shapes, c.input_dtypes,
+                  min(k.device_id) AS device_id, sum(k.end_ns - k.start_ns) AS kernel_ns
+           FROM cpu_ops c JOIN strings s ON s.string_id = c.name_id
+           JOIN kernels k ON k.external_id = c.external_id
+           WHERE c.external_id IS NOT NULL AND (c.flop > 0 OR c.input_shapes IS NOT NULL)
+           GROUP BY ALL ORDER BY c.op_id"""
+    )
+
+
+def _json_list(text: str | None) -> list[Any]:
+    if not text:
+        return []
+    try:
+        val = json.loads(text)
+    except ValueError:
+        return []
+    return val if isinstance(val, list) else []
+
+
+def _dims(shape: Any) -> list[int] | None:
+    return [int(d) for d in shape] if isinstance(shape, list) and all(isinstance(d, int) for d in shape) else None
+
+
+def shape_flop(name: str, shapes_json: str | None) -> float:
+    """FLOPs of a matmul-family op from its input shapes (PyTorch profiler formulas); else 0."""
+    shapes = [_dims(s) for s in _json_list(shapes_json)]
+    mats = [s for s in shapes if s]
+    if name in ("aten::addmm", "aten::baddbmm") and len(mats) >= 3:
+        mats = mats[1:3]
+    if name not in MATMUL_OPS or len(mats) < 2:
+        return 0.0
+    a, b = mats[0], mats[1]
+    if len(a) < 2 or len(b) < 2 or a[-1] != b[-2]:
+        return 0.0
+    batch = math.prod(a[:-2]) if len(a) > 2 else 1
+    return 2.0 * batch * a[-2] * a[-1] * b[-1]
+
+
+def tensor_bytes(name: str, shapes_json: str | None, dtypes: list[Any]) -> float | None:
+    """Bytes of the tensor inputs (+ matmul output): compulsory traffic, a lower bound."""
+    shapes = _json_list(shapes_json)
+    total = 0.0
+    for shape, dtype in zip(shapes, dtypes, strict=False):
+        dims = _dims(shape)
+        if dims is not None and dims and dtype in DTYPE_BYTES:
+            total += math.prod(dims) * DTYPE_BYTES[dtype]
+    if name in MATMUL_OPS:
+        total += _matmul_out_bytes(name, shapes, dtypes)
+    return total or None
+
+
+def _matmul_out_bytes(name: str, shapes: list[Any], dtypes: list[Any]) -> float:
+    mats = [(d, t) for d, t in ((_dims(s), t) for s, t in zip(shapes, dtypes, strict=False)) if d]
+    if name in ("aten::addmm", "aten::baddbmm"):
+        mats = mats[1:3]
+    if len(mats) < 2 or mats[0][1] not in DTYPE_BYTES:
+        return 0.0
+    (a, dt), (b, _) = mats[0], mats[1]
+    return float(math.prod(a[:-1]) * b[-1] * DTYPE_BYTES[dt])
+
+
+def op_precision(name: str, dtypes: list[Any]) -> str:
+    """The roof an op is judged against: tensor roof by dtype for matmuls, FP32/FP64 pipe otherwise."""
+    first = next((d for d in dtypes if d in TENSOR_PRECISION), "float")
+    if name in MATMUL_OPS:
+        return TENSOR_PRECISION[first]
+    return VECTOR_PRECISION.get(first, "fp32")
+
+
+# ------------------------------------------------------------------------------------------------
+COMPUTE_METRICS = (re.compile(r"SM Issue", re.I), re.compile(r"Tensor Active", re.I))
+DRAM_METRICS = (re.compile(r"DRAM Read", re.I), re.compile(r"DRAM Write", re.I))
+SM_ACTIVE = re.compile(r"SMs? Active", re.I)
+
+
+@dataclass(frozen=True)
+class RangeMetrics:
+    """Mean sampled GPU metrics over one NVTX range on one device."""
+
+    range_id: int
+    name: str
+    device_id: int
+    samples: int
+    means: dict[str, float]
+
+    def _sum_of(self, pats: tuple[re.Pattern[str], ...]) -> float | None:
+        vals = [v for k, v in self.means.items() if any(p.search(k) for p in pats)]
+        return sum(vals) if vals else None
+
+    @property
+    def compute_pct(self) -> float | None:
+        vals = [v for k, v in self.means.items() if any(p.search(k) for p in COMPUTE_METRICS)]
+        return max(vals) if vals else None
+
+    @property
+    def dram_pct(self) -> float | None:
+        return self._sum_of(DRAM_METRICS)
+
+    def classify(self) -> KernelClass:
+        """Same SOL rule as ncu on sampled %: both under 60% -> latency, else the larger side."""
+        comp, dram = self.compute_pct, self.dram_pct
+        src = "nsys GPU metrics samples, mean over the range"
+        ev = tuple(Evidence(k, v, "%", "device peak (sampled)", src) for k, v in sorted(self.means.items()))
+        ev += (Evidence("samples", self.samples, "sample", source=src),)
+        if comp is None or dram is None:
+            return KernelClass("unknown", "no_data", "range lacks SM issue/tensor or DRAM samples", "low", ev)
+        if max(comp, dram) < LATENCY_BOUND_PCT:
+            why = f"max(compute {comp:.1f}%, DRAM {dram:.1f}%) < {LATENCY_BOUND_PCT:.0f}% (sampled)"
+            return KernelClass("latency", "gpu_metrics_latency", why, "low", ev)
+        cls = "memory" if dram > comp else "compute"
+        why = f"{'DRAM' if cls == 'memory' else 'compute'} {max(comp, dram):.1f}% >= {LATENCY_BOUND_PCT:.0f}% (sampled)"
+        return KernelClass(cls, f"gpu_metrics_{cls}", why, "low", ev)
+
+
+def range_gpu_metrics(run: Run, sources: tuple[str, ...] = ("nvtx",)) -> list[RangeMetrics]:
+    """Mean of each sampled GPU metric per (range, device) over the range's time span."""
+    rows = run.sql_rows(
+        """SELECT r.range_id, s.value, g.device_id, g.metric, avg(g.value), count(*)
+           FROM ranges r JOIN strings s ON s.string_id = r.name_id
+           JOIN gpu_metrics g ON g.timestamp_ns BETWEEN r.start_ns AND r.end_ns
+                AND (r.device_id IS NULL OR r.device_id = g.device_id)
+           WHERE list_contains($sources, r.source) AND g.value IS NOT NULL
+           GROUP BY ALL ORDER BY r.range_id, g.device_id""",
+        {"sources": list(sources)},
+    )
+    means: dict[tuple[int, int], dict[str, float]] = {}
+    names: dict[tuple[int, int], str] = {}
+    counts: dict[tuple[int, int], int] = {}
+    for range_id, name, device_id, metric, mean, n in rows:
+        key = (int(range_id), int(device_id))
+        means.setdefault(key, {})[metric] = float(mean)
+        names[key] = name
+        counts[key] = max(counts.get(key, 0), int(n))
+    return [RangeMetrics(k[0], names[k], k[1], counts[k], m) for k, m in means.items()]
