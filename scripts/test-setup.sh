@@ -6,4 +6,8 @@ cd "$(dirname "$0")/.."
 if ! command -v nsys >/dev/null 2>&1; then
   bash scripts/install-nsight-systems.sh
 fi
+# Debian's Chromium: the HTML report tests open reports in it headless (tests/e2e/test_report_html.py)
+if ! command -v chromium >/dev/null 2>&1; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+fi
 python3 -m pip install --quiet --disable-pip-version-check -e ".[test]"

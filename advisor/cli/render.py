@@ -326,11 +326,11 @@ def _md_ranges(r: dict[str, Any]) -> list[str]:
         out += [f"Steps (ProfilerStep): {s['count']} steps, mean {fmt_ns(s['mean_ns'])}, p50 {fmt_ns(s['p50_ns'])}, "
                 f"p95 {fmt_ns(s['p95_ns'])}, max {fmt_ns(s['max_ns'])}", ""]
     if r["items"]:
-        out += ["_Share = percent of the capture span; ranges may nest or overlap._", "",
-                "| total | share | count | mean | source | range |", "|---|---|---|---|---|---|"]
+        out += ["_Covered = wall time inside at least one instance (share of the capture span); "
+                "summed = durations added over threads and nesting._", "",
+                "| covered (share) | summed | count | mean | source | range |", "|---|---|---|---|---|---|"]
         for it in r["items"]:
-            p = it["total"]["pct"]
-            out.append(f"| {fmt_ns(it['total']['ns'])} | {p if p is not None else 'n/a'}% | {it['count']} | "
+            out.append(f"| {fmt_share(it['covered'])} | {fmt_ns(it['total_ns'])} | {it['count']} | "
                        f"{fmt_ns(it['mean_ns'])} | {md_cell(it['source'])} | {md_cell(it['name'], 100)} |")
     return out + ["", "</details>", ""]
 

@@ -1,0 +1,431 @@
+"""Typed context objects for the report templates, built from the analyze document.
+
+Templates only lay out what is here: every number is already formatted, every absent section
+carries the reason it is absent ("not available: ..."), and nothing here is HTML, so Jinja's
+autoescape is the single place text becomes markup. Raw metadata dicts never reach a template:
+run notes are redacted and flattened to label/value facts first.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from advisor.reports.figures import (
+    ACTIVITY,
+    DeviceBreakdown,
+    Figure,
+    GapSegment,
+    KernelPoint,
+    Lane,
+    breakdown_figure,
+    roofline_figure,
+    timeline_figure,
+)
+from advisor.reports.safety import redact
+from advisor.reports.units import fmt_bytes, fmt_hz, fmt_ns, fmt_pct, fmt_value
+
+NCU_HINT = ("capture with: ncu --set full -o profile python train.py (or --section SpeedOfLight), "
+            "then pass profile.ncu-rep to advisor")
+RISK_CLASSES = {"safe": "risk-safe", "changes-numerics": "risk-numerics", "redesign": "risk-redesign"}
+
+
+@dataclass(frozen=True)
+class Fact:
+    label: str
+    value: str
+
+
+@dataclass(frozen=True)
+class VerdictView:
+    klass: str
+    cause: str
+    basis: str
+    confidence: str
+    shares: tuple[Fact, ...]
+
+
+@dataclass(frozen=True)
+class DoFirst:
+    code: str
+    action: str
+    message: str
+    gain: str
+
+
+@dataclass(frozen=True)
+class FixView:
+    title: str
+    detail: str
+    risk: str
+    risk_cls: str
+
+
+@dataclass(frozen=True)
+class FindingView:
+    rank: int
+    code: str
+    name: str
+    category: str
+    message: str
+    gain: str
+    gain_basis: str
+    window: str
+    evidence: tuple[Fact, ...]
+    evidence_of: tuple[str, ...]
+    fixes: tuple[FixView, ...]
+    explain: str
+
+
+NAME_LIMIT = 200
+
+
+def shorten(name: str, limit: int = NAME_LIMIT) -> str:
+    """A long (templated C++) name cut in the middle: the head says what it is, the tail which variant."""
+    if len(name) <= limit:
+        return name
+    tail = limit // 4
+    return name[: limit - tail - 1] + "…" + name[-tail:]
+
+
+@dataclass(frozen=True)
+class KernelRow:
+    name: str
+    full_name: str
+    count: str
+    total: str
+    share: str
+    bar_pct: float
+    mean: str
+    p50: str
+    p95: str
+    max: str
+
+
+@dataclass(frozen=True)
+class RangeRow:
+    source: str
+    name: str
+    full_name: str
+    count: str
+    covered: str
+    share: str
+    bar_pct: float
+    summed: str
+    mean: str
+    p50: str
+    p95: str
+    top_level: bool
+
+
+@dataclass(frozen=True)
+class RooflineRow:
+    label: str
+    name: str
+    full_name: str
+    duration: str
+    compute: str
+    memory: str
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """Everything run.html shows about one run; `*_missing` says why a section is empty."""
+
+    title: str
+    subtitle: str
+    verdict: VerdictView | None
+    verdict_missing: str
+    do_first: DoFirst | None
+    findings: tuple[FindingView, ...]
+    findings_missing: str
+    breakdown: Figure | None
+    breakdown_missing: str
+    timeline: Figure | None
+    timeline_missing: str
+    roofline: Figure | None
+    roofline_rows: tuple[RooflineRow, ...]
+    roofline_missing: str
+    kernels: tuple[KernelRow, ...]
+    kernels_of: str
+    kernels_missing: str
+    ranges: tuple[RangeRow, ...]
+    ranges_of: str
+    steps: tuple[Fact, ...]
+    ranges_missing: str
+    capture: tuple[Fact, ...]
+    devices: tuple[tuple[Fact, ...], ...]
+    counts: tuple[Fact, ...]
+    notes: tuple[Fact, ...]
+
+
+@dataclass(frozen=True)
+class ReportInputs:
+    """What a report is built from: the analyze run document plus aggregated views of the run."""
+
+    doc: Mapping[str, Any]
+    timeline: Mapping[str, Any] | None = None
+    roofline: Sequence[Mapping[str, Any]] = ()
+    ncu_kernels: int = 0
+    gaps: Sequence[Mapping[str, Any]] = ()  # idle gaps {device_id, start_ns, end_ns, cause}, longest first
+
+
+def build_run_report(inp: ReportInputs) -> RunReport:
+    """The typed context for one run."""
+    doc = inp.doc
+    span = gain_denominator(doc)
+    findings = tuple(_finding(i, f, span) for i, f in enumerate(doc.get("findings") or [], 1))
+    roof_fig, roof_rows, roof_missing = _roofline(inp)
+    tl_fig = _timeline(inp)
+    kernels, kernels_of = _kernels(doc.get("top_kernels") or {})
+    ranges, ranges_of, steps = _ranges(doc.get("ranges") or {})
+    verdict = _verdict(doc.get("verdict"))
+    return RunReport(
+        title=str(doc["input"].get("path") or "trace"),
+        subtitle=_subtitle(doc["input"], (doc.get("capture") or {}).get("span_ns")),
+        verdict=verdict,
+        verdict_missing="" if verdict else "not available: the rule engine gave no verdict for this run "
+                                           "(verdict is null in the analyze document)",
+        do_first=_do_first(doc.get("findings") or [], span),
+        findings=findings,
+        findings_missing="" if findings else "not available: no findings in the analyze document "
+                                             "(no rule fired, or the rule engine is not installed)",
+        breakdown=breakdown_figure(_breakdowns(doc.get("time") or [])),
+        breakdown_missing="not available: no GPU kernel or memory activity in this trace",
+        timeline=tl_fig,
+        timeline_missing="" if tl_fig else "not available: no GPU activity on a timeline in this trace "
+                                           "(an Nsight Compute report profiles kernels one at a time)",
+        roofline=roof_fig,
+        roofline_rows=roof_rows,
+        roofline_missing=roof_missing,
+        kernels=kernels,
+        kernels_of=kernels_of,
+        kernels_missing="not available: no GPU kernels in this trace",
+        ranges=ranges,
+        ranges_of=ranges_of,
+        steps=steps,
+        ranges_missing="not available: no NVTX ranges, user annotations or ProfilerStep ranges in this trace; "
+                       "wrap steps in torch.profiler.record_function or nvtx.range to get a breakdown",
+        capture=_capture(doc),
+        devices=tuple(_device(d) for d in doc.get("devices") or []),
+        counts=tuple(Fact(k, f"{v:,}") for k, v in sorted((doc.get("counts") or {}).items()) if v),
+        notes=notes_facts(doc["input"].get("notes") or {}),
+    )
+
+
+# ------------------------------------------------------------------ verdict and findings
+
+
+def _verdict(v: Mapping[str, Any] | None) -> VerdictView | None:
+    if not v:
+        return None
+    shares = tuple(
+        Fact(str(s.get("name")), f"{fmt_ns(s.get('ns'))} ({fmt_pct(s.get('pct'))} of {s.get('of')})")
+        for s in v.get("shares") or []
+    )
+    return VerdictView(str(v.get("class") or "unknown"), str(v.get("cause") or ""), str(v.get("basis") or "n/a"),
+                       str(v.get("confidence") or "n/a"), shares)
+
+
+GAIN_OF = "longest device span"
+
+
+def gain_denominator(doc: Mapping[str, Any]) -> int | None:
+    """The longest device span (first to last GPU activity on one device), as the rule engine's headline
+    uses; the capture span when the run has no GPU activity."""
+    spans = [int(d["span_ns"]) for d in doc.get("time") or [] if d.get("span_ns")]
+    return max(spans) if spans else (doc.get("capture") or {}).get("span_ns")
+
+
+def gain_text(gain_ns: int | None, span_ns: int | None) -> str:
+    """'expected to save X of Y (Z% of the longest device span)': a saving always with its denominator."""
+    if gain_ns is None:
+        return "saving not estimated"
+    if not span_ns:
+        return f"expected to save {fmt_ns(gain_ns)} (run span unknown)"
+    return (f"expected to save {fmt_ns(gain_ns)} of {fmt_ns(span_ns)} "
+            f"({fmt_pct(100.0 * gain_ns / span_ns)} of the {GAIN_OF})")
+
+
+def _do_first(findings: Sequence[Mapping[str, Any]], span_ns: int | None) -> DoFirst | None:
+    if not findings:
+        return None
+    f = findings[0]
+    fixes = f.get("fixes") or []
+    action = str(fixes[0].get("title")) if fixes else str(f.get("name") or f.get("code"))
+    return DoFirst(str(f.get("code")), action, str(f.get("message") or ""), gain_text(f.get("est_gain_ns"), span_ns))
+
+
+def _finding(rank: int, f: Mapping[str, Any], span_ns: int | None) -> FindingView:
+    evidence = f.get("evidence") or []
+    code = str(f.get("code") or "")
+    return FindingView(
+        rank=rank,
+        code=code,
+        name=str(f.get("name") or ""),
+        category=str(f.get("category") or ""),
+        message=str(f.get("message") or ""),
+        gain=gain_text(f.get("est_gain_ns"), span_ns),
+        gain_basis=str(f.get("gain_basis") or ""),
+        window=window_text(f.get("window")),
+        evidence=tuple(Fact(str(e.get("name")), fmt_value(e.get("value"), e.get("unit"))) for e in evidence),
+        evidence_of=tuple(str(e.get("of") or "") for e in evidence),
+        fixes=tuple(_fix(x) for x in f.get("fixes") or []),
+        explain=f"advisor explain {code}",
+    )
+
+
+def _fix(x: Mapping[str, Any]) -> FixView:
+    risk = str(x.get("risk") or "unknown")
+    return FixView(str(x.get("title") or ""), str(x.get("detail") or ""), risk, RISK_CLASSES.get(risk, "risk-unknown"))
+
+
+def window_text(w: Any) -> str:
+    """Where a finding applies, from whichever window keys it has (device, stream, time, range)."""
+    if not isinstance(w, Mapping):
+        return ""
+    parts = []
+    if w.get("device_id") is not None:
+        parts.append(f"device {w['device_id']}")
+    if w.get("stream_id") is not None:
+        parts.append(f"stream {w['stream_id']}")
+    if w.get("start_ns") is not None and w.get("end_ns") is not None:
+        parts.append(f"{fmt_ns(w['end_ns'] - w['start_ns'])} window")
+    if w.get("range"):
+        parts.append(f"range {w['range']}")
+    return ", ".join(parts)
+
+
+# ------------------------------------------------------------------ figures
+
+
+def _breakdowns(rows: Sequence[Mapping[str, Any]]) -> list[DeviceBreakdown]:
+    keys = {"compute": "compute_kernels", "communication": "communication_kernels", "memcpy": "memcpy",
+            "memset": "memset"}
+    return [
+        DeviceBreakdown(
+            label=device_label(d),
+            span_ns=int(d["span_ns"]),
+            busy=(int(d["busy"]["ns"]), d["busy"]["pct"]),
+            idle=(int(d["idle"]["ns"]), d["idle"]["pct"]),
+            parts=tuple((c, int(d[k]["ns"]), d[k]["pct"]) for c, k in keys.items()),
+        )
+        for d in rows
+    ]
+
+
+def device_label(d: Mapping[str, Any]) -> str:
+    rank = f" rank {d['rank']}" if d.get("rank") is not None else ""
+    return f"device {d['device_id']}{rank}"
+
+
+def _timeline(inp: ReportInputs) -> Figure | None:
+    tl = inp.timeline or {}
+    names = {d["device_id"]: device_label(d) for d in inp.doc.get("time") or []}
+    lanes = [Lane(int(d["device_id"]), names.get(d["device_id"], f"device {d['device_id']}"), d["series"])
+             for d in tl.get("devices") or []]
+    raw = inp.gaps or inp.doc.get("idle_gaps") or []
+    gaps = [GapSegment(int(g["device_id"]), int(g["start_ns"]), int(g["end_ns"]), str(g.get("cause") or "unknown"))
+            for g in raw if g.get("device_id") is not None]
+    return timeline_figure(tl.get("t0_ns"), tl.get("bin_ns"), lanes, gaps)
+
+
+def _roofline(inp: ReportInputs) -> tuple[Figure | None, tuple[RooflineRow, ...], str]:
+    if not inp.ncu_kernels:
+        return None, (), f"not available: no Nsight Compute data in this trace; {NCU_HINT}"
+    pts = [p for p in inp.roofline if p.get("compute_pct") is not None and p.get("memory_pct") is not None]
+    if not pts:
+        return None, (), ("not available: the Nsight Compute report lacks the speed-of-light metrics "
+                          "(sm__throughput, gpu__compute_memory_throughput); " + NCU_HINT)
+    points = [KernelPoint(f"K{i}", str(p["name"]), p.get("duration_ns"), float(p["compute_pct"]),
+                          float(p["memory_pct"])) for i, p in enumerate(pts, 1)]
+    rows = tuple(RooflineRow(k.label, shorten(k.name), k.name, fmt_ns(k.duration_ns), fmt_pct(k.compute_pct),
+                             fmt_pct(k.memory_pct)) for k in points)
+    return roofline_figure(points), rows, ""
+
+
+# ------------------------------------------------------------------ tables
+
+
+def _kernels(tk: Mapping[str, Any]) -> tuple[tuple[KernelRow, ...], str]:
+    rows = tuple(
+        KernelRow(name=shorten(str(k["name"])), full_name=str(k["name"]), count=f"{k['count']:,}",
+                  total=fmt_ns(k["total"]["ns"]), share=fmt_pct(k["total"]["pct"]),
+                  bar_pct=float(k["total"]["pct"] or 0.0), mean=fmt_ns(k["mean_ns"]), p50=fmt_ns(k["p50_ns"]),
+                  p95=fmt_ns(k["p95_ns"]), max=fmt_ns(k["max_ns"]))
+        for k in tk.get("items") or []
+    )
+    return rows, f"{tk.get('of', '')} ({fmt_ns(tk.get('total_kernel_ns'))})"
+
+
+def _ranges(r: Mapping[str, Any]) -> tuple[tuple[RangeRow, ...], str, tuple[Fact, ...]]:
+    rows = tuple(
+        RangeRow(source=str(it["source"]), name=shorten(str(it["name"])), full_name=str(it["name"]),
+                 count=f"{it['count']:,}", covered=fmt_ns(it["covered"]["ns"]), share=fmt_pct(it["covered"]["pct"]),
+                 bar_pct=float(it["covered"]["pct"] or 0.0), summed=fmt_ns(it.get("total_ns")),
+                 mean=fmt_ns(it["mean_ns"]), p50=fmt_ns(it["p50_ns"]), p95=fmt_ns(it["p95_ns"]),
+                 top_level=bool(it.get("top_level")))
+        for it in r.get("items") or []
+    )
+    of = rows and r["items"][0]["covered"]["of"] or ""
+    s = r.get("steps")
+    steps: tuple[Fact, ...] = ()
+    if s:
+        steps = (Fact("steps", f"{s['count']:,}"), Fact("total", fmt_ns(s.get("total_ns"))),
+                 Fact("mean", fmt_ns(s.get("mean_ns"))), Fact("p50", fmt_ns(s.get("p50_ns"))),
+                 Fact("p95", fmt_ns(s.get("p95_ns"))), Fact("min", fmt_ns(s.get("min_ns"))),
+                 Fact("max", fmt_ns(s.get("max_ns"))))
+    return rows, str(of), steps
+
+
+# ------------------------------------------------------------------ capture facts
+
+
+def _subtitle(inp: Mapping[str, Any], span_ns: int | None) -> str:
+    ver = inp.get("tool_version") or "version not recorded"
+    return f"{inp.get('tool')} {ver} [{inp.get('format')}], capture span {fmt_ns(span_ns)}"
+
+
+def _capture(doc: Mapping[str, Any]) -> tuple[Fact, ...]:
+    i = doc["input"]
+    facts = [
+        ("input", i.get("path")), ("format", i.get("format")), ("tool", i.get("tool")),
+        ("tool version", i.get("tool_version") or "not recorded in the file"),
+        ("export schema", i.get("export_schema")), ("sha256", i.get("sha256")),
+        ("size", fmt_bytes(i.get("bytes")) if i.get("bytes") is not None else None),
+        ("host", i.get("host")), ("world size", i.get("world_size")), ("ranks", i.get("ranks")),
+        ("capture span", fmt_ns((doc.get("capture") or {}).get("span_ns"))),
+        ("captured tables", ", ".join(i.get("captured") or []) or "none"),
+    ]
+    return tuple(Fact(k, str(v)) for k, v in facts if v is not None and v != "")
+
+
+_DEVICE_FIELDS: tuple[tuple[str, str, Any], ...] = (
+    ("name", "name", str), ("rank", "rank", str), ("vendor", "vendor", str), ("host", "host", str),
+    ("compute_capability", "compute capability", str), ("sm_count", "SMs", str),
+    ("memory_bytes", "memory", fmt_bytes), ("sm_clock_hz", "SM clock", fmt_hz),
+    ("memory_clock_hz", "memory clock", fmt_hz),
+    ("peak_memory_bandwidth_bytes_per_s", "peak memory bandwidth", lambda b: f"{b / 1e9:,.0f} GB/s"),
+    ("l2_cache_bytes", "L2 cache", fmt_bytes),
+)
+
+
+def _device(d: Mapping[str, Any]) -> tuple[Fact, ...]:
+    facts = [Fact("device", str(d["device_id"]))]
+    facts += [Fact(label, fmt(d[key])) for key, label, fmt in _DEVICE_FIELDS if d.get(key) is not None]
+    return tuple(facts)
+
+
+def notes_facts(notes: Mapping[str, Any], limit: int = 300) -> tuple[Fact, ...]:
+    """Run notes as label/value text, secret-named keys dropped and secret-looking values redacted."""
+    clean = redact(dict(notes))
+    out = []
+    for k, v in sorted(clean.items()):
+        text = v if isinstance(v, str) else json.dumps(v, default=str, ensure_ascii=False)
+        out.append(Fact(str(k), text if len(text) <= limit else text[: limit - 1] + "…"))
+    return tuple(out)
+
+
+__all__ = ["ACTIVITY", "ReportInputs", "RunReport", "build_run_report", "gain_text", "notes_facts"]

@@ -1,0 +1,70 @@
+"""Render a report to one self-contained HTML string (no scripts, no external resources).
+
+Entry points: `render_run_html(inputs)` for one run and `render_diff_html(before, after, diff)`
+for a comparison page. Both go through one Jinja environment with autoescape on for every
+template, so trace text is escaped wherever it lands; the analyze document is embedded for
+machines as JSON made safe for <script> by `script_json`, with run notes redacted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import jinja2
+from advisor.reports.context import ReportInputs, RunReport, build_run_report
+from advisor.reports.safety import redact, script_json
+
+from advisor import __version__
+
+
+@cache
+def environment() -> jinja2.Environment:
+    """The one template environment: package templates, autoescape always on, undefined is an error."""
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("advisor.reports", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def embedded_document(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The analyze document as embedded in the page: run notes redacted (they may carry env dumps)."""
+    out = dict(doc)
+    if isinstance(out.get("input"), Mapping):
+        out["input"] = dict(out["input"], notes=redact(out["input"].get("notes") or {}))
+    return out
+
+
+def render_run_html(inputs: ReportInputs) -> str:
+    """The HTML report for one run."""
+    report = build_run_report(inputs)
+    return environment().get_template("run.html").render(
+        report=report, advisor_version=__version__, data_json=script_json(embedded_document(inputs.doc)),
+    )
+
+
+@dataclass(frozen=True)
+class DiffRow:
+    """One compared quantity: before, after, change (already formatted by the diff engine's caller)."""
+
+    name: str
+    before: str
+    after: str
+    change: str
+
+
+def render_diff_html(before: ReportInputs, after: ReportInputs, rows: list[DiffRow] | None = None,
+                     verdict: str | None = None) -> str:
+    """A comparison page: both runs' verdicts and headline facts, plus the diff engine's rows when given."""
+    ctx_before: RunReport = build_run_report(before)
+    ctx_after: RunReport = build_run_report(after)
+    data = {"before": embedded_document(before.doc), "after": embedded_document(after.doc)}
+    return environment().get_template("diff.html").render(
+        before=ctx_before, after=ctx_after, rows=rows or [], diff_verdict=verdict,
+        advisor_version=__version__, data_json=script_json(data),
+    )
