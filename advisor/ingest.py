@@ -225,7 +225,8 @@ def open_run(
         _rmtree_quiet(work)
     meta = {"source": str(p), "format": fmt, "parse_seconds": round(time.perf_counter() - t0, 3)}
     if not use_cache:
-        return Run.from_tables(tables, meta | {"files": {n: {"rows": t.num_rows} for n, t in tables.items()}})
+        rows = {n: {"rows": tables[n].num_rows if n in tables else 0} for n in TABLES}
+        return Run.from_tables(tables, meta | {"files": rows})
     written = write_entry(root, key, tables, meta)
     final_meta = read_entry_meta(written)
     if final_meta is None:  # pragma: no cover - would mean the filesystem lost our rename

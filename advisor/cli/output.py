@@ -21,4 +21,5 @@ def emit(text: str, output: str | None, inputs: list[str] | None = None) -> None
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(text)
+    os.chmod(tmp, 0o644)  # mkstemp makes 0600; a report is meant to be shared
     os.replace(tmp, target)

@@ -13,6 +13,7 @@ from typing import Any
 from advisor.engine.timeline import device_time
 from advisor.model.schema import TABLES
 from advisor.model.store import Run
+from advisor.redact import redact
 
 JSON_SCHEMA_VERSION = "1.0"
 
@@ -47,7 +48,7 @@ def input_info(run: Run) -> dict[str, Any]:
         "world_size": i.get("world_size"),
         "ranks": i.get("ranks"),
         "captured": sorted(run.captured),
-        "notes": notes,
+        "notes": redact(notes),
     }
 
 
