@@ -1,0 +1,255 @@
+"""`advisor diff BASE NEW`: did my change make it faster, and why? Exit 1 on a gated regression.
+
+Each side is a trace file, a directory (Kineto rank files of one run, or repeated captures), or a
+quoted glob of captures; see docs/diff.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from advisor.cli.output import emit
+from advisor.cli.render import MD_LIMIT, clean, fmt_ns, md_cell
+
+NAME = "diff"
+HELP = "compare two runs (or two sets of repeated captures): what got faster or slower, and why"
+
+EXIT_REGRESSION = 1
+
+
+def register(p: argparse.ArgumentParser) -> None:
+    p.add_argument("base", metavar="BASE", help="baseline: trace file, directory, or quoted glob of captures")
+    p.add_argument("new", metavar="NEW", help="candidate: trace file, directory, or quoted glob of captures")
+    p.add_argument("--format", choices=("text", "json", "md", "html"), default="text")
+    p.add_argument("--fail-on-regression", type=float, metavar="PCT", default=None,
+                   help="exit 1 when the verdict is regression and step time (GPU time when there are no steps) "
+                        "grew by more than PCT percent of base")
+    p.add_argument("--threshold", type=float, metavar="PCT", default=None,
+                   help="changes smaller than this percent are neutral (default 5)")
+    p.add_argument("--dir-as", choices=("auto", "captures", "ranks"), default="auto",
+                   help="how to read a directory of files: auto (different recorded ranks = one run), "
+                        "captures (each file a repeated capture), ranks (one multi-rank run)")
+    p.add_argument("--step-range", metavar="REGEX",
+                   help="NVTX/annotation ranges whose name matches REGEX are the steps (default: ProfilerStep#N)")
+    p.add_argument("--top", type=int, default=15, help="how many kernels/ranges to list (default 15)")
+    p.add_argument("--no-rules", action="store_true", help="do not run the rule engine (no findings diff)")
+    p.add_argument("--nsys", help="nsys executable used to export .nsys-rep/.qdrep (default: nsys on PATH)")
+    p.add_argument("--no-cache", action="store_true", help="parse again instead of reusing the cache")
+    p.add_argument("-o", "--output", help="write the output to this file instead of stdout")
+
+
+def run(args: argparse.Namespace) -> int:
+    from advisor.diff import DEFAULT_THRESHOLD_PCT, SideOptions, diff_paths
+    from advisor.errors import InputError
+    from advisor.parsers.base import ParseOptions
+
+    for flag, value in (("--fail-on-regression", args.fail_on_regression), ("--threshold", args.threshold)):
+        if value is not None and value < 0:
+            raise InputError(f"{flag} {value}: must be >= 0", "give a percentage such as 5")
+    if args.top < 1:
+        raise InputError(f"--top {args.top}: must be >= 1", "give a positive count")
+    opts = SideOptions(dir_as=args.dir_as, step_regex=args.step_range, use_cache=not args.no_cache,
+                       with_rules=not args.no_rules, parse=ParseOptions(nsys=args.nsys))
+    threshold = args.threshold if args.threshold is not None else DEFAULT_THRESHOLD_PCT
+    doc: dict[str, Any] = diff_paths(args.base, args.new, opts, threshold_pct=threshold, top=args.top)
+    doc["gate"] = gate(doc, args.fail_on_regression)
+    emit(render(doc, args.format), args.output, [args.base, args.new])
+    return EXIT_REGRESSION if doc["gate"]["failed"] else 0
+
+
+def gate(doc: dict[str, Any], pct: float | None) -> dict[str, Any]:
+    """The CI gate's decision, kept in the document so every format shows it."""
+    delta = (doc["metric"].get("delta") or {}).get("pct")
+    failed = pct is not None and doc["verdict"]["verdict"] == "regression" and delta is not None and delta > pct
+    return {"fail_on_regression_pct": pct, "failed": failed, "metric_delta_pct": delta,
+            "of": (doc["metric"].get("delta") or {}).get("of")}
+
+
+def render(doc: dict[str, Any], fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(doc, indent=2, default=str) + "\n"
+    if fmt == "md":
+        return markdown(doc)
+    if fmt == "html":
+        return html(doc)
+    return text(doc)
+
+
+def html(doc: dict[str, Any]) -> str:
+    """The report engineer's comparison page (reports/html.py), fed the diff's rows and verdict."""
+    from advisor.ingest import open_run
+    from advisor.reports.collect import collect
+    from advisor.reports.html import DiffRow, render_diff_html
+
+    inputs = []
+    for side in ("base", "new"):
+        run = open_run(doc[side]["captures"][0]["path"])
+        try:
+            inputs.append(collect(run))
+        finally:
+            run.close()
+    rows = [DiffRow(clean(name, 120), before, after, change) for name, before, after, change in html_rows(doc)]
+    v = doc["verdict"]
+    page: str = render_diff_html(inputs[0], inputs[1], rows, verdict=f"{v['verdict'].upper()}: {v['headline']}")
+    return page
+
+
+def html_rows(doc: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """(quantity, before, after, change) rows: the headline metric, then kernels and ranges by |change|."""
+    m = doc["metric"]
+    rows = []
+    if m.get("delta"):
+        rows.append((m["words"], fmt_ns(m["base_ns"]), fmt_ns(m["new_ns"]),
+                     f"{fmt_ns(m['delta']['ns'])} ({_pct(m['delta'])} of {m['delta']['of']})"))
+    for block, label in ((doc["kernels"], "kernel"), (doc["ranges"], "range")):
+        for r in block["items"]:
+            rows.append((f"[{label}, {r['status']}] {r['key']}", fmt_ns(r["base"]["total_ns"]),
+                         fmt_ns(r["new"]["total_ns"]),
+                         f"{fmt_ns(r['delta_ns'])} ({_pct(r['delta'])} of its base time; "
+                         f"{doc['alignment']['unit']})"))
+    return rows
+
+
+# ---- text ----------------------------------------------------------------------------------------
+
+
+def _pct(s: dict[str, Any] | None) -> str:
+    if not s or s.get("pct") is None:
+        return "n/a"
+    return f"{s['pct']:+.1f}%"
+
+
+def _metric_line(m: dict[str, Any]) -> str:
+    d = m.get("delta")
+    if not d:
+        return f"{m['words']}: not available on both sides"
+    line = (f"{m['words']}: {fmt_ns(m['base_ns'])} -> {fmt_ns(m['new_ns'])}, {fmt_ns(d['ns'])} "
+            f"({_pct(d)} of {d['of']}, {fmt_ns(d['of_ns'])})")
+    ci = m.get("ci")
+    if ci:
+        line += f"; 95% CI [{ci['low_pct']:+.1f}%, {ci['high_pct']:+.1f}%] ({ci['method']}, df {ci['df']})"
+    s = m["samples"]
+    return line + f"; samples: base {s['base']}, new {s['new']} ({s.get('base_kind', '')})"
+
+
+def _text_items(title: str, block: dict[str, Any], unit: str) -> list[str]:
+    if not block["items"]:
+        return []
+    out = [f"{title} ranked by absolute time change ({unit}; delta % of the item's base time; "
+           f"contribution % of {block['items'][0]['contribution']['of']}):"]
+    out.append(f"   {'delta':>12} {'delta%':>8} {'contrib':>8} {'base':>11} {'new':>11} {'calls b->n':>17}  name")
+    for r in block["items"]:
+        calls = f"{r['base']['count']:g}->{r['new']['count']:g}"
+        out.append(f"   {fmt_ns(r['delta_ns']):>12} {_pct(r['delta']):>8} {_pct(r['contribution']):>8} "
+                   f"{fmt_ns(r['base']['total_ns']):>11} {fmt_ns(r['new']['total_ns']):>11} {calls:>17}  "
+                   f"[{r['status']}] {clean(r['key'], 70)}")
+    if block["omitted"]:
+        out.append(f"   ... {block['omitted']} more (--top, or --format json)")
+    return out
+
+
+def _text_devices(devs: list[dict[str, Any]]) -> list[str]:
+    out = ["Devices (shares of each side's own device span):"]
+    for d in devs:
+        b, n = d.get("base"), d.get("new")
+        name = clean((b or n or {}).get("name")) or "GPU model not recorded"
+        if not (b and n):
+            out.append(f"   {d['key']}: only on the {'base' if b else 'new'} side ({name})")
+            continue
+        pp = d["delta_pp"]
+        out.append(f"   {d['key']} ({name}): busy {b['busy']['pct']}% -> {n['busy']['pct']}% ({pp['busy']:+.1f} pp), "
+                   f"idle {b['idle']['pct']}% -> {n['idle']['pct']}%, communication {b['communication']['pct']}% -> "
+                   f"{n['communication']['pct']}%")
+    return out
+
+
+def _text_rules(doc: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    vc = doc["verdict_class"]
+    if vc["base"] or vc["new"]:
+        out.append(f"Bound by: {vc['base'] or 'n/a'} -> {vc['new'] or 'n/a'}"
+                   + (" (changed)" if vc["changed"] else ""))
+    f = doc["findings"]
+    if f is None:
+        out.append("Findings: not compared (" + "; ".join(doc["notes"]) + ")" if doc["notes"] else "Findings: n/a")
+        return out
+    out.append(f"Findings ({doc['findings_from']}): {len(f['new'])} new, {len(f['resolved'])} resolved, "
+               f"{len(f['changed'])} changed, {f['unchanged']} unchanged")
+    for label, items in (("new", f["new"]), ("resolved", f["resolved"]), ("changed", f["changed"])):
+        for it in items[:5]:
+            extra = f" ({fmt_ns(it['delta_est_gain_ns'])} est. gain)" if label == "changed" else ""
+            out.append(f"   [{label}] {it['code']} {clean(it['message'], 140)}{extra}")
+    return out
+
+
+def text(doc: dict[str, Any]) -> str:
+    v = doc["verdict"]
+    lines = [f"== advisor diff: {clean(doc['base']['label'], 120)} -> {clean(doc['new']['label'], 120)}",
+             f"   base: {doc['base']['layout']}; new: {doc['new']['layout']}",
+             f"VERDICT: {v['verdict'].upper()}: {clean(v['reason'], 400)}",
+             f"   confidence: {v['confidence']}; threshold ±{v['threshold_pct']:g}%"]
+    g = doc.get("gate") or {}
+    if g.get("fail_on_regression_pct") is not None:
+        lines.append(f"   CI gate (--fail-on-regression {g['fail_on_regression_pct']:g}%): "
+                     + ("FAILED" if g["failed"] else "passed"))
+    lines.append(_metric_line(doc["metric"]))
+    a = doc["alignment"]
+    lines.append(f"Alignment: devices by {a['devices_by']}; work by {a['work']['basis']} ({a['work']['detail']})")
+    lines += [f"Caveat: {clean(c, 300)}" for c in doc["caveats"]]
+    if not doc["comparability"]["comparable"]:
+        lines.append("NOTE: the sides are not comparable; the deltas below describe the difference, not a change")
+    lines += _text_devices(doc["devices"])
+    lines += _text_items("Kernels and memops", doc["kernels"], a["unit"])
+    k = doc["kernels"]
+    lines.append(f"Kernels: {k['matched']} matched, {k['new_count']} new, {k['gone_count']} gone")
+    lines += _text_items("Ranges", doc["ranges"], a["unit"])
+    lines += _text_rules(doc)
+    return "\n".join(lines) + "\n"
+
+
+# ---- Markdown ------------------------------------------------------------------------------------
+
+
+def _md_items(block: dict[str, Any], unit: str) -> list[str]:
+    if not block["items"]:
+        return ["_none_", ""]
+    of = block["items"][0]["contribution"]["of"]
+    out = [f"_{md_cell(unit, 200)}; delta % of the item's base time; contribution % of {md_cell(of, 200)}._", "",
+           "| delta | delta % | contribution | base | new | calls | status | name |",
+           "|---|---|---|---|---|---|---|---|"]
+    for r in block["items"]:
+        out.append(f"| {fmt_ns(r['delta_ns'])} | {_pct(r['delta'])} | {_pct(r['contribution'])} | "
+                   f"{fmt_ns(r['base']['total_ns'])} | {fmt_ns(r['new']['total_ns'])} | "
+                   f"{r['base']['count']:g} → {r['new']['count']:g} | {r['status']} | {md_cell(r['key'], 100)} |")
+    if block["omitted"]:
+        out.append(f"\n_{block['omitted']} more not shown._")
+    return out + [""]
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    """GitHub-flavoured Markdown for a PR comment, under GitHub's 65,536-character limit."""
+    v, m = doc["verdict"], doc["metric"]
+    icon = {"regression": "🔴", "improvement": "🟢", "neutral": "⚪", "inconclusive": "🟡"}[v["verdict"]]
+    parts = ["## advisor diff", "",
+             f"{icon} **{v['verdict'].upper()}**: {md_cell(v['reason'], 600)}", "",
+             f"- base: `{md_cell(doc['base']['label'], 150)}` ({md_cell(doc['base']['layout'], 120)})",
+             f"- new: `{md_cell(doc['new']['label'], 150)}` ({md_cell(doc['new']['layout'], 120)})",
+             f"- {md_cell(_metric_line(m), 600)}", f"- confidence: {md_cell(v['confidence'])}"]
+    g = doc.get("gate") or {}
+    if g.get("fail_on_regression_pct") is not None:
+        state = "FAILED" if g["failed"] else "passed"
+        parts.append(f"- CI gate (fail above +{g['fail_on_regression_pct']:g}%): **{state}**")
+    parts += [f"- caveat: {md_cell(c, 400)}" for c in doc["caveats"]]
+    if not doc["comparability"]["comparable"]:
+        parts.append("- **the sides are not comparable**: the deltas below describe the difference, not a change")
+    parts += ["", "### Kernels and memops", ""] + _md_items(doc["kernels"], doc["alignment"]["unit"])
+    parts += ["<details><summary>Ranges</summary>", ""] + _md_items(doc["ranges"], doc["alignment"]["unit"])
+    parts += ["</details>", "", "### Findings and verdict class", ""]
+    parts += [f"- {md_cell(line.strip(), 300)}" for line in _text_rules(doc)] + [""]
+    out = "\n".join(parts) + "\n"
+    if len(out) > MD_LIMIT:
+        cut = out[: MD_LIMIT - 200]
+        out = cut[: cut.rfind("\n")] + "\n\n_(truncated to fit a PR comment; `--format json` has everything)_\n"
+    return out

@@ -1,0 +1,19 @@
+"""Regression diff of two sides (a trace, or repeated captures): alignment, statistics, verdict."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from advisor.diff.compare import DIFF_SCHEMA_VERSION, diff_sides
+from advisor.diff.sides import Side, SideOptions, open_side, side_from_runs
+from advisor.diff.verdict import DEFAULT_THRESHOLD_PCT
+
+
+def diff_paths(base: str, new: str, options: SideOptions | None = None, threshold_pct: float = DEFAULT_THRESHOLD_PCT,
+               top: int = 15) -> dict[str, Any]:
+    """Open both sides and diff them (the CLI's entry point)."""
+    return diff_sides(open_side(base, options), open_side(new, options), threshold_pct, top)
+
+
+__all__ = ["DEFAULT_THRESHOLD_PCT", "DIFF_SCHEMA_VERSION", "Side", "SideOptions", "diff_paths", "diff_sides",
+           "open_side", "side_from_runs"]

@@ -1,0 +1,270 @@
+"""`diff`: compare two sides and assemble the versioned diff document (docs/diff.md).
+
+Every time in the document is in ns and in "base work" units: per step when both sides record steps,
+else per capture with the new side scaled by the work ratio (see `align.work`). Every percentage is
+an object naming its denominator, as in `analyze`.
+"""
+
+from __future__ import annotations
+
+from statistics import fmean
+from typing import Any
+
+from advisor import __version__
+from advisor.diff.align import (
+    DevicePair,
+    Totals,
+    Work,
+    activity_totals,
+    aligned_ids,
+    count_ratio,
+    overlap_share,
+    pair_devices,
+    range_totals,
+    work,
+)
+from advisor.diff.facts import Capture
+from advisor.diff.rulefacts import diff_findings
+from advisor.diff.sides import Side
+from advisor.diff.stats import mean_difference_interval
+from advisor.diff.verdict import DEFAULT_THRESHOLD_PCT, Comparability, Verdict, comparability, decide
+
+DIFF_SCHEMA_VERSION = "1.0"
+
+
+def pct(part: float, whole: float) -> float | None:
+    return round(100.0 * part / whole, 1) if whole else None
+
+
+def share(ns: float, of_ns: float, of: str) -> dict[str, Any]:
+    return {"ns": round(ns), "pct": pct(ns, of_ns), "of": of, "of_ns": round(of_ns)}
+
+
+def _side_doc(side: Side) -> dict[str, Any]:
+    return {
+        "label": side.label,
+        "layout": side.layout,
+        "captures": [
+            {"path": c.path, "format": c.format, "tool": c.tool, "tool_version": c.tool_version, "sha256": c.sha256,
+             "world_size": c.world_size, "ranks": c.ranks, "host": c.host, "steps": len(c.steps),
+             "step_source": c.step_source}
+            for c in side.captures
+        ],
+    }
+
+
+# ---- the headline metric ---------------------------------------------------------------------
+
+
+def _metric_samples(caps: list[Capture], ref: dict[tuple[str, str], Totals], w: Work, mode: str,
+                    keys: set[str]) -> tuple[list[float], str]:
+    """Samples of the headline metric on one side, and what one sample is."""
+    if w.basis == "steps":
+        if len(caps) == 1:
+            return [float(s) for s in caps[0].steps], "steps of one capture"
+        return [fmean(c.steps) for c in caps], "captures (mean step time of each)"
+    out = []
+    for c in caps:
+        window = c.gpu_window_ns(aligned_ids(c, mode, keys))
+        r = count_ratio(ref, activity_totals([c], mode, keys)) if w.basis == "kernel-counts" else 1.0
+        out.append(window / (r or 1.0))
+    return out, "captures (GPU time of each, scaled to base work)"
+
+
+def _metric(base: Side, new: Side, base_act: dict[tuple[str, str], Totals], w: Work, mode: str,
+            keys: set[str]) -> dict[str, Any]:
+    sb, what_b = _metric_samples(base.captures, base_act, w, mode, keys)
+    sn, what_n = _metric_samples(new.captures, base_act, w, mode, keys)
+    if w.basis == "steps":
+        name, words = "step time", "step time"
+        of = "base mean step time"
+    else:
+        name, words = "gpu time", "GPU time per unit of work"
+        of = "base GPU time (first to last GPU activity over the aligned devices, per capture)"
+    if not sb or not sn or not fmean(sb):
+        return {"name": name, "words": words, "base_ns": None, "new_ns": None, "delta": None, "ci": None,
+                "samples": {"base": len(sb), "new": len(sn)}}
+    mb, mn = fmean(sb), fmean(sn)
+    ci = None
+    if max(len(sb), len(sn)) >= 3:
+        iv = mean_difference_interval(sb, sn)
+        if iv:
+            ci = {"low_ns": round(iv.low), "high_ns": round(iv.high), "low_pct": pct(iv.low, mb),
+                  "high_pct": pct(iv.high, mb), "level": iv.level, "method": iv.method, "df": round(iv.df, 2),
+                  "of": of}
+    return {
+        "name": name, "words": words, "base_ns": round(mb), "new_ns": round(mn), "delta": share(mn - mb, mb, of),
+        "ci": ci, "samples": {"base": len(sb), "new": len(sn), "base_kind": what_b, "new_kind": what_n},
+    }
+
+
+# ---- per-item deltas -------------------------------------------------------------------------
+
+
+def _scales(base: Side, new: Side, w: Work) -> tuple[float, float, str]:
+    """Multipliers turning per-capture means into base-work units, and the unit's name."""
+    if w.basis == "steps":
+        sb = fmean(len(c.steps) for c in base.captures)
+        sn = fmean(len(c.steps) for c in new.captures)
+        return 1.0 / sb, 1.0 / sn, "per step"
+    return 1.0, 1.0 / w.ratio, f"per capture, new scaled to base work (x{1 / w.ratio:.3f})"
+
+
+def _item(kind: str, key: str, b: Totals | None, n: Totals | None, fb: float, fn: float) -> dict[str, Any]:
+    bt = b.total_ns * fb if b else 0.0
+    nt = n.total_ns * fn if n else 0.0
+    status = "changed" if b and n else ("new" if n else "gone")
+    return {
+        "kind": kind,
+        "key": key,
+        "name": (b or n).display_name() if (b or n) else key,  # type: ignore[union-attr]
+        "status": status,
+        "base": {"count": round(b.count * fb, 3) if b else 0, "total_ns": round(bt),
+                 "mean_ns": round(b.mean_ns) if b and b.mean_ns else None},
+        "new": {"count": round(n.count * fn, 3) if n else 0, "total_ns": round(nt),
+                "mean_ns": round(n.mean_ns) if n and n.mean_ns else None},
+        "delta_ns": round(nt - bt),
+        "delta": share(nt - bt, bt, "base time of this item"),
+        "mean_delta": share((n.mean_ns or 0) - (b.mean_ns or 0), b.mean_ns or 0, "base mean duration per call")
+        if b and n and b.mean_ns and n.mean_ns else None,
+    }
+
+
+def _items(base: dict[tuple[str, str], Totals], new: dict[tuple[str, str], Totals], fb: float, fn: float,
+           top: int, metric_ns: float | None, metric_of: str) -> dict[str, Any]:
+    rows = [_item(k[0], k[1], base.get(k), new.get(k), fb, fn) for k in base.keys() | new.keys()]
+    rows.sort(key=lambda r: (-abs(r["delta_ns"]), r["key"]))
+    for r in rows:
+        r["contribution"] = share(r["delta_ns"], metric_ns or 0, metric_of)
+    changed = [r for r in rows if r["status"] == "changed"]
+    return {
+        "items": rows[:top],
+        "omitted": max(0, len(rows) - top),
+        "new": [r for r in rows if r["status"] == "new"][:top],
+        "gone": [r for r in rows if r["status"] == "gone"][:top],
+        "matched": len(changed),
+        "new_count": sum(1 for r in rows if r["status"] == "new"),
+        "gone_count": sum(1 for r in rows if r["status"] == "gone"),
+        "base_total_ns": round(sum(t.total_ns for t in base.values()) * fb),
+        "new_total_ns": round(sum(t.total_ns for t in new.values()) * fn),
+    }
+
+
+# ---- devices -----------------------------------------------------------------------------------
+
+
+def _device_doc(pairs: list[DevicePair]) -> list[dict[str, Any]]:
+    out = []
+    for p in pairs:
+        row: dict[str, Any] = {"key": p.key}
+        for side, d in (("base", p.base), ("new", p.new)):
+            if d is None:
+                row[side] = None
+                continue
+            of = f"{side} device span (first to last GPU activity on that device)"
+            row[side] = {
+                "device_id": d.device_id, "rank": d.rank, "local_index": d.local_index, "name": d.name,
+                "span_ns": d.span_ns, "busy": share(d.busy_ns, d.span_ns, of), "idle": share(d.idle_ns, d.span_ns, of),
+                "kernels": share(d.kernel_ns, d.span_ns, of),
+                "communication": share(d.communication_ns, d.span_ns, of), "memcpy": share(d.memcpy_ns, d.span_ns, of),
+            }
+        if p.base and p.new:
+            row["delta_pp"] = {k: _pp(row["new"][k]["pct"], row["base"][k]["pct"])
+                               for k in ("busy", "idle", "kernels", "communication", "memcpy")}
+        out.append(row)
+    return out
+
+
+def _pp(a: float | None, b: float | None) -> float | None:
+    return round(a - b, 1) if a is not None and b is not None else None
+
+
+# ---- assembly ----------------------------------------------------------------------------------
+
+
+def _rules_doc(base: Side, new: Side, pairs: list[DevicePair]) -> dict[str, Any]:
+    rb, rn = base.rules, new.rules
+    bmap = {p.base.device_id: p.key for p in pairs if p.base and p.new}
+    nmap = {p.new.device_id: p.key for p in pairs if p.base and p.new}
+    notes = sorted(set((rb.notes if rb else []) + (rn.notes if rn else [])))
+    vb = rb.verdict_class if rb else None
+    vn = rn.verdict_class if rn else None
+    return {
+        "findings": diff_findings(rb.findings if rb else None, rn.findings if rn else None, bmap, nmap),
+        "findings_from": "the first capture of each side",
+        "verdict_class": {"base": vb, "new": vn, "changed": (vb != vn) if vb and vn else None,
+                          "base_cause": rb.verdict_cause if rb else None,
+                          "new_cause": rn.verdict_cause if rn else None},
+        "notes": notes,
+    }
+
+
+def _headline(v: Verdict, metric: dict[str, Any], kernels: dict[str, Any], comp: Comparability, w: Work) -> str:
+    if not comp.comparable:
+        return v.reason
+    parts = [f"{v.verdict}: {v.reason}"]
+    if metric.get("delta"):
+        d = metric["delta"]
+        parts.append(f"{metric['words']} {_ms(metric['base_ns'])} -> {_ms(metric['new_ns'])} "
+                     f"({d['pct']:+.1f}% of {d['of']} {_ms(d['of_ns'])})")
+    if w.basis == "kernel-counts" and abs(w.ratio - 1.0) >= 0.02:
+        parts.append(f"new did {w.ratio:.3f}x the base's work per capture; totals are scaled to base work")
+    top = [r for r in kernels["items"] if r["delta_ns"]][:3]
+    if top:
+        parts.append("largest changes: " + ", ".join(f"{_short(r['key'])} {_ms(r['delta_ns'], sign=True)}"
+                                                      for r in top))
+    return "; ".join(parts)
+
+
+def _ms(ns: float | None, sign: bool = False) -> str:
+    if ns is None:
+        return "n/a"
+    return f"{ns / 1e6:+.3f} ms" if sign else f"{ns / 1e6:.3f} ms"
+
+
+def _short(key: str, limit: int = 60) -> str:
+    k = key.split("<", 1)[0]
+    return k if len(k) <= limit else k[: limit - 1] + "…"
+
+
+def diff_sides(base: Side, new: Side, threshold_pct: float = DEFAULT_THRESHOLD_PCT, top: int = 15) -> dict[str, Any]:
+    """Compare `new` against `base`; the result is the JSON contract documented in docs/diff.md."""
+    pairs, mode = pair_devices(base.captures[0], new.captures[0])
+    keys = {p.key for p in pairs if p.base and p.new}
+    base_act = activity_totals(base.captures, mode, keys)
+    new_act = activity_totals(new.captures, mode, keys)
+    w = work(base.captures, new.captures, base_act, new_act)
+    overlap = overlap_share(base_act, new_act)
+    comp = comparability(base.captures, new.captures, pairs, mode, overlap)
+    metric = _metric(base, new, base_act, w, mode, keys)
+    fb, fn, unit = _scales(base, new, w)
+    metric_of = f"base {metric['words']} ({_ms(metric['base_ns'])})"
+    kernels = _items(base_act, new_act, fb, fn, top, metric["base_ns"], metric_of)
+    ranges = _items(range_totals(base.captures), range_totals(new.captures), fb, fn, top, metric["base_ns"],
+                    metric_of)
+    delta = metric["delta"]
+    ci = metric["ci"]
+    v = decide(comp, delta["pct"] if delta else None, (ci["low_pct"], ci["high_pct"]) if ci else None,
+               threshold_pct, metric["words"])
+    caveats = list(comp.caveats)
+    if not ci:
+        caveats.append("no confidence interval: it needs >= 3 steps in a capture or >= 3 captures on a side")
+    return {
+        "schema_version": DIFF_SCHEMA_VERSION,
+        "advisor_version": __version__,
+        "base": _side_doc(base),
+        "new": _side_doc(new),
+        "verdict": {"verdict": v.verdict, "reason": v.reason, "confidence": v.confidence,
+                    "threshold_pct": threshold_pct, "headline": _headline(v, metric, kernels, comp, w)},
+        "comparability": {"comparable": comp.comparable, "reasons": comp.reasons, "same_session": comp.same_session,
+                          "kernel_overlap": {"base": round(overlap[0], 4), "new": round(overlap[1], 4),
+                                             "of": "each side's kernel time (aligned devices)"} if overlap else None},
+        "caveats": caveats,
+        "alignment": {"devices_by": mode, "work": {"basis": w.basis, "ratio": round(w.ratio, 4), "detail": w.detail},
+                      "unit": unit},
+        "metric": metric,
+        "devices": _device_doc(pairs),
+        "kernels": kernels,
+        "ranges": ranges,
+        **_rules_doc(base, new, pairs),
+    }

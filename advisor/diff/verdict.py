@@ -1,0 +1,142 @@
+"""Whether two sides can be compared at all, and the overall verdict with its reason.
+
+Comparability comes first: two different GPU models, or two workloads that share little kernel
+time, make any delta a statement about the hardware or the program, not about a change, so the
+verdict is `inconclusive` with "not comparable: ..." instead of a regression. Two sides captured
+at the same wall-clock time (ranks of one job) cannot differ by a code change: their differences
+are imbalance between ranks, and the verdict is `neutral` with that reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from advisor.diff.align import DevicePair
+from advisor.diff.facts import Capture
+from advisor.diff.names import gpu_key
+
+DEFAULT_THRESHOLD_PCT = 5.0  # below this a change is noise (nsys-ai uses 2% noise / 5% regression)
+MIN_KERNEL_OVERLAP = 0.5  # below this share of kernel time in common, the workloads differ
+
+
+@dataclass
+class Comparability:
+    reasons: list[str] = field(default_factory=list)  # each one alone makes the sides not comparable
+    caveats: list[str] = field(default_factory=list)  # worth knowing, but the diff stands
+    same_session: str | None = None  # set when the sides are parts of one capture session
+
+    @property
+    def comparable(self) -> bool:
+        return not self.reasons
+
+
+def _gpu_checks(pairs: list[DevicePair], mode: str, out: Comparability) -> None:
+    matched = [p for p in pairs if p.base and p.new]
+    if not matched:
+        out.reasons.append("no GPU activity to align (one side ran no kernels or memops)")
+        return
+    for p in matched:
+        assert p.base and p.new
+        gb, gn = gpu_key(p.base.name), gpu_key(p.new.name)
+        if gb and gn and gb != gn:
+            out.reasons.append(f"different GPUs on {p.key}: {p.base.name} (base) vs {p.new.name} (new)")
+        elif not gb or not gn:
+            sides = " and ".join(s for s, g in (("base", gb), ("new", gn)) if not g)
+            out.caveats.append(f"GPU model not recorded on the {sides} side: cannot check both ran on the same GPU")
+    unpaired = [p.key for p in pairs if not (p.base and p.new)]
+    if unpaired:
+        out.caveats.append(f"devices without a counterpart, left out of every total: {', '.join(unpaired)}")
+    if mode == "order":
+        b = ", ".join(_dev_label(p.base) for p in matched)
+        n = ", ".join(_dev_label(p.new) for p in matched)
+        out.caveats.append(f"devices paired by order (ranks/indices differ): base {b} with new {n}")
+    # one message per distinct fact is enough
+    out.reasons[:] = list(dict.fromkeys(out.reasons))[:3]
+    out.caveats[:] = list(dict.fromkeys(out.caveats))
+
+
+def _dev_label(d: object) -> str:
+    rank = getattr(d, "rank", None)
+    return f"rank {rank}" if rank is not None else f"device {getattr(d, 'device_id', '?')}"
+
+
+def _run_checks(base: list[Capture], new: list[Capture], out: Comparability) -> None:
+    b, n = base[0], new[0]
+    if b.world_size and n.world_size and b.world_size != n.world_size:
+        out.caveats.append(f"different world size: {b.world_size} ranks (base) vs {n.world_size} (new); "
+                           "per-rank work may differ")
+    fb, fn = {c.format for c in base}, {c.format for c in new}
+    if fb != fn:
+        out.caveats.append(
+            f"cross-format diff ({'/'.join(sorted(fb))} vs {'/'.join(sorted(fn))}): the tools use different clocks "
+            "and overheads (CUPTI through Kineto vs nsys), kernel names are matched after normalization, and "
+            "step markers may exist on one side only; treat deltas under ~5% as noise"
+        )
+    elif {c.tool_version for c in base} != {c.tool_version for c in new}:
+        out.caveats.append("different profiler versions on the two sides")
+
+
+def _session_check(base: list[Capture], new: list[Capture], out: Comparability) -> None:
+    if len(base) != 1 or len(new) != 1:
+        return
+    b, n = base[0], new[0]
+    if b.sha256 and b.sha256 == n.sha256:
+        out.same_session = "identical inputs: the two sides are the same bytes"
+        return
+    if b.start_unix_ns is None or n.start_unix_ns is None or not b.trace_span_ns or not n.trace_span_ns:
+        return
+    overlap = min(b.start_unix_ns + b.trace_span_ns, n.start_unix_ns + n.trace_span_ns) - max(
+        b.start_unix_ns, n.start_unix_ns)
+    if overlap > 0:
+        out.same_session = (
+            "same capture session: both captures ran at the same wall-clock time "
+            f"(ranks {b.ranks or '?'} and {n.ranks or '?'} of one job, starts "
+            f"{abs(b.start_unix_ns - n.start_unix_ns) / 1e6:.1f} ms apart): differences are imbalance between ranks, "
+            "not a change between versions"
+        )
+
+
+def comparability(base: list[Capture], new: list[Capture], pairs: list[DevicePair], mode: str,
+                  overlap: tuple[float, float] | None) -> Comparability:
+    """`overlap`: each side's share of kernel time in kernels both ran; None when a side ran no kernels."""
+    out = Comparability()
+    _gpu_checks(pairs, mode, out)
+    ob, on = overlap if overlap is not None else (1.0, 1.0)
+    if min(ob, on) < MIN_KERNEL_OVERLAP:
+        out.reasons.append(
+            f"different workloads: only {100 * ob:.1f}% of base kernel time and {100 * on:.1f}% of new kernel time "
+            "is in kernels (normalized names) that both sides ran"
+        )
+    _run_checks(base, new, out)
+    _session_check(base, new, out)
+    return out
+
+
+@dataclass(frozen=True)
+class Verdict:
+    verdict: str  # regression | improvement | neutral | inconclusive
+    reason: str
+    confidence: str
+
+
+def decide(comp: Comparability, delta_pct: float | None, ci_pct: tuple[float, float] | None, threshold_pct: float,
+           metric_words: str) -> Verdict:
+    """The overall verdict from comparability, the metric's change and its interval (percent of base)."""
+    if not comp.comparable:
+        return Verdict("inconclusive", "not comparable: " + "; ".join(comp.reasons), "n/a")
+    if delta_pct is None:
+        return Verdict("inconclusive", f"no {metric_words} on one side", "n/a")
+    if comp.same_session:
+        return Verdict("neutral", f"{comp.same_session} ({metric_words} {delta_pct:+.1f}%)",
+                       "high")
+    conf = "interval" if ci_pct else "single sample per side: no noise estimate"
+    ci_txt = f", 95% CI [{ci_pct[0]:+.1f}%, {ci_pct[1]:+.1f}%]" if ci_pct else ""
+    if abs(delta_pct) < threshold_pct:
+        return Verdict("neutral", f"{metric_words} changed {delta_pct:+.1f}%{ci_txt}, within the ±{threshold_pct:g}% "
+                                  "threshold", conf)
+    if ci_pct and ci_pct[0] <= 0.0 <= ci_pct[1]:
+        return Verdict("inconclusive", f"{metric_words} changed {delta_pct:+.1f}% but the 95% CI "
+                                       f"[{ci_pct[0]:+.1f}%, {ci_pct[1]:+.1f}%] includes no change: too noisy to tell",
+                       conf)
+    kind = "regression" if delta_pct > 0 else "improvement"
+    return Verdict(kind, f"{metric_words} {delta_pct:+.1f}%{ci_txt}, beyond the ±{threshold_pct:g}% threshold", conf)
