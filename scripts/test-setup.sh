@@ -10,4 +10,8 @@ fi
 if ! command -v chromium >/dev/null 2>&1; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
 fi
+# tmux: the TUI's end-to-end test runs `advisor tui` in a real terminal (tests/tui/test_tmux.py)
+if ! command -v tmux >/dev/null 2>&1; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux
+fi
 python3 -m pip install --quiet --disable-pip-version-check -e ".[test]"

@@ -1,0 +1,54 @@
+"""`advisor tui PATH` or `advisor tui BASE NEW`: explore a run (or a diff of two) in the terminal."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+from collections.abc import Iterator
+
+from advisor.errors import AdvisorError, InputError
+
+NAME = "tui"
+HELP = "explore a run (or BASE NEW, a diff) interactively in the terminal"
+
+
+def register(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", metavar="PATH", help="one trace to explore, or BASE NEW to compare two")
+    p.add_argument("--nsys", help="nsys executable used to export .nsys-rep/.qdrep (default: nsys on PATH)")
+    p.add_argument("--no-cache", action="store_true", help="parse again instead of reusing the cache")
+
+
+def run(args: argparse.Namespace) -> int:
+    if len(args.paths) > 2:
+        raise InputError(f"advisor tui takes one PATH or BASE NEW, got {len(args.paths)} paths",
+                         "run `advisor tui PATH` or `advisor tui BASE NEW`")
+    try:
+        from advisor.tui.app import AdvisorApp, default_opener
+    except ImportError as e:
+        raise AdvisorError(f"the TUI needs Textual and plotext ({e.name} is not installed)",
+                           "pip install 'advisor[tui]'") from None
+    app = AdvisorApp(args.paths, opener=default_opener(args.no_cache), nsys=args.nsys)
+    with _quiet_stdout():
+        app.run()
+    if app.error:
+        raise AdvisorError(app.error)
+    return 0
+
+
+@contextlib.contextmanager
+def _quiet_stdout() -> Iterator[None]:
+    """Textual draws on stderr; DuckDB's progress bar writes to fd 1 from C++ and would tear the screen."""
+    try:
+        saved = os.dup(1)
+    except OSError:  # no stdout at all
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)

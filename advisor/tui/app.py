@@ -1,0 +1,128 @@
+"""The Textual app: opens the input(s) in a worker, then one mode per screen, switched by key."""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.widgets import Footer, Header
+
+from advisor.errors import AdvisorError
+from advisor.tui.messages import LoadFailed, LoadProgress, SessionReady
+from advisor.tui.screens.diff import DiffScreen
+from advisor.tui.screens.findings import FindingsScreen
+from advisor.tui.screens.kernels import KernelsScreen
+from advisor.tui.screens.overview import OverviewScreen
+from advisor.tui.screens.ranges import RangesScreen
+from advisor.tui.screens.roofline import RooflineScreen
+from advisor.tui.screens.timeline import TimelineScreen
+from advisor.tui.session import Opener, Session, load
+from advisor.tui.widgets.loading import LoadingView
+
+
+def default_opener(no_cache: bool = False) -> Opener:
+    from advisor.ingest import open_run
+
+    def opener(path: str, options: Any) -> Any:
+        return open_run(path, options, use_cache=not no_cache)
+
+    return opener
+
+
+class AdvisorApp(App[None]):
+    """`advisor tui PATH` / `advisor tui BASE NEW`."""
+
+    CSS_PATH = "advisor.tcss"
+    TITLE = "advisor"
+    MODES: ClassVar[dict[str, Any]] = {
+        "overview": OverviewScreen,
+        "findings": FindingsScreen,
+        "kernels": KernelsScreen,
+        "timeline": TimelineScreen,
+        "ranges": RangesScreen,
+        "roofline": RooflineScreen,
+        "diff": DiffScreen,
+    }
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("o", "goto('overview')", "Overview"),
+        Binding("f", "goto('findings')", "Findings"),
+        Binding("k", "goto('kernels')", "Kernels"),
+        Binding("t", "goto('timeline')", "Timeline"),
+        Binding("r", "goto('ranges')", "Ranges"),
+        Binding("l", "goto('roofline')", "Roofline"),
+        Binding("d", "goto('diff')", "Diff"),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(
+        self,
+        paths: Sequence[str] = (),
+        *,
+        opener: Opener | None = None,
+        session: Session | None = None,
+        nsys: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.paths = list(paths)
+        self.opener = opener or default_opener()
+        self.nsys = nsys
+        self.session: Session | None = session
+        self.owns_session = session is None  # a session handed in is the caller's to close
+        self.error: str | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield LoadingView(id="loading")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        if self.session is not None:
+            self.post_message(SessionReady(self.session))
+        else:
+            self.run_worker(self._load, thread=True, exclusive=True, group="load", description="open inputs")
+
+    def _load(self) -> None:
+        try:
+            session = load(self.paths, self.opener, self._progress, nsys=self.nsys)
+        except AdvisorError as e:
+            self.post_message(LoadFailed(e.one_line()))
+        except Exception as e:  # a bug: still one line on screen, traceback in the log
+            self.log.error(traceback.format_exc())
+            self.post_message(LoadFailed(f"internal error: {type(e).__name__}: {e}"))
+        else:
+            self.post_message(SessionReady(session))
+
+    def _progress(self, done: float, total: float, what: str) -> None:
+        self.post_message(LoadProgress(done, total, what))
+
+    def on_load_progress(self, message: LoadProgress) -> None:
+        self.query_one(LoadingView).progress(message.done, message.total, message.what)
+
+    def on_load_failed(self, message: LoadFailed) -> None:
+        self.error = message.text
+        self.query_one(LoadingView).failed(message.text)
+
+    def on_session_ready(self, message: SessionReady) -> None:
+        self.session = message.session
+        paths = [Path(s.path).name for s in (message.session.base, message.session.new) if s is not None]
+        self.sub_title = " → ".join(paths)
+        self.switch_mode("diff" if message.session.base is not None else "overview")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action != "goto":
+            return True
+        if self.session is None:
+            return False
+        return not (parameters and parameters[0] == "diff" and self.session.base is None)
+
+    def action_goto(self, mode: str) -> None:
+        if self.current_mode != mode:
+            self.switch_mode(mode)
+
+    def on_unmount(self) -> None:
+        if self.session is not None and self.owns_session:
+            self.session.close()

@@ -1,0 +1,1 @@
+"""One module per screen. The app maps each to a mode (see advisor.tui.app.AdvisorApp.MODES)."""

@@ -1,0 +1,51 @@
+"""Findings: the ranked list; Enter opens one (evidence, fixes, risk, the rule's documentation)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.widgets import DataTable, Footer, Header, Static
+
+from advisor.tui.format import clip, ns
+from advisor.tui.screens.base import AdvisorScreen
+from advisor.tui.screens.finding import FindingScreen
+
+
+class FindingsScreen(AdvisorScreen):
+    def compose(self) -> ComposeResult:
+        findings = self.session.doc.get("findings") or []
+        yield Header()
+        if findings:
+            info = f"{len(findings)} finding(s), ranked by expected gain. Enter: details."
+            yield Static(Text(info), id="findings-info")
+        else:
+            yield Static(Text("No findings for this run: no rule fired, or the rule engine has not run."),
+                         id="findings-info")
+        yield DataTable(id="findings", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#findings", DataTable)
+        table.add_column("#", key="rank")
+        table.add_column("gain", key="gain")
+        table.add_column("code", key="code")
+        table.add_column("name", key="name")
+        table.add_column("message", key="message")
+        for i, f in enumerate(self.session.doc.get("findings") or []):
+            table.add_row(*self.cells(i, f), key=str(i))
+
+    def cells(self, i: int, f: dict[str, Any]) -> list[Text]:
+        width = max(self.app.size.width - 50, 20)
+        return [
+            Text(str(i + 1)),
+            Text(ns(f.get("est_gain_ns")), style="green"),
+            Text(str(f.get("code", "?")), style="bold"),
+            Text(str(f.get("name", ""))),
+            Text(clip(str(f.get("message", "")), width)),
+        ]
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        findings = self.session.doc.get("findings") or []
+        self.app.push_screen(FindingScreen(findings[int(str(event.row_key.value))], self.session.doc))

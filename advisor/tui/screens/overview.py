@@ -1,0 +1,82 @@
+"""Overview: what bounds the run (verdict), what to do first (top finding), time per device."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Footer, Header, Static
+
+from advisor.tui.format import ns, pct
+from advisor.tui.screens.base import AdvisorScreen
+from advisor.tui.widgets.device_bars import DeviceBars
+
+
+def run_line(doc: dict[str, Any]) -> Text:
+    i = doc["input"]
+    text = Text(Path(str(i["path"])).name, style="bold")
+    tool = " ".join(str(x) for x in (i.get("tool"), i.get("tool_version")) if x)
+    text.append(f"  {i['format']}" + (f" ({tool})" if tool else ""))
+    span = doc["capture"]["span_ns"]
+    text.append(f"  ·  {len(doc['devices'])} device(s)  ·  capture {ns(span)}", style="dim")
+    counts = doc["counts"]
+    text.append(f"\n{counts['kernels']} kernels, {counts['memops']} memory ops, {counts['ranges']} ranges", style="dim")
+    return text
+
+
+def verdict_text(verdict: dict[str, Any] | None) -> Text:
+    if not verdict:
+        return Text("No verdict: the rule engine formed none for this run.", style="dim")
+    text = Text(str(verdict.get("class", "?")), style="bold")
+    if verdict.get("cause"):
+        text.append(f": {verdict['cause']}")
+    if verdict.get("confidence") is not None:
+        text.append(f"  (confidence {verdict['confidence']})", style="dim")
+    if verdict.get("basis"):
+        text.append(f"\n{verdict['basis']}", style="dim")
+    for s in verdict.get("shares") or []:
+        label = s.get("name") or s.get("class") or "?"
+        value = s.get("pct") if s.get("pct") is not None else s.get("share", {}).get("pct")
+        text.append(f"\n  {label}: {pct(value)}")
+    return text
+
+
+def first_fix_text(findings: list[dict[str, Any]], span_ns: int | None) -> Text:
+    if not findings:
+        return Text("No findings: nothing the rules know to fix (or the rule engine did not run).", style="dim")
+    f = findings[0]
+    text = Text(f"{f.get('code', '?')} {f.get('name', '')}", style="bold")
+    gain = f.get("est_gain_ns")
+    if gain is not None:
+        text.append("  expected gain ")
+        text.append(ns(gain), style="bold green")
+        if span_ns:
+            text.append(f" ({pct(100.0 * gain / span_ns)} of the capture span)", style="dim")
+    text.append(f"\n{f.get('message', '')}")
+    fixes = f.get("fixes") or []
+    if fixes:
+        text.append("\nfix: ", style="dim")
+        text.append(str(fixes[0].get("title", "")))
+        if fixes[0].get("risk"):
+            text.append(f"  [risk: {fixes[0]['risk']}]", style="dim")
+    return text
+
+
+class OverviewScreen(AdvisorScreen):
+    """Everything here comes from the analyze document computed while loading: no query."""
+
+    def compose(self) -> ComposeResult:
+        doc = self.session.doc
+        yield Header()
+        with VerticalScroll():
+            yield Static(run_line(doc), id="run-line")
+            yield Static("Verdict", classes="section")
+            yield Static(verdict_text(doc.get("verdict")), id="verdict")
+            yield Static("Do this first", classes="section")
+            yield Static(first_fix_text(doc.get("findings") or [], doc["capture"]["span_ns"]), id="first-fix")
+            yield Static("Time per device (share of each device's span)", classes="section")
+            yield DeviceBars(doc["time"], id="device-bars")
+        yield Footer()

@@ -1,0 +1,79 @@
+"""Ranges: NVTX / annotation / step ranges as a tree aggregated by name path, with per-node stats."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.widgets import Footer, Header, Static, Tree
+from textual.widgets.tree import TreeNode
+
+from advisor.engine.explore import range_tree
+from advisor.tui.format import clip, ns, pct
+from advisor.tui.messages import DataReady
+from advisor.tui.screens.base import AdvisorScreen
+
+
+def node_label(node: dict[str, Any], width: int) -> Text:
+    text = Text(clip(node["path"][-1], width))
+    text.append(f"  {node['count']}×  {ns(node['total_ns'])}  {pct(node['share_pct'])}", style="dim")
+    return text
+
+
+def detail_text(node: dict[str, Any], verdicts: dict[str, Any]) -> Text:
+    text = Text(" > ".join(node["path"]), style="bold")
+    text.append(f"\nsource {node['source']} · {node['count']} instance(s) · total {ns(node['total_ns'])} "
+                f"({pct(node['share_pct'])} of the capture span) · mean {ns(node['mean_ns'])} · "
+                f"max {ns(node['max_ns'])}")
+    verdict = verdicts.get(node["path"][-1])
+    text.append("\nverdict: ", style="dim")
+    text.append(str(verdict) if verdict else "n/a (the rule engine gave no per-range verdict)",
+                style="" if verdict else "dim")
+    return text
+
+
+class RangesScreen(AdvisorScreen):
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static("loading…", id="ranges-info")
+        tree: Tree[dict[str, Any]] = Tree("ranges", id="ranges")
+        tree.show_root = False
+        yield tree
+        yield Static("", id="range-detail")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#ranges", Tree).focus()
+        self.fetch("ranges", range_tree)
+
+    def on_data_ready(self, message: DataReady) -> None:
+        if message.kind == "ranges":
+            self.show(message.data)
+
+    def show(self, data: dict[str, Any]) -> None:
+        nodes = data["nodes"]
+        info = self.query_one("#ranges-info", Static)
+        if not nodes:
+            info.update(Text("No ranges in this run: annotate with NVTX (nsys -t nvtx) or "
+                             "torch.profiler.record_function to see them here.", style="dim"))
+            return
+        info.update(Text(f"{data['total_ranges']} ranges, {len(nodes)} distinct paths shown; share of the capture "
+                         f"span {ns(data['span_ns'])} (nested ranges overlap their parents). Enter/space: expand."))
+        tree: Tree[dict[str, Any]] = self.query_one("#ranges", Tree)
+        tree.clear()
+        width = max(self.app.size.width - 40, 20)
+        by_path: dict[tuple[str, ...], TreeNode[dict[str, Any]]] = {(): tree.root}
+        for node in sorted(nodes, key=lambda n: len(n["path"])):  # stable: keeps total-desc order per level
+            path = tuple(node["path"])
+            parent = by_path.get((node["source"],) + path[:-1] if path[:-1] else ())
+            if parent is None:
+                continue  # its parent was cut off by the node limit
+            by_path[(node["source"],) + path] = parent.add(node_label(node, width), data=node)
+        tree.root.expand()
+        tree.cursor_line = 0
+
+    def on_tree_node_highlighted(self, event: Tree.NodeHighlighted[dict[str, Any]]) -> None:
+        if event.node.data is not None:
+            verdicts = {r["name"]: r["verdict"] for r in self.session.doc["ranges"]["items"] if r.get("verdict")}
+            self.query_one("#range-detail", Static).update(detail_text(event.node.data, verdicts))

@@ -1,0 +1,72 @@
+"""End to end: the real `advisor tui` in a real terminal (tmux), driven with keys, screen read back."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import _absent, real_path
+
+pytestmark = [pytest.mark.real, pytest.mark.slow]
+
+FIXTURE = "nsys-ai/mfu_2gpu_before.sqlite"
+
+
+class Tmux:
+    """A tmux server of our own (its own socket), so the user's sessions are never touched."""
+
+    def __init__(self, socket: str) -> None:
+        self.base = ["tmux", "-L", socket]
+
+    def __call__(self, *args: str, check: bool = True) -> str:
+        return subprocess.run([*self.base, *args], capture_output=True, text=True, check=check).stdout
+
+    def screen(self) -> str:
+        return self("capture-pane", "-p", "-t", "tui", check=False)
+
+    def wait_for(self, *needles: str, timeout_s: float = 120.0) -> str:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            text = self.screen()
+            if all(n in text for n in needles):
+                return text
+            time.sleep(0.2)
+        raise AssertionError(f"{needles} not on screen after {timeout_s}s; screen:\n{self.screen()}")
+
+
+@pytest.fixture
+def tmux(tmp_path: Path) -> Iterator[Tmux]:
+    if shutil.which("tmux") is None:
+        _absent("tmux is not installed (scripts/test-setup.sh installs it)")
+    t = Tmux(f"advisor-test-{os.getpid()}")
+    yield t
+    t("kill-server", check=False)
+
+
+def test_advisor_tui_in_tmux(tmux: Tmux) -> None:
+    trace = real_path(FIXTURE)
+    cmd = f"{sys.executable} -m advisor tui {trace}; sleep 30"
+    env = ["-e", f"ADVISOR_CACHE_DIR={os.environ['ADVISOR_CACHE_DIR']}", "-e", "TERM=xterm-256color"]
+    tmux("new-session", "-d", "-s", "tui", "-x", "100", "-y", "30", *env, cmd)
+    screen = tmux.wait_for("Time per device", "o Overview")
+    assert "mfu_2gpu_before.sqlite" in screen and "device 0" in screen
+    tmux("send-keys", "-t", "tui", "k")
+    screen = tmux.wait_for("kernel name(s)", "flash_fwd_kernel")
+    tmux("send-keys", "-t", "tui", "Enter")
+    tmux.wait_for("execution(s)", "FlashAttnFunc")
+    tmux("send-keys", "-t", "tui", "Escape")  # alone: ESC followed by a key would read as Alt+key
+    tmux.wait_for("kernel name(s)")
+    tmux("send-keys", "-t", "tui", "t")
+    tmux.wait_for("gpu0 all", "Longest idle gaps")
+    tmux("send-keys", "-t", "tui", "q")
+    deadline = time.monotonic() + 20
+    while "Overview" in tmux.screen() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert "Overview" not in tmux.screen(), "q did not quit the app"
