@@ -25,6 +25,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 from advisor.parsers.base import ParsedRun, ParseOptions
+from advisor.parsers.limits import MAX_STRING_CHARS
 
 from advisor.errors import InputError, SchemaError, ToolMissing
 from advisor.model.schema import TABLES
@@ -68,6 +69,7 @@ def scanner_path() -> Path:
 def connect() -> duckdb.DuckDBPyConnection:
     """A private DuckDB connection with the scanner loaded and extension auto-install/-load off."""
     con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    con.execute("SET enable_progress_bar = false")  # never draw on stdout (JSON output, TUI)
     con.execute(f"LOAD '{_sql_str(str(scanner_path()))}'")
     return con
 
@@ -157,7 +159,7 @@ class Export:
     def rows(self, sql: str) -> list[tuple[Any, ...]]:
         try:
             return self.con.execute(sql).fetchall()
-        except duckdb.Error as e:
+        except (duckdb.Error, UnicodeDecodeError) as e:
             raise self.read_error(e) from None
 
     def create(self, name: str, sql: str) -> None:
@@ -168,16 +170,16 @@ class Export:
     def run(self, sql: str) -> None:
         try:
             self.con.execute(sql)
-        except duckdb.Error as e:
+        except (duckdb.Error, UnicodeDecodeError) as e:
             raise self.read_error(e) from None
 
     def arrow(self, sql: str) -> pa.Table:
         try:
             return self.con.execute(sql).to_arrow_table()
-        except duckdb.Error as e:
+        except (duckdb.Error, UnicodeDecodeError) as e:  # a TEXT cell holding bytes that are not UTF-8
             raise self.read_error(e) from None
 
-    def read_error(self, e: duckdb.Error) -> InputError:
+    def read_error(self, e: duckdb.Error | UnicodeDecodeError) -> InputError:
         return InputError(f"{self.path}: cannot read the SQLite export ({_first_line(e)})", REEXPORT_HINT)
 
     def missing_column(self, table: str, column: str, purpose: str) -> SchemaError:
@@ -579,9 +581,12 @@ def _device_info(exp: Export, table: str, spec: Mapping[str, Any], idx: int) -> 
 def strings_sql(exp: Export, id_queries: list[str]) -> str:
     """Only the StringIds rows the model references, plus the NVTX inline texts given new ids."""
     ids = " UNION ".join(id_queries) or "SELECT NULL::BIGINT AS id"
-    extra = " UNION ALL SELECT id AS string_id, text AS value FROM nvtx_text" if has(exp, "nvtx_text") else ""
+    cap = MAX_STRING_CHARS  # a 100 MB kernel name would slow every later query; no real name is near this
+    extra = ""
+    if has(exp, "nvtx_text"):
+        extra = f" UNION ALL SELECT id AS string_id, left(text, {cap}) AS value FROM nvtx_text"
     return (
-        f"SELECT s.id AS string_id, s.value FROM src.StringIds s "
+        f"SELECT s.id AS string_id, left(s.value, {cap}) AS value FROM src.StringIds s "
         f"WHERE s.id IN (SELECT id FROM ({ids}) WHERE id IS NOT NULL){extra}"
     )
 

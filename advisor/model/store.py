@@ -162,6 +162,7 @@ class Run:
 
 def _connect() -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    con.execute("SET enable_progress_bar = false")  # DuckDB would draw on stdout, tearing TUIs and JSON
     threads = os.environ.get("ADVISOR_THREADS")
     if threads:
         con.execute(f"SET threads = {int(threads)}")
