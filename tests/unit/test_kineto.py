@@ -269,7 +269,7 @@ def _write(tmp_path: Path, name: str, data: bytes) -> Path:
         ("event_not_object.json", b'{"traceEvents": [{"ph": "X", "ts": 1, "dur": 1}, 7]}'),
         ("broken.json", b'{"traceEvents": [{"ph": "X", "ts": 1'),
         ("empty.json", b""),
-        ("notjson.json.gz", gzip.compress(b"hello world")),
+        ("notjson.json.gz", gzip.compress(b"hello world", mtime=0)),
     ],
 )
 def test_bad_shapes_raise_one_line(tmp_path: Path, name: str, data: bytes) -> None:
