@@ -105,6 +105,54 @@ def query(run: Run, name: str, **params: Any) -> list[dict[str, Any]]:
     return run.sql_dicts(metric.sql, {p: params[p] for p in metric.params})
 
 
+@dataclass(frozen=True)
+class Window:
+    """One window of a windows metric with the time of each timeline class inside it."""
+
+    win_id: int
+    device_id: int
+    start_ns: int
+    end_ns: int
+    label: str
+    ns: dict[str, int]
+    extra: dict[str, Any]
+
+    @property
+    def span_ns(self) -> int:
+        return self.end_ns - self.start_ns
+
+
+def shares(run: Run, windows_metric: str, **params: Any) -> list[Window]:
+    """Clip the run's timeline to each window of `windows_metric` (a metric returning win_id,
+    device_id, start_ns, end_ns, label and any extra columns, kept in `Window.extra`) and return
+    the class times per window."""
+    metric = get(windows_metric)
+    for dep in metric.uses:
+        ensure(run, dep)
+    ensure(run, "timeline")
+    run.sql(
+        f"CREATE OR REPLACE TEMP TABLE m_windows AS {_body(metric.sql)}",
+        {p: params[p] for p in metric.params},
+    )
+    per: dict[int, dict[str, int]] = {}
+    for row in query(run, "window_shares"):
+        per.setdefault(int(row["win_id"]), {})[str(row["cls"])] = int(row["ns"] or 0)
+    rows = run.sql_dicts("SELECT * FROM m_windows ORDER BY win_id")
+    base = ("win_id", "device_id", "start_ns", "end_ns", "label")
+    return [
+        Window(
+            int(r["win_id"]),
+            int(r["device_id"]),
+            int(r["start_ns"]),
+            int(r["end_ns"]),
+            str(r["label"]),
+            per.get(int(r["win_id"]), {}),
+            {k: v for k, v in r.items() if k not in base},
+        )
+        for r in rows
+    ]
+
+
 def one(run: Run, name: str, **params: Any) -> dict[str, Any]:
     """The single row of a metric that aggregates to one row (an empty dict when it returns none)."""
     rows = query(run, name, **params)

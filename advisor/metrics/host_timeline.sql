@@ -1,5 +1,5 @@
 -- metric: host_timeline
--- doc: What each host process was doing over time, one class per segment by priority input (DataLoader ops) > sync (synchronize calls, synchronous memcpy/memset) > io (OS reads) > wait (OS waits) > launch (other CUDA/HIP API calls) > host (framework ops); cum_before_ns makes the time of a class inside any window two ASOF lookups.
+-- doc: What each host process was doing over time, one class per segment by priority input (DataLoader ops or annotated ranges) > sync (synchronize calls, synchronous memcpy/memset) > io (OS reads) > wait (OS waits) > launch (other CUDA/HIP API calls) > host (framework ops); cum_before_ns makes the time of a class inside any window two ASOF lookups.
 -- materialize: true
 WITH named AS (
     SELECT a.pid, a.start_ns, a.end_ns, a.api, lower(coalesce(s.value, '')) AS ln
@@ -26,6 +26,11 @@ acts AS (
         CASE WHEN regexp_matches(lower(s.value), 'dataloader') THEN 'input' ELSE 'host' END
     FROM cpu_ops o LEFT JOIN strings s ON s.string_id = o.name_id
     WHERE o.end_ns >= o.start_ns AND o.pid IS NOT NULL
+    UNION ALL
+    SELECT r.pid, r.start_ns, r.end_ns, 'input'
+    FROM ranges r JOIN strings s ON s.string_id = r.name_id
+    WHERE r.end_ns > r.start_ns AND r.pid IS NOT NULL AND r.device_id IS NULL
+      AND regexp_matches(lower(s.value), 'dataloader')
 ),
 ev AS (
     SELECT pid, start_ns AS t, c, 1 AS d FROM acts WHERE c IS NOT NULL

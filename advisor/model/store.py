@@ -16,13 +16,14 @@ import shutil
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from advisor.model.schema import SCHEMA_VERSION, TABLES, empty
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 META = "meta.json"
 
@@ -46,6 +47,8 @@ def _file_sha256(path: Path) -> str:
 
 def write_entry(cache_root: Path, key: str, tables: Mapping[str, pa.Table], meta: dict[str, Any]) -> Path:
     """Atomically write a cache entry; return its directory. An existing valid entry wins."""
+    import pyarrow.parquet as pq  # cold path only: a warm re-open never pays for it
+
     final = cache_root / key
     if read_entry_meta(final) is not None:
         return final
@@ -132,18 +135,18 @@ class Run:
         return cls(con, meta or {}, None)
 
     def sql(self, query: str, params: list[Any] | dict[str, Any] | None = None) -> duckdb.DuckDBPyRelation | None:
-        return self._con.execute(query, params or [])  # type: ignore[return-value]
+        return execute(self._con, query, params)  # type: ignore[return-value]
 
     def sql_rows(self, query: str, params: list[Any] | dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
-        return self._con.execute(query, params or []).fetchall()
+        return execute(self._con, query, params).fetchall()
 
     def sql_dicts(self, query: str, params: list[Any] | dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        cur = self._con.execute(query, params or [])
+        cur = execute(self._con, query, params)
         cols = [d[0] for d in cur.description or []]
         return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
 
     def sql_arrow(self, query: str, params: list[Any] | dict[str, Any] | None = None) -> pa.Table:
-        return self._con.execute(query, params or []).fetch_arrow_table()
+        return execute(self._con, query, params).fetch_arrow_table()
 
     def count(self, table: str) -> int:
         if self.meta.get("files"):
@@ -158,6 +161,43 @@ class Run:
 
     def close(self) -> None:
         self._con.close()
+
+
+def _literal(v: Any) -> str | None:
+    """`v` as a DuckDB literal of the type DuckDB's Python binding would give it, or None if not a scalar."""
+    if v is None:
+        return "NULL"
+    if isinstance(v, bool):
+        return "TRUE" if v else "FALSE"
+    if isinstance(v, int):
+        return str(v)  # INTEGER inside int32, BIGINT/HUGEINT beyond: the binding's choice too
+    if isinstance(v, float):
+        return f"'{v!r}'::DOUBLE"
+    if isinstance(v, str):
+        return "'" + v.replace("'", "''") + "'"
+    return None
+
+
+def execute(
+    con: duckdb.DuckDBPyConnection, query: str, params: list[Any] | dict[str, Any] | None = None
+) -> duckdb.DuckDBPyConnection:
+    """`con.execute(query, params)`, with scalar parameters bound as literals of a prepared statement.
+
+    Why: binding Python values through the DuckDB client imports pandas (to check for pandas types),
+    ~0.7-1 s of CPU that a warm `advisor analyze` cannot afford. PREPARE/EXECUTE keeps the exact
+    semantics of parameters (no SQL text splicing into the query) with literals DuckDB parses itself.
+    """
+    if not params:
+        return con.execute(query)
+    items = params.items() if isinstance(params, dict) else enumerate(params)
+    args = []
+    for key, value in items:
+        lit = _literal(value)
+        if lit is None:  # lists, dates, ...: let the client bind them
+            return con.execute(query, params)
+        args.append(lit if isinstance(key, int) else f"{key} := {lit}")
+    con.execute(f"PREPARE _advisor_q AS {query.strip().rstrip(';')}")
+    return con.execute(f"EXECUTE _advisor_q({', '.join(args)})")
 
 
 def _connect() -> duckdb.DuckDBPyConnection:

@@ -1,0 +1,233 @@
+"""The rule runner: decides applicability, runs each selected rule, ranks findings by estimated gain.
+
+Applicability is the engine's call, not the rule's: a table the capture did not record, or
+recorded empty, makes the rule NotApplicable with the reason and how to capture it, so a report
+never mixes "no problem" with "could not look". Findings are ranked by `est_gain_ns`; the first one
+is the "do this first" line, and its saving is put against the longest device span (named as the
+denominator).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from advisor import metrics
+from advisor.errors import InputError
+from advisor.model.schema import TABLES
+from advisor.model.store import Run
+from advisor.rules.base import (
+    CAPTURE_HINTS,
+    Clean,
+    Context,
+    Finding,
+    Fired,
+    NotApplicable,
+    OptionValue,
+    Outcome,
+    Rule,
+    ms,
+    pct,
+)
+from advisor.rules.catalog import RuleInfo, explain, list_rules
+from advisor.rules.classify import RunVerdict, classify
+from advisor.rules.registry import all_rules, select_rules
+
+__all__ = [
+    "RuleInfo",
+    "RuleReport",
+    "RuleResult",
+    "RunVerdict",
+    "classify",
+    "explain",
+    "list_rules",
+    "resolve_options",
+    "run_rules",
+]
+
+SPAN_OF = "longest device span (first to last GPU activity on one device)"
+
+
+@dataclass(frozen=True)
+class RuleResult:
+    """What one rule did on this run."""
+
+    code: str
+    name: str
+    category: str
+    status: str
+    outcome: Outcome | None
+    elapsed_s: float
+    error: str | None = None
+
+    @property
+    def kind(self) -> str:
+        return "error" if self.outcome is None else self.outcome.kind
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        return self.outcome.findings if isinstance(self.outcome, Fired) else ()
+
+    def line(self) -> str:
+        """One line for text output: `IO001 pageable-memcpy: not applicable: ...; capture with ...`."""
+        head = f"{self.code} {self.name}: "
+        o = self.outcome
+        if o is None:
+            return head + f"error: {self.error}"
+        if isinstance(o, NotApplicable):
+            return (
+                head
+                + f"not applicable: {o.reason}"
+                + (f"; capture with {o.how_to_capture}" if o.how_to_capture else "")
+            )
+        if isinstance(o, Clean):
+            return head + "clean" + (f": {o.note}" if o.note else "")
+        return head + f"fired ({len(o.findings)} finding{'s' if len(o.findings) != 1 else ''})"
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "code": self.code,
+            "name": self.name,
+            "category": self.category,
+            "status": self.status,
+            "outcome": self.kind,
+            "elapsed_s": round(self.elapsed_s, 4),
+        }
+        o = self.outcome
+        if o is None:
+            d["error"] = self.error
+        elif isinstance(o, NotApplicable):
+            d.update(reason=o.reason, how_to_capture=o.how_to_capture)
+        elif isinstance(o, Clean):
+            d.update(note=o.note, evidence=[e.to_dict() for e in o.evidence])
+        else:
+            d["findings"] = len(o.findings)
+        return d
+
+
+@dataclass(frozen=True)
+class RuleReport:
+    """Per-rule results and all findings, ranked by estimated gain (largest first)."""
+
+    results: tuple[RuleResult, ...]
+    findings: tuple[Finding, ...]
+    span_ns: int
+
+    def result(self, code: str) -> RuleResult:
+        for r in self.results:
+            if r.code == code:
+                return r
+        raise KeyError(code)
+
+    def headline(self) -> str:
+        """'do this first, expected to save X ms of Y ms (Z% of <denominator>)', or why there is none."""
+        if not self.findings:
+            return "no findings: nothing the rules check for stands out in this trace"
+        top = self.findings[0]
+        share = pct(top.est_gain_ns, self.span_ns)
+        return (
+            f"do this first: {top.fixes[0].title if top.fixes else top.name} ({top.code} {top.name}), "
+            f"expected to save {ms(top.est_gain_ns)} of {ms(self.span_ns)} ({share}% of the {SPAN_OF})"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "headline": self.headline(),
+            "span_ns": self.span_ns,
+            "span_of": SPAN_OF,
+            "findings": [
+                f.to_dict() | {"gain_pct": pct(f.est_gain_ns, self.span_ns), "gain_pct_of": SPAN_OF}
+                for f in self.findings
+            ],
+            "rules": [r.to_dict() for r in self.results],
+        }
+
+
+def resolve_options(
+    rules: Iterable[type[Rule]], options: Mapping[str, Mapping[str, Any]] | None
+) -> dict[str, dict[str, OptionValue]]:
+    """Defaults overlaid with user options, type-checked; unknown codes or names are InputError."""
+    by_code = {r.code: r for r in all_rules()}
+    given = {k.upper(): v for k, v in (options or {}).items()}
+    for code, opts in given.items():
+        rule = by_code.get(code)
+        if rule is None:
+            raise InputError(f"options given for unknown rule {code!r}", "see `advisor rules` for codes")
+        for name in opts:
+            if name not in rule.options:
+                known = ", ".join(sorted(rule.options)) or "none"
+                raise InputError(f"{code} has no option {name!r}", f"its options: {known}")
+    resolved: dict[str, dict[str, OptionValue]] = {}
+    for rule in rules:
+        values: dict[str, OptionValue] = {}
+        for name, opt in rule.options.items():
+            raw = given.get(rule.code, {}).get(name, opt.default)
+            try:
+                values[name] = opt.coerce(raw)
+            except ValueError as e:
+                raise InputError(f"option {rule.code}.{name}: {e}", opt.help) from None
+        resolved[rule.code] = values
+    return resolved
+
+
+def captured_tables(run: Run) -> set[str]:
+    """Tables the capture recorded; a run built without a runs row counts its non-empty tables."""
+    return run.captured or {t for t in TABLES if t != "runs" and run.count(t)}
+
+
+def _applicability(rule: type[Rule], run: Run, captured: set[str]) -> NotApplicable | None:
+    for table in sorted(rule.requires):
+        hint = CAPTURE_HINTS.get(table, "")
+        if table not in captured:
+            return NotApplicable(f"the capture did not record {table}", hint)
+        if run.count(table) == 0:
+            return NotApplicable(f"the capture recorded no {table}", hint)
+    return None
+
+
+def _run_one(rule: type[Rule], run: Run, opts: dict[str, OptionValue], captured: set[str], strict: bool) -> RuleResult:
+    t0 = time.perf_counter()
+    outcome: Outcome | None
+    error = None
+    try:
+        outcome = _applicability(rule, run, captured)
+        if outcome is None:
+            ctx = Context(run, opts)
+            instance = rule()
+            outcome = instance.applies(ctx) or instance.check(ctx)
+    except InputError:
+        raise
+    except Exception as e:  # one broken rule must not sink the report; strict mode re-raises
+        if strict:
+            raise
+        outcome, error = None, f"{type(e).__name__}: {e}"
+    return RuleResult(rule.code, rule.name, rule.category, rule.status, outcome, time.perf_counter() - t0, error)
+
+
+def run_span_ns(run: Run) -> int:
+    """The longest device span: the denominator of the headline's percentage."""
+    if not run.count("kernels") and not run.count("memops"):
+        return 0
+    row = metrics.one(run, "span_max")
+    return int(row.get("span_ns") or 0)
+
+
+def run_rules(
+    run: Run,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    select: set[str] | None = None,
+    strict: bool = False,
+) -> RuleReport:
+    """Run the selected rules (all by default) on `run` and rank their findings by estimated gain.
+
+    options: {"IO001": {"min_gain_us": 50}}; select: codes, code prefixes, categories or names.
+    strict re-raises a rule's exception instead of recording it as an error outcome (tests).
+    """
+    rules = select_rules(select)
+    resolved = resolve_options(rules, options)
+    captured = captured_tables(run)
+    results = tuple(_run_one(r, run, resolved[r.code], captured, strict) for r in rules)
+    findings = sorted((f for res in results for f in res.findings), key=lambda f: (-f.est_gain_ns, f.code, f.location))
+    return RuleReport(results, tuple(findings), run_span_ns(run))

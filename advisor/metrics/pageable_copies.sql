@@ -1,0 +1,23 @@
+-- metric: pageable_copies
+-- doc: Per device and direction, host<->device copies touching pageable host memory, with the pinned bandwidth of same-direction copies of at least $min_ref_bytes measured in this trace (null when there are none) and the time a pinned copy at that bandwidth (or $assumed_bytes_per_ns) plus $latency_ns would have taken.
+WITH c AS (
+    SELECT device_id, copy_kind, bytes, start_ns, end_ns, end_ns - start_ns AS dur_ns,
+        (src_kind = 'pageable' OR dst_kind = 'pageable') AS pageable,
+        (src_kind = 'pinned' OR dst_kind = 'pinned') AS pinned
+    FROM memops
+    WHERE op = 'memcpy' AND copy_kind IN ('HtoD', 'DtoH') AND end_ns > start_ns AND bytes IS NOT NULL
+),
+ref AS (
+    SELECT copy_kind, sum(bytes)::DOUBLE / sum(dur_ns) AS pinned_bytes_per_ns, count(*) AS n_ref
+    FROM c WHERE pinned AND bytes >= $min_ref_bytes
+    GROUP BY copy_kind
+)
+SELECT c.device_id, c.copy_kind, count(*) AS n_copies, sum(c.bytes) AS bytes, sum(c.dur_ns) AS dur_ns,
+    min(c.start_ns) AS start_ns, max(c.end_ns) AS end_ns,
+    any_value(r.pinned_bytes_per_ns) AS pinned_bytes_per_ns, coalesce(any_value(r.n_ref), 0) AS n_ref,
+    sum(least(c.dur_ns, $latency_ns + c.bytes / coalesce(r.pinned_bytes_per_ns, $assumed_bytes_per_ns)))
+        AS pinned_est_ns
+FROM c LEFT JOIN ref r USING (copy_kind)
+WHERE c.pageable
+GROUP BY c.device_id, c.copy_kind
+ORDER BY dur_ns DESC

@@ -1,0 +1,22 @@
+-- metric: windows_ranges
+-- doc: One window per (range instance, device it feeds) for the $max_names range names with the most total time at depth <= $max_depth; ProfilerStep#N instances share the name 'ProfilerStep#*' and per-op suffixes (', op_id = N', ', seq = N', ', sizes = ...') are dropped. Host ranges map to devices through device_pids, GPU annotations through their device_id.
+-- uses: device_pids
+WITH r AS (
+    SELECT r.range_id, r.pid, r.device_id, r.start_ns, r.end_ns, r.source, r.depth,
+        CASE WHEN r.source = 'profiler_step' OR s.value LIKE 'ProfilerStep#%' THEN 'ProfilerStep#*'
+             ELSE regexp_replace(coalesce(s.value, ''), ',? *(op_id|seq|sizes|stream) *=.*$', '') END AS name
+    FROM ranges r LEFT JOIN strings s ON s.string_id = r.name_id
+    WHERE r.end_ns > r.start_ns AND r.depth <= $max_depth
+),
+top AS (
+    SELECT name FROM r GROUP BY name ORDER BY sum(end_ns - start_ns) DESC, name LIMIT $max_names
+),
+mapped AS (
+    SELECT r.range_id, r.name, coalesce(r.device_id, p.device_id) AS device_id, r.start_ns, r.end_ns
+    FROM r JOIN top USING (name)
+    LEFT JOIN m_device_pids p ON r.device_id IS NULL AND p.pid = r.pid
+)
+SELECT row_number() OVER (ORDER BY name, device_id, start_ns) AS win_id, device_id, start_ns, end_ns,
+    name AS label, range_id
+FROM mapped
+WHERE device_id IS NOT NULL

@@ -1,0 +1,289 @@
+"""The rule unit: a class with metadata, declared options and a short `check`, and the typed
+values it returns (`Fired` / `Clean` / `NotApplicable`, `Finding`, `Evidence`, `Fix`).
+
+A rule is diagnosis only. It reads numbers through named metrics (advisor/metrics/*.sql), never
+raw exporter tables, and returns findings that carry their own evidence: every percentage names
+its denominator (`Evidence.of`), and every estimated gain says how it was computed
+(`Finding.gain_basis`). Whether a rule can run at all is decided by the engine from `requires`
+(plus `applies()` for conditions only the data can answer), so a rule never guesses on a trace
+that did not capture what it needs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from advisor import metrics
+from advisor.model.store import Run
+
+Category = Literal["io", "launch", "sync", "idle", "memory", "compute", "communication"]
+Status = Literal["preview", "stable"]
+Risk = Literal["safe", "changes-numerics", "redesign"]
+OptionValue = int | float | str | bool
+
+CATEGORIES: tuple[Category, ...] = ("io", "launch", "sync", "idle", "memory", "compute", "communication")
+
+# The docstring headings every rule has, in this order (checked by tests/unit/test_rules_engine.py).
+HEADINGS = (
+    "What it detects",
+    "Why it costs time",
+    "Trace signature",
+    "How to fix",
+    "Fix risk",
+    "False positives",
+    "Options",
+)
+
+# How to get each model table into a capture; NotApplicable quotes it.
+CAPTURE_HINTS: dict[str, str] = {
+    "kernels": "nsys profile --trace=cuda, or torch.profiler with ProfilerActivity.CUDA",
+    "memops": "nsys profile --trace=cuda, or torch.profiler with ProfilerActivity.CUDA",
+    "api_calls": "nsys profile --trace=cuda,osrt, or torch.profiler with ProfilerActivity.CPU and CUDA",
+    "sync": "nsys profile --trace=cuda (CUDA synchronization events are on by default)",
+    "ranges": "NVTX ranges (nsys --trace=nvtx) or torch.profiler steps (prof.step()) / record_function",
+    "cpu_ops": "torch.profiler with ProfilerActivity.CPU (record_shapes=True, with_flops=True for FLOPs)",
+    "collectives": "nsys --trace=cuda,nvtx,nccl or torch.profiler on a distributed run",
+    "gpu_metrics": "nsys profile --gpu-metrics-devices=all",
+    "memory_events": "torch.profiler(profile_memory=True) or nsys --cuda-memory-usage=true",
+    "devices": "any GPU capture (device properties are recorded by nsys and Kineto)",
+    "ncu_kernels": "ncu --set full -o report <app> (Nsight Compute report)",
+    "ncu_metrics": "ncu --set full -o report <app> (Nsight Compute report)",
+    "threads": "nsys profile --trace=osrt (thread names)",
+}
+
+
+@dataclass(frozen=True)
+class Option:
+    """A declared rule option: default, help, and where the default comes from (a peer tool or the book)."""
+
+    default: OptionValue
+    help: str
+    source: str = ""
+
+    @property
+    def type(self) -> type:
+        return type(self.default)
+
+    def coerce(self, value: Any) -> OptionValue:
+        """`value` converted to this option's type, or ValueError naming what was expected."""
+        kind = self.type
+        if kind is bool:
+            if isinstance(value, str):
+                if value.lower() in ("1", "true", "yes", "on"):
+                    return True
+                if value.lower() in ("0", "false", "no", "off"):
+                    return False
+                raise ValueError(f"expected true/false, got {value!r}")
+            return bool(value)
+        try:
+            return kind(value)  # type: ignore[no-any-return]
+        except (TypeError, ValueError):
+            raise ValueError(f"expected {kind.__name__}, got {value!r}") from None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One number behind a finding. A percentage (unit '%') must say what it is a percentage of."""
+
+    name: str
+    value: float | int | str
+    unit: str
+    of: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.unit == "%" and not self.of:
+            raise ValueError(f"evidence {self.name!r} is a percentage without a denominator")
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"name": self.name, "value": self.value, "unit": self.unit}
+        if self.of:
+            d["of"] = self.of
+        return d
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A remedy. risk: safe (same results), changes-numerics (results may differ in low bits),
+    redesign (code structure changes)."""
+
+    title: str
+    detail: str
+    risk: Risk = "safe"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"title": self.title, "detail": self.detail, "risk": self.risk}
+
+
+@dataclass(frozen=True)
+class Window:
+    """Where a finding applies: device, stream, time span on the run clock, enclosing range name."""
+
+    device_id: int | None = None
+    stream_id: int | None = None
+    start_ns: int | None = None
+    end_ns: int | None = None
+    range_name: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One diagnosed problem with its numbers, estimated gain and fixes.
+
+    `location` is the normalized place (e.g. "device=0|direction=HtoD"), no times: it and the code
+    make the fingerprint that lets a diff say "the same finding, now smaller".
+    """
+
+    code: str
+    name: str
+    category: Category
+    message: str
+    window: Window
+    evidence: tuple[Evidence, ...]
+    est_gain_ns: int
+    gain_basis: str
+    fixes: tuple[Fix, ...]
+    location: str
+
+    @property
+    def fingerprint(self) -> str:
+        return hashlib.sha1(f"{self.code}|{self.location}".encode()).hexdigest()[:16]
+
+    def value(self, name: str) -> float | int | str:
+        """The value of evidence `name` (KeyError if the finding has none)."""
+        for e in self.evidence:
+            if e.name == name:
+                return e.value
+        raise KeyError(name)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "name": self.name,
+            "category": self.category,
+            "message": self.message,
+            "window": self.window.to_dict(),
+            "evidence": [e.to_dict() for e in self.evidence],
+            "est_gain_ns": self.est_gain_ns,
+            "gain_basis": self.gain_basis,
+            "fixes": [f.to_dict() for f in self.fixes],
+            "fingerprint": self.fingerprint,
+            "location": self.location,
+        }
+
+
+@dataclass(frozen=True)
+class Fired:
+    findings: tuple[Finding, ...]
+    kind: ClassVar[str] = "fired"
+
+
+@dataclass(frozen=True)
+class Clean:
+    """The rule ran and found nothing worth reporting; `evidence` says what it measured."""
+
+    note: str = ""
+    evidence: tuple[Evidence, ...] = ()
+    kind: ClassVar[str] = "clean"
+
+
+@dataclass(frozen=True)
+class NotApplicable:
+    """The trace cannot answer the rule: why, and how to capture what it needs."""
+
+    reason: str
+    how_to_capture: str = ""
+    kind: ClassVar[str] = "not_applicable"
+
+
+Outcome = Fired | Clean | NotApplicable
+
+
+@dataclass
+class Context:
+    """What `check` sees: the run, the resolved options, and metric access bound to the run."""
+
+    run: Run
+    options: Mapping[str, OptionValue]
+    _cache: dict[str, Any] = field(default_factory=dict)
+
+    def opt(self, name: str) -> Any:
+        return self.options[name]
+
+    def ns(self, name: str) -> int:
+        """An option given in microseconds (name ends in _us), in nanoseconds."""
+        return int(float(self.options[name]) * 1000)
+
+    def metric(self, name: str, **params: Any) -> list[dict[str, Any]]:
+        return metrics.query(self.run, name, **params)
+
+    def one(self, name: str, **params: Any) -> dict[str, Any]:
+        return metrics.one(self.run, name, **params)
+
+
+class Rule:
+    """Base class of every rule. Subclasses set the class metadata and implement `check`.
+
+    `requires` names model tables that must be captured and non-empty; `applies()` may add a
+    data-dependent condition (say, "needs two or more devices") and return NotApplicable.
+    """
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    category: ClassVar[Category]
+    chapter: ClassVar[tuple[int, ...]]
+    requires: ClassVar[frozenset[str]] = frozenset()
+    options: ClassVar[dict[str, Option]] = {}
+    status: ClassVar[Status] = "preview"
+
+    def applies(self, ctx: Context) -> NotApplicable | None:
+        return None
+
+    def check(self, ctx: Context) -> Outcome:
+        raise NotImplementedError
+
+    @classmethod
+    def summary(cls) -> str:
+        """First line of the docstring."""
+        return (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+
+    @classmethod
+    def finding(
+        cls,
+        message: str,
+        *,
+        window: Window,
+        evidence: list[Evidence],
+        est_gain_ns: float,
+        gain_basis: str,
+        fixes: tuple[Fix, ...],
+        location: str,
+    ) -> Finding:
+        """A Finding stamped with this rule's code, name and category."""
+        return Finding(
+            code=cls.code,
+            name=cls.name,
+            category=cls.category,
+            message=message,
+            window=window,
+            evidence=tuple(evidence),
+            est_gain_ns=max(0, int(est_gain_ns)),
+            gain_basis=gain_basis,
+            fixes=fixes,
+            location=location,
+        )
+
+
+def pct(part: float, whole: float) -> float:
+    """part/whole in percent, rounded to 0.1; 0 when whole is 0."""
+    return round(100.0 * part / whole, 1) if whole else 0.0
+
+
+def ms(ns: float) -> str:
+    """Nanoseconds as a short millisecond string for messages."""
+    return f"{ns / 1e6:.3f} ms" if ns < 1e8 else f"{ns / 1e6:.1f} ms"

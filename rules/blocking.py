@@ -1,0 +1,67 @@
+"""Shared by the rules about blocking host calls (synchronous copies, synchronize, malloc/free):
+per device, how often such calls ran and how much GPU idle time they opened.
+
+The idle a blocking call causes runs from the call's start to the first GPU activity after it
+returns (at most `max_refill_us` later, an option of each rule using this): while the host waits
+nothing new is queued, and after it returns the GPU waits for the next launch; a longer gap is the
+host doing other work, which gpu-idle-gaps (ID001) attributes. Windows are built by the
+`windows_calls` metric and clipped to the timeline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from advisor.rules.base import Context
+
+from advisor import metrics
+
+
+@dataclass(frozen=True)
+class BlockingCalls:
+    """Blocking calls feeding one device and the GPU idle time inside their windows."""
+
+    device_id: int
+    n_calls: int
+    call_ns: int
+    idle_ns: int
+    span_ns: int
+    start_ns: int
+    end_ns: int
+    top_name: str
+
+
+def blocking_calls(
+    ctx: Context, pattern: str, exclude: str = "^$", after_ns: dict[int, int] | None = None
+) -> list[BlockingCalls]:
+    """Per device: calls whose lower-cased name matches `pattern` (and not `exclude`), with idle time.
+
+    after_ns: per device, ignore calls that start before this time (warm-up).
+    """
+    windows = metrics.shares(
+        ctx.run, "windows_calls", pattern=pattern, exclude=exclude, max_refill_ns=ctx.ns("max_refill_us")
+    )
+    spans = {int(r["device_id"]): int(r["span_ns"]) for r in ctx.metric("device_spans")}
+    per: dict[int, list[metrics.Window]] = {}
+    for w in windows:
+        if after_ns and w.start_ns < after_ns.get(w.device_id, 0):
+            continue
+        per.setdefault(w.device_id, []).append(w)
+    out = []
+    for dev, ws in sorted(per.items()):
+        idle = sum(ns for w in ws for cls, ns in w.ns.items() if cls.startswith("idle_"))
+        names = [w.label for w in ws]
+        n_calls = sum(int(w.extra.get("n_calls") or 0) for w in ws)
+        out.append(
+            BlockingCalls(
+                device_id=dev,
+                n_calls=n_calls,
+                call_ns=sum(int(w.extra.get("call_ns") or 0) for w in ws),
+                idle_ns=idle,
+                span_ns=spans.get(dev, 0),
+                start_ns=min(w.start_ns for w in ws),
+                end_ns=max(w.end_ns for w in ws),
+                top_name=max(set(names), key=names.count),
+            )
+        )
+    return out

@@ -1,0 +1,139 @@
+from __future__ import annotations
+
+from typing import Any
+
+from advisor.rules.base import (
+    Clean,
+    Context,
+    Evidence,
+    Finding,
+    Fired,
+    Fix,
+    NotApplicable,
+    Option,
+    Outcome,
+    Rule,
+    Window,
+    ms,
+    pct,
+)
+
+
+class ExposedCommunication(Rule):
+    """Collective/P2P communication runs with no compute beside it, so every step waits for the network.
+
+    ## What it detects
+    Devices where communication kernels (NCCL/RCCL, and PtoP copies) run with no other kernel
+    overlapping them for at least `min_exposed_pct` of the device span.
+
+    ## Why it costs time
+    Gradient all-reduce, all-gather and reduce-scatter can overlap the backward pass (DDP/FSDP
+    bucketing) and prefetch can overlap the forward pass. When they run alone the step pays
+    compute + communication instead of max(compute, communication).
+
+    ## Trace signature
+    The device timeline class `comm`: communication running while no compute or memory kernel
+    runs (metric `comm_exposure`), against all communication time (`comm_running`). nsys recipe
+    `nccl_gpu_overlap_trace` and HTA `get_comm_comp_overlap` report the same overlap.
+
+    ## How to fix
+    ```python
+    # before: all-reduce after backward, on the compute stream
+    loss.backward(); dist.all_reduce(grad)
+    # after: DDP with bucketing overlaps all-reduce with backward
+    model = DDP(model, bucket_cap_mb=25, gradient_as_bucket_view=True)
+    # FSDP: forward_prefetch=True, backward_prefetch=BackwardPrefetch.BACKWARD_PRE
+    ```
+    Put communication on its own stream (NCCL does so by default in DDP); raise
+    `bucket_cap_mb` when many small collectives appear.
+
+    ## Fix risk
+    redesign: changing the parallelism wrapper or bucketing; numerics of the reduction order can
+    change with bucket layout (changes-numerics in the last bits).
+
+    ## False positives
+    The last collective of a step (after the final backward kernel) cannot overlap anything in
+    the same step. Two-process traces where the other rank is slow show long exposed collectives
+    that are really waiting for the straggler (see CO002).
+
+    ## Options
+    `min_exposed_pct` (exposed communication as % of the device span).
+    """
+
+    code = "CO001"
+    name = "exposed-communication"
+    category = "communication"
+    chapter = (4, 11, 13)
+    requires = frozenset({"kernels"})
+    status = "stable"
+    options = {
+        "min_exposed_pct": Option(
+            10.0,
+            "exposed communication as % of the device span to fire",
+            "TensorBoard plugin: communication > 10% of step; XProf collectives 3%/15%",
+        ),
+    }
+
+    def applies(self, ctx: Context) -> NotApplicable | None:
+        if not any(r["n_comm"] for r in ctx.metric("comm_exposure")):
+            return NotApplicable(
+                "no communication kernels (NCCL/RCCL) in this trace",
+                "profile a distributed run (nsys --trace=cuda,nvtx or torch.profiler on every rank)",
+            )
+        return None
+
+    def check(self, ctx: Context) -> Outcome:
+        rows = [r for r in ctx.metric("comm_exposure") if r["n_comm"]]
+        fired = [
+            self._finding(r) for r in rows if pct(r["exposed_ns"], r["span_ns"]) >= float(ctx.opt("min_exposed_pct"))
+        ]
+        if fired:
+            return Fired(tuple(fired))
+        r = max(rows, key=lambda r: r["exposed_ns"])
+        return Clean(
+            f"exposed communication is {pct(r['exposed_ns'], r['span_ns'])}% of device {r['device_id']}'s span",
+            (
+                Evidence("exposed_comm_time", int(r["exposed_ns"]), "ns"),
+                Evidence("exposed_comm_share", pct(r["exposed_ns"], r["span_ns"]), "%", _span(r)),
+                Evidence(
+                    "comm_overlap",
+                    pct(r["comm_ns"] - r["exposed_ns"], r["comm_ns"]),
+                    "%",
+                    "communication time on the device",
+                ),
+            ),
+        )
+
+    def _finding(self, r: dict[str, Any]) -> Finding:
+        exposed, comm = int(r["exposed_ns"]), int(r["comm_ns"])
+        return self.finding(
+            f"device {r['device_id']}: {ms(exposed)} of communication ran with no compute beside it "
+            f"({pct(exposed, r['span_ns'])}% of the device span; {pct(comm - exposed, comm)}% of communication "
+            f"time was hidden)",
+            window=Window(device_id=int(r["device_id"]), start_ns=int(r["start_ns"]), end_ns=int(r["end_ns"])),
+            evidence=[
+                Evidence("comm_kernels", int(r["n_comm"]), "count"),
+                Evidence("comm_time", comm, "ns"),
+                Evidence("exposed_comm_time", exposed, "ns"),
+                Evidence("exposed_comm_share", pct(exposed, r["span_ns"]), "%", _span(r)),
+                Evidence("comm_overlap", pct(comm - exposed, comm), "%", "communication time on the device"),
+                Evidence("comm_on_compute_stream", int(r["n_comm_on_compute_stream"]), "count"),
+                Evidence("top_comm_kernel", str(r["top_comm_kernel"]), "name"),
+            ],
+            est_gain_ns=exposed,
+            gain_basis="communication time with no other kernel running on the device; full overlap would hide "
+            "it (bounded by the compute available to overlap in practice)",
+            fixes=(
+                Fix(
+                    "overlap communication with compute",
+                    "DDP bucketing / FSDP prefetch; dedicated "
+                    "communication stream; larger buckets for many small collectives",
+                    "redesign",
+                ),
+            ),
+            location=f"device={r['device_id']}",
+        )
+
+
+def _span(r: dict[str, Any]) -> str:
+    return f"device span (first to last GPU activity on device {r['device_id']})"

@@ -1,0 +1,1 @@
+"""Communication rules: collectives and P2P not hidden behind compute, imbalance across ranks."""

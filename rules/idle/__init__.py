@@ -1,0 +1,1 @@
+"""Idle rules: GPU idle time and what the host was doing meanwhile."""

@@ -1,0 +1,135 @@
+from __future__ import annotations
+
+from typing import Any
+
+from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
+
+
+class NoCopyComputeOverlap(Rule):
+    """Host<->device copies run while no kernel runs, so transfer time and compute time add up.
+
+    ## What it detects
+    Devices where host<->device memcpy time is mostly exposed (no kernel running at the same
+    time), the exposed part is at least `min_exposed_pct` of the device span, and there is kernel
+    work it could have hidden behind.
+
+    ## Why it costs time
+    Copy engines and SMs are independent and can work at once, but only when copies and kernels
+    are on different streams and the host memory is pinned. With one stream (or pageable memory)
+    every chunk is copied, then computed, then copied back: the step takes copy + compute instead
+    of max(copy, compute).
+
+    ## Trace signature
+    `memops` HtoD/DtoH intervals against the union of kernel intervals per device: the timeline
+    class `xfer` (copy running, no kernel) over the device span, and the copy and kernel stream
+    counts (one shared stream is the classic case).
+
+    ## How to fix
+    Split the work into chunks and pipeline them over two or more streams with pinned buffers.
+
+    ```c++
+    // before: one stream, copy -> kernel -> copy for every chunk
+    for (c = 0; c < n; ++c) { cudaMemcpyAsync(d, h + c*k, b, H2D, s); work<<<g, t, 0, s>>>(d); ... }
+    // after: chunk c's copy overlaps chunk c-1's kernel
+    for (c = 0; c < n; ++c) { auto s = streams[c % 2]; cudaMemcpyAsync(d[c%2], h + c*k, b, H2D, s);
+                              work<<<g, t, 0, s>>>(d[c%2]); ... }
+    ```
+    In PyTorch: copy the next batch on a side stream (`torch.cuda.Stream()`) with
+    `non_blocking=True` from pinned memory, and `wait_stream` before use.
+    Reference workload: `reference_workloads/IO002_no_copy_compute_overlap/`.
+
+    ## Fix risk
+    redesign: the loop needs double buffers and stream/event ordering; getting the events wrong
+    gives races, not errors.
+
+    ## False positives
+    A copy that the next kernel needs in full (no chunking possible) cannot overlap that kernel;
+    the estimate assumes the work can be chunked. Copies at start-up or at the end (loading
+    weights, fetching a result) are exposed by nature.
+
+    ## Options
+    `min_exposed_pct` (share of the device span the exposed copies must reach),
+    `max_overlap_pct` (fire only when at most this share of copy time is already hidden).
+    """
+
+    code = "IO002"
+    name = "no-copy-compute-overlap"
+    category = "io"
+    chapter = (11, 19)
+    requires = frozenset({"memops", "kernels"})
+    status = "stable"
+    options = {
+        "min_exposed_pct": Option(
+            5.0, "exposed copy time as % of the device span to fire", "XProf input-bound 'moderately' threshold 5%"
+        ),
+        "max_overlap_pct": Option(
+            50.0,
+            "fire only if at most this % of copy time overlaps kernels",
+            "book repo HTA analyzer: comm/copy overlap < 50% flagged",
+        ),
+    }
+
+    def check(self, ctx: Context) -> Outcome:
+        rows = [r for r in ctx.metric("copy_overlap") if r["copy_ns"]]
+        if not rows:
+            return Clean("no host<->device copies")
+        findings = [self._finding(r) for r in rows if self._fires(ctx, r)]
+        if findings:
+            return Fired(tuple(findings))
+        r = max(rows, key=lambda r: r["exposed_ns"])
+        return Clean(
+            f"exposed copies are {pct(r['exposed_ns'], r['span_ns'])}% of device {r['device_id']}'s span",
+            (
+                Evidence("exposed_copy_time", int(r["exposed_ns"]), "ns"),
+                Evidence("exposed_copy_share", pct(r["exposed_ns"], r["span_ns"]), "%", _span(r)),
+            ),
+        )
+
+    def _fires(self, ctx: Context, r: dict[str, Any]) -> bool:
+        hidden = r["copy_ns"] - r["exposed_ns"]
+        return (
+            pct(r["exposed_ns"], r["span_ns"]) >= float(ctx.opt("min_exposed_pct"))
+            and pct(hidden, r["copy_ns"]) <= float(ctx.opt("max_overlap_pct"))
+            and r["kernel_busy_ns"] > 0
+        )
+
+    def _finding(self, r: dict[str, Any]) -> Finding:
+        exposed, kernel = int(r["exposed_ns"]), int(r["kernel_busy_ns"])
+        gain = min(exposed, kernel)
+        return self.finding(
+            f"device {r['device_id']}: {ms(exposed)} of host<->device copies ran with no kernel beside them "
+            f"({pct(exposed, r['span_ns'])}% of the device span); copies used {r['copy_streams']} stream(s), "
+            f"kernels {r['kernel_streams']}",
+            window=Window(device_id=int(r["device_id"]), start_ns=int(r["start_ns"]), end_ns=int(r["end_ns"])),
+            evidence=[
+                Evidence("copies", int(r["n_copies"]), "count"),
+                Evidence("copy_time", int(r["copy_ns"]), "ns"),
+                Evidence("exposed_copy_time", exposed, "ns"),
+                Evidence("exposed_copy_share", pct(exposed, r["span_ns"]), "%", _span(r)),
+                Evidence(
+                    "copy_overlap",
+                    pct(int(r["copy_ns"]) - exposed, r["copy_ns"]),
+                    "%",
+                    "host<->device copy time on this device",
+                ),
+                Evidence("kernel_busy_time", kernel, "ns"),
+                Evidence("copy_streams", int(r["copy_streams"]), "count"),
+                Evidence("kernel_streams", int(r["kernel_streams"]), "count"),
+            ],
+            est_gain_ns=gain,
+            gain_basis="min(exposed copy time, kernel busy time on the device): overlap can hide at most the "
+            "shorter of the two",
+            fixes=(
+                Fix(
+                    "overlap copies with compute on a second stream",
+                    "chunk the data, double-buffer pinned host memory, issue copy(c+1) on one stream while "
+                    "kernel(c) runs on another, order them with events",
+                    "redesign",
+                ),
+            ),
+            location=f"device={r['device_id']}",
+        )
+
+
+def _span(r: dict[str, Any]) -> str:
+    return f"device span (first to last GPU activity on device {r['device_id']})"

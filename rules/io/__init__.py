@@ -1,0 +1,1 @@
+"""I/O rules: host<->device transfers, storage reads and the input pipeline."""

@@ -1,0 +1,141 @@
+from __future__ import annotations
+
+from typing import Any
+
+from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
+
+
+class SmallKernelStorm(Rule):
+    """Many tiny kernels with launch gaps between them: the GPU waits on the host's launch rate.
+
+    ## What it detects
+    Devices where at least `min_short_pct` of kernels are shorter than `short_kernel_us` and the
+    short idle gaps (at most `max_gap_us`) next to those kernels add up to at least `min_gap_pct`
+    of the device span.
+
+    ## Why it costs time
+    Each launch costs the host several microseconds (framework dispatch plus `cudaLaunchKernel`).
+    When kernels finish faster than the host can launch the next one, the GPU drains its queue
+    and waits between kernels; the run is bounded by launch overhead, not by the GPU.
+
+    ## Trace signature
+    Per device, kernels ordered by start: the share under `short_kernel_us`, and the gaps before a
+    kernel (to the latest end of any earlier kernel or copy) of at most `max_gap_us` where that
+    kernel or the previous op is short (metric `launch_gaps`). HTA flags short kernels and launch
+    delays; nsys-ai's `kernel_launch_overhead` skill looks at the same gaps.
+
+    ## How to fix
+    Launch fewer, larger kernels: capture the steady-state step in a CUDA graph, fuse elementwise
+    chains, or batch the per-item work.
+
+    ```python
+    # before
+    for x in items: y = f(x)                # hundreds of tiny kernels per step
+    # after
+    f_c = torch.compile(f, mode="reduce-overhead")   # fuses and replays as a CUDA graph
+    y = f_c(torch.stack(items))
+    ```
+    ```c++
+    // CUDA: cudaStreamBeginCapture(s, ...); <launches>; cudaStreamEndCapture(s, &g);
+    // cudaGraphInstantiate(&ge, g, 0); then cudaGraphLaunch(ge, s) every iteration
+    ```
+    Reference workload: `reference_workloads/LA001_small_kernel_storm/`.
+
+    ## Fix risk
+    changes-numerics when fusion reorders floating-point operations (torch.compile); CUDA graph
+    replay alone is safe but needs static shapes and addresses.
+
+    ## False positives
+    Decode steps of small-batch inference are launch-bound by nature; the fix still applies
+    (graphs) but batching may not. Kernels whose gaps come from a sync are also reported by LA002.
+
+    ## Options
+    `short_kernel_us`, `max_gap_us` (a gap longer than this is not launch overhead),
+    `min_short_pct`, `min_gap_pct`, `min_kernels`.
+    """
+
+    code = "LA001"
+    name = "small-kernel-storm"
+    category = "launch"
+    chapter = (12, 10, 1)
+    requires = frozenset({"kernels"})
+    status = "stable"
+    options = {
+        "short_kernel_us": Option(
+            10.0,
+            "a kernel shorter than this is 'tiny' (us)",
+            "book ckl: launch cost 'tens of microseconds'; HTA runtime_cutoff 50 us is looser",
+        ),
+        "max_gap_us": Option(
+            100.0,
+            "gaps up to this long count as launch gaps (us)",
+            "HTA get_cuda_kernel_launch_stats launch_delay_cutoff=100 us",
+        ),
+        "min_short_pct": Option(50.0, "share of kernels that must be tiny", "nsys-ai root-cause book 'small kernels'"),
+        "min_gap_pct": Option(
+            10.0,
+            "launch gaps as % of the device span to fire",
+            "XProf kernel-launch bound: 3% moderate, 15% high; we fire in between",
+        ),
+        "min_kernels": Option(100, "fewest kernels on the device", "a storm, not a handful"),
+    }
+
+    def check(self, ctx: Context) -> Outcome:
+        rows = ctx.metric("launch_gaps", short_ns=ctx.ns("short_kernel_us"), max_gap_ns=ctx.ns("max_gap_us"))
+        fired = [self._finding(r) for r in rows if self._fires(ctx, r)]
+        if fired:
+            return Fired(tuple(fired))
+        r = max(rows, key=lambda r: r["launch_gap_ns"])
+        return Clean(
+            f"launch gaps are {pct(r['launch_gap_ns'], r['span_ns'])}% of device {r['device_id']}'s span",
+            (
+                Evidence("launch_gap_time", int(r["launch_gap_ns"]), "ns"),
+                Evidence("short_kernel_share", pct(r["n_short"], r["n_kernels"]), "%", "kernels on the device"),
+                Evidence("launch_gap_share", pct(r["launch_gap_ns"], r["span_ns"]), "%", _span(r)),
+            ),
+        )
+
+    def _fires(self, ctx: Context, r: dict[str, Any]) -> bool:
+        return (
+            r["n_kernels"] >= int(ctx.opt("min_kernels"))
+            and pct(r["n_short"], r["n_kernels"]) >= float(ctx.opt("min_short_pct"))
+            and pct(r["launch_gap_ns"], r["span_ns"]) >= float(ctx.opt("min_gap_pct"))
+        )
+
+    def _finding(self, r: dict[str, Any]) -> Finding:
+        gaps = int(r["launch_gap_ns"])
+        return self.finding(
+            f"device {r['device_id']}: {r['n_short']} of {r['n_kernels']} kernels are tiny and the GPU waited "
+            f"{ms(gaps)} for launches between them ({pct(gaps, r['span_ns'])}% of the device span)",
+            window=Window(device_id=int(r["device_id"]), start_ns=int(r["start_ns"]), end_ns=int(r["end_ns"])),
+            evidence=[
+                Evidence("kernels", int(r["n_kernels"]), "count"),
+                Evidence("short_kernels", int(r["n_short"]), "count"),
+                Evidence("short_kernel_share", pct(r["n_short"], r["n_kernels"]), "%", "kernels on the device"),
+                Evidence("short_kernel_time", int(r["short_ns"]), "ns"),
+                Evidence("launch_gaps", int(r["n_launch_gaps"]), "count"),
+                Evidence("launch_gap_time", gaps, "ns"),
+                Evidence("launch_gap_share", pct(gaps, r["span_ns"]), "%", _span(r)),
+            ],
+            est_gain_ns=gaps,
+            gain_basis="sum of the idle gaps (<= max_gap_us) before or after tiny kernels; graph replay or fusion "
+            "removes the per-launch host cost that opens them",
+            fixes=(
+                Fix(
+                    "capture the step in a CUDA graph",
+                    "torch.compile(mode='reduce-overhead') or "
+                    "torch.cuda.CUDAGraph / cudaStreamBeginCapture + cudaGraphLaunch",
+                    "safe",
+                ),
+                Fix(
+                    "fuse the tiny kernels",
+                    "torch.compile, or hand-fused kernels for elementwise chains",
+                    "changes-numerics",
+                ),
+            ),
+            location=f"device={r['device_id']}",
+        )
+
+
+def _span(r: dict[str, Any]) -> str:
+    return f"device span (first to last GPU activity on device {r['device_id']})"

@@ -1,0 +1,132 @@
+from __future__ import annotations
+
+from advisor.rules.base import Clean, Context, Evidence, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
+from advisor.rules.blocking import blocking_calls
+
+SYNC = r"synchronize"
+
+
+class SyncInLoop(Rule):
+    """Host synchronization calls in a loop drain the GPU queue: the GPU idles until the host launches again.
+
+    ## What it detects
+    At least `min_calls` `cudaDeviceSynchronize` / `cudaStreamSynchronize` / `cudaEventSynchronize`
+    (and HIP/driver equivalents) feeding one device, when the GPU idle they open is at least
+    `min_idle_pct` of the device span. PyTorch's `.item()`, `.cpu()`, `print(tensor)` and
+    `torch.cuda.synchronize()` all end in these calls.
+
+    ## Why it costs time
+    A sync returns only when the GPU has finished everything queued; the queue is then empty and
+    stays empty until the host has gone through its own work and launched the next kernel. Every
+    sync in a loop costs at least one launch latency of idle GPU, and usually the host work
+    between the sync and the next launch.
+
+    ## Trace signature
+    `api_calls` matching `synchronize`, mapped to the devices their process feeds; the cost is
+    the GPU idle from each call's start to the first GPU activity after it returns (metric
+    `windows_calls`). nsys expert rule `cuda_api_sync` lists the same calls without a cost.
+
+    ## How to fix
+    ```c++
+    // before
+    for (k = 0; k < iters; ++k) { step<<<g, b, 0, s>>>(x); cudaDeviceSynchronize(); }
+    // after: check errors with cudaGetLastError, sync once
+    for (k = 0; k < iters; ++k) { step<<<g, b, 0, s>>>(x); }
+    cudaStreamSynchronize(s);
+    ```
+    ```python
+    # before: loss.item() every step
+    # after: accumulate on the GPU, read it every N steps
+    running += loss.detach()
+    if step % 100 == 0: print(running.item() / 100)
+    ```
+    Reference workload: `reference_workloads/LA002_sync_in_loop/`.
+
+    ## Fix risk
+    safe when nothing on the host reads GPU results between the removed syncs; otherwise replace
+    the sync with an event wait where the data is consumed.
+
+    ## False positives
+    A sync that waits on a long kernel shows little idle and is not the problem; only the idle
+    around the call is counted, so those rank low. Timing code that syncs on purpose (benchmarks)
+    fires too.
+
+    ## Options
+    `min_calls` (a loop, not a one-off), `min_idle_pct` (idle the syncs open, as % of device span).
+    `max_refill_us` caps how much idle after a call returns still counts as its cost.
+    """
+
+    code = "LA002"
+    name = "sync-in-loop"
+    category = "launch"
+    chapter = (11, 12, 4)
+    requires = frozenset({"api_calls", "kernels"})
+    status = "stable"
+    options = {
+        "max_refill_us": Option(
+            100.0,
+            "idle after a call returns counts up to this long (us)",
+            "HTA launch_delay_cutoff=100 us: longer is host work, not launch refill",
+        ),
+        "min_calls": Option(
+            10,
+            "fewest sync calls on a device to count as a loop",
+            "nsys analyze cuda_api_sync lists all; we require repetition",
+        ),
+        "min_idle_pct": Option(
+            1.0,
+            "GPU idle opened by the syncs, as % of the device span, to fire",
+            "XProf 'all others' 3% moderately bound; we flag from 1% since the fix is cheap",
+        ),
+    }
+
+    def check(self, ctx: Context) -> Outcome:
+        rows = blocking_calls(ctx, SYNC)
+        fired = [
+            r
+            for r in rows
+            if r.n_calls >= int(ctx.opt("min_calls")) and pct(r.idle_ns, r.span_ns) >= float(ctx.opt("min_idle_pct"))
+        ]
+        if not fired:
+            n = sum(r.n_calls for r in rows)
+            idle = sum(r.idle_ns for r in rows)
+            return Clean(
+                f"{n} sync calls opening {ms(idle)} of GPU idle",
+                (Evidence("sync_calls", n, "count"), Evidence("gpu_idle_in_windows", idle, "ns")),
+            )
+        return Fired(
+            tuple(
+                self.finding(
+                    f"{r.n_calls} host syncs ({r.top_name} most) on device {r.device_id} left the GPU idle "
+                    f"{ms(r.idle_ns)} "
+                    f"({pct(r.idle_ns, r.span_ns)}% of the device span)",
+                    window=Window(device_id=r.device_id, start_ns=r.start_ns, end_ns=r.end_ns),
+                    evidence=[
+                        Evidence("sync_calls", r.n_calls, "count"),
+                        Evidence("host_time_in_sync", r.call_ns, "ns"),
+                        Evidence("gpu_idle_in_windows", r.idle_ns, "ns"),
+                        Evidence(
+                            "gpu_idle_share",
+                            pct(r.idle_ns, r.span_ns),
+                            "%",
+                            f"device span (first to last GPU activity on device {r.device_id})",
+                        ),
+                        Evidence("top_call", r.top_name, "name"),
+                    ],
+                    est_gain_ns=r.idle_ns,
+                    gain_basis="GPU idle time from each sync call's start to the first GPU activity after it returns, "
+                    "at most max_refill_us later (overlapping windows merged); without the sync the host would "
+                    "have queued that work already",
+                    fixes=(
+                        Fix(
+                            "remove syncs from the loop",
+                            "sync once per step (or on an event where data is "
+                            "consumed); avoid .item()/.cpu()/print(tensor) inside the loop",
+                            "safe",
+                        ),
+                    ),
+                    location=f"device={r.device_id}",
+                )
+                for r in fired
+            )
+        )

@@ -1,0 +1,116 @@
+from __future__ import annotations
+
+from typing import Any
+
+from advisor.rules.base import Clean, Context, Evidence, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
+
+
+class UnfusedElementwiseChain(Rule):
+    """Chains of back-to-back elementwise kernels each read and write the whole tensor: fuse them.
+
+    ## What it detects
+    Runs of at least `min_chain` consecutive elementwise kernels on one stream (each starting at
+    most `max_gap_us` after the previous ended), when fusing them is estimated to save at least
+    `min_gain_pct` of the device span.
+
+    ## Why it costs time
+    Every elementwise kernel streams its inputs from DRAM and writes its output back; a chain of
+    n of them moves n times the bytes a fused kernel would, and pays n launches. These kernels are
+    memory-bound, so time scales with bytes moved.
+
+    ## Trace signature
+    Kernel-name families (metric `kernel_names`: `elementwise_kernel`, `vectorized_elementwise`,
+    `unrolled_elementwise`, `triton_poi*`, activations) ordered per stream (metric
+    `elementwise_chains`). With ncu each kernel would also show high DRAM throughput and low
+    arithmetic intensity.
+
+    ## How to fix
+    ```python
+    # before: x * scale + bias, then gelu, then dropout: 4 kernels
+    y = torch.nn.functional.gelu(x * scale + bias)
+    # after: one fused kernel
+    fused = torch.compile(lambda x: torch.nn.functional.gelu(x * scale + bias))
+    y = fused(x)
+    ```
+    Or use fused library ops (fused AdamW `foreach=True`/`fused=True`, fused layer norm).
+
+    ## Fix risk
+    changes-numerics: a fused kernel may keep intermediates in registers at higher precision or
+    reorder operations; differences are in the last bits.
+
+    ## False positives
+    Elementwise kernels between which the host needs a value, or on tensors of different shapes,
+    cannot always fuse. The estimate keeps the longest kernel of each chain as the fused cost,
+    which is optimistic when the fused kernel has more inputs to read.
+
+    ## Options
+    `min_chain`, `max_gap_us`, `min_gain_pct`.
+    """
+
+    code = "ME005"
+    name = "unfused-elementwise-chain"
+    category = "memory"
+    chapter = (9, 13, 14, 20)
+    requires = frozenset({"kernels"})
+    status = "preview"
+    options = {
+        "min_chain": Option(3, "fewest consecutive elementwise kernels in a chain", "book ch9 pattern 9.5"),
+        "max_gap_us": Option(50.0, "largest gap between kernels of one chain (us)", "HTA launch-delay scale"),
+        "min_gain_pct": Option(1.0, "estimated saving as % of the device span to fire", "-"),
+    }
+
+    def check(self, ctx: Context) -> Outcome:
+        chains = ctx.metric("elementwise_chains", min_chain=int(ctx.opt("min_chain")), max_gap_ns=ctx.ns("max_gap_us"))
+        spans = {int(r["device_id"]): r for r in ctx.metric("device_spans")}
+        per: dict[int, list[dict[str, Any]]] = {}
+        for c in chains:
+            per.setdefault(int(c["device_id"]), []).append(c)
+        findings = []
+        for dev, cs in sorted(per.items()):
+            gain = sum(_gain(c) for c in cs)
+            if pct(gain, spans[dev]["span_ns"]) < float(ctx.opt("min_gain_pct")):
+                continue
+            top = max(cs, key=_gain)
+            of = f"device span (first to last GPU activity on device {dev})"
+            findings.append(
+                self.finding(
+                    f"device {dev}: {len(cs)} chains of elementwise kernels ({sum(int(c['n']) for c in cs)} kernels); "
+                    f"fusing each chain could save about {ms(gain)} ({pct(gain, spans[dev]['span_ns'])}% of the span)",
+                    window=Window(
+                        device_id=dev,
+                        stream_id=int(top["stream_id"]),
+                        start_ns=int(top["start_ns"]),
+                        end_ns=int(top["end_ns"]),
+                    ),
+                    evidence=[
+                        Evidence("chains", len(cs), "count"),
+                        Evidence("chained_kernels", sum(int(c["n"]) for c in cs), "count"),
+                        Evidence("chained_kernel_time", sum(int(c["kernel_ns"]) for c in cs), "ns"),
+                        Evidence("longest_chain", max(int(c["n"]) for c in cs), "count"),
+                        Evidence("est_saving_share", pct(gain, spans[dev]["span_ns"]), "%", of),
+                        Evidence("top_chain_kernels", str(top["names"])[:300], "names"),
+                    ],
+                    est_gain_ns=gain,
+                    gain_basis="per chain: kernel time minus its longest kernel, plus the gaps inside it "
+                    "(a fused kernel "
+                    "costs about one pass over the data and one launch), summed",
+                    fixes=(
+                        Fix(
+                            "fuse the chain",
+                            "torch.compile the function, or use fused library ops / a hand-written fused kernel",
+                            "changes-numerics",
+                        ),
+                    ),
+                    location=f"device={dev}",
+                )
+            )
+        if not findings:
+            return Clean(
+                f"{len(chains)} elementwise chains; fusion would save little",
+                (Evidence("chains", len(chains), "count"),),
+            )
+        return Fired(tuple(findings))
+
+
+def _gain(c: dict[str, Any]) -> int:
+    return int(c["kernel_ns"]) - int(c["max_ns"]) + int(c["gap_ns"] or 0)

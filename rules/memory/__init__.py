@@ -1,0 +1,1 @@
+"""Memory rules: memory-bound kernels, fusion, access patterns, occupancy and spills."""
