@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import glob
 import json
+import os
 import sys
 import traceback
 from collections.abc import Sequence
 from typing import Any
 
 from advisor import __version__
-from advisor.errors import AdvisorError
+from advisor.errors import AdvisorError, InputError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -50,6 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     fmt = getattr(args, "format", "text")
     try:
+        _guard_output(args)
         return int(args._run(args))
     except AdvisorError as e:
         return _fail(e.one_line(), type(e).__name__, fmt, args.debug)
@@ -61,6 +64,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:  # a bug in advisor, still one line unless --debug
         return _fail(f"internal error: {type(e).__name__}: {e}", "InternalError", fmt, args.debug,
                      hint="please report it with the --debug output")
+
+
+def _guard_output(args: argparse.Namespace) -> None:
+    """`-o` must never name an input, nor a file inside an input directory: writing it would destroy the trace."""
+    out = getattr(args, "output", None)
+    if not out or not os.path.exists(out):
+        return
+    given: list[str] = []
+    for attr in ("paths", "path", "base", "new"):
+        value = getattr(args, attr, None)
+        given += value if isinstance(value, list) else [value] if isinstance(value, str) else []
+    for raw in given:
+        for inp in glob.glob(raw) or [raw]:
+            if not os.path.exists(inp):
+                continue
+            parent = os.path.dirname(os.path.abspath(out))
+            if os.path.samefile(inp, out) or (os.path.isdir(inp) and os.path.samefile(inp, parent)):
+                raise InputError(f"{out}: is an input (or inside an input directory); refusing to overwrite it",
+                                 "choose another -o path")
 
 
 def _fail(message: str, kind: str, fmt: str, debug: bool, hint: str | None = None) -> int:

@@ -65,6 +65,8 @@ def text_run(doc: dict[str, Any]) -> list[str]:
     ver = inp.get("tool_version") or "version not recorded"
     schema = f", export schema {inp['export_schema']}" if inp.get("export_schema") else ""
     lines.append(f"   {inp['tool']} {ver}{schema} [{inp['format']}]")
+    if doc.get("headline"):
+        lines.append(f"=> {clean(doc['headline'], 300)}")
     verdict = doc.get("verdict")
     if verdict:
         lines += _text_verdict(verdict)
@@ -94,7 +96,23 @@ def text_run(doc: dict[str, Any]) -> list[str]:
     lines += _text_kernels(doc["top_kernels"])
     lines += _text_ranges(doc["ranges"])
     lines += _text_findings(doc.get("findings") or [])
+    lines += _text_rule_outcomes(doc.get("rules") or [])
     return lines
+
+
+def _text_rule_outcomes(rules: list[dict[str, Any]]) -> list[str]:
+    """Rules that could not look at this trace, with how to capture what they need."""
+    na = [r for r in rules if r.get("outcome") in ("not_applicable", "error")]
+    if not rules:
+        return []
+    clean_n = sum(1 for r in rules if r.get("outcome") == "clean")
+    fired_n = sum(1 for r in rules if r.get("outcome") == "fired")
+    out = [f"Rules: {fired_n} fired, {clean_n} clean, {len(na)} could not run on this trace:"]
+    for r in na:
+        why = r.get("reason") or r.get("error") or ""
+        how = f"; capture with {r['how_to_capture']}" if r.get("how_to_capture") else ""
+        out.append(f"   {r['code']} {r['name']}: not applicable: {clean(why, 120)}{clean(how, 120)}")
+    return out
 
 
 def _text_verdict(v: dict[str, Any]) -> list[str]:
@@ -162,10 +180,18 @@ def _text_ranges(r: dict[str, Any]) -> list[str]:
 def _text_findings(findings: list[dict[str, Any]]) -> list[str]:
     if not findings:
         return []
-    out = ["Findings (ranked by estimated time saved):"]
+    out = [f"Findings (ranked by estimated time saved; percent of the {findings[0].get('gain_pct_of', 'run')}):"]
     for i, f in enumerate(findings[:10], 1):
         gain = fmt_ns(f.get("est_gain_ns"))
-        out.append(f"   {i}. [{f.get('code')}] {clean(f.get('message'), 160)} (saves ~{gain})")
+        p = f.get("gain_pct")
+        share_txt = f" = {p}%" if p is not None else ""
+        out.append(f"   {i}. [{f.get('code')} {f.get('name')}] {clean(f.get('message'), 200)}")
+        out.append(f"      saves ~{gain}{share_txt}; basis: {clean(f.get('gain_basis'), 160)}")
+        for fx in (f.get("fixes") or [])[:1]:
+            out.append(f"      fix: {clean(fx.get('title'), 100)} (risk: {fx.get('risk')}); "
+                       f"`advisor explain {f.get('code')}`")
+    if len(findings) > 10:
+        out.append(f"   ... {len(findings) - 10} more in --format json")
     return out
 
 

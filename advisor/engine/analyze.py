@@ -2,25 +2,41 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from advisor import __version__
+from advisor.engine.findings import classify, run_rules
 from advisor.engine.summary import JSON_SCHEMA_VERSION, summarize
 from advisor.ingest import open_run
 from advisor.model.store import Run
 from advisor.parsers.base import ParseOptions
 
 
-def analyze_run(run: Run, top: int = 10) -> dict[str, Any]:
-    """Summary of one run plus its findings and verdict."""
+def analyze_run(
+    run: Run,
+    top: int = 10,
+    rules: bool = True,
+    rule_options: Mapping[str, Mapping[str, Any]] | None = None,
+    select: set[str] | None = None,
+) -> dict[str, Any]:
+    """Summary of one run plus its verdict, "do this first" headline, ranked findings and rule outcomes."""
     doc = summarize(run, top=top)
-    doc["findings"] = []
-    doc["verdict"] = None
+    if not rules:
+        doc.update(findings=[], verdict=None, headline=None, rules=[])
+        return doc
+    report = run_rules(run, rule_options, select)
+    verdict = classify(run).to_dict()
+    doc["verdict"] = dict(verdict["run"], devices=verdict.get("devices", []), ranges=verdict.get("ranges", []))
+    rd = report.to_dict()
+    doc["headline"] = rd["headline"]
+    doc["findings"] = rd["findings"]
+    doc["rules"] = rd["rules"]
     return doc
 
 
 def analyze_paths(paths: Sequence[str], options: ParseOptions | None = None, top: int = 10) -> dict[str, Any]:
+    """Library entry point: the analyze document for several inputs."""
     runs = []
     for p in paths:
         run = open_run(p, options)
@@ -40,6 +56,7 @@ def document(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "runs": runs,
     }
     if len(runs) == 1:
-        for key in ("devices", "counts", "capture", "time", "top_kernels", "ranges", "findings", "verdict"):
+        for key in ("devices", "counts", "capture", "time", "top_kernels", "ranges", "headline", "findings",
+                    "verdict", "rules"):
             doc[key] = runs[0][key]
     return doc

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from advisor.cli.output import emit
 
@@ -22,6 +23,40 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", help="write the output to this file instead of stdout")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr (default: when stderr is a terminal)")
+    add_rule_arguments(p)
+    p.add_argument("--fail-on", choices=("any", "none"), default="none",
+                   help="exit 1 when any finding fires (for CI gates); default: never")
+
+
+def add_rule_arguments(p: argparse.ArgumentParser) -> None:
+    """Rule selection and thresholds, shared by analyze and report."""
+    p.add_argument("--select", action="append", metavar="RULES",
+                   help="run only these rules: codes, code prefixes (IO), categories or names; repeatable")
+    p.add_argument("--rule-option", action="append", default=[], metavar="CODE.option=VALUE",
+                   help="override a rule threshold, e.g. LA001.max_kernel_us=20 (see `advisor explain CODE`)")
+    p.add_argument("--no-rules", action="store_true", help="facts only: skip the rule engine and verdict")
+
+
+def rule_options(items: list[str]) -> dict[str, dict[str, Any]]:
+    """Parse CODE.option=VALUE strings; values are JSON if they parse as such, else strings."""
+    from advisor.errors import InputError
+
+    out: dict[str, dict[str, Any]] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        code, dot, name = key.partition(".")
+        if not sep or not dot or not code or not name:
+            raise InputError(f"--rule-option {item!r} is not CODE.option=VALUE", "e.g. LA001.min_kernels=50")
+        try:
+            value: Any = json.loads(raw)
+        except ValueError:
+            value = raw
+        out.setdefault(code.upper(), {})[name] = value
+    return out
+
+
+def selection(items: list[str] | None) -> set[str] | None:
+    return {s.strip() for item in items for s in item.split(",") if s.strip()} if items else None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -37,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
         r = open_run(path, ParseOptions(nsys=args.nsys, progress=progress), use_cache=not args.no_cache)
         progress.done()
         try:
-            runs.append(analyze_run(r, top=args.top))
+            runs.append(analyze_run(r, top=args.top, rules=not args.no_rules,
+                                    rule_options=rule_options(args.rule_option), select=selection(args.select)))
         finally:
             r.close()
     doc = document(runs)
@@ -47,5 +83,6 @@ def run(args: argparse.Namespace) -> int:
         out = markdown_document(doc)
     else:
         out = text_document(doc)
-    emit(out, args.output)
-    return 0
+    emit(out, args.output, args.paths)
+    fired = any(r.get("findings") for r in runs)
+    return 1 if args.fail_on == "any" and fired else 0

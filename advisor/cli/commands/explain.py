@@ -1,0 +1,21 @@
+"""`advisor explain CODE`: a rule's documentation (what, why, signature, fix, risk, false positives, options)."""
+
+from __future__ import annotations
+
+import argparse
+
+from advisor.cli.output import emit
+
+NAME = "explain"
+HELP = "explain a rule: what it detects, why it costs time and how to fix it"
+
+
+def register(p: argparse.ArgumentParser) -> None:
+    p.add_argument("code", help="rule code (e.g. IO001) or name (e.g. pageable-memcpy)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from advisor.engine.findings import explain
+
+    emit(explain(args.code).rstrip() + "\n", None)
+    return 0
