@@ -12,17 +12,20 @@ import hashlib
 import importlib
 import json
 import os
+import stat
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from advisor.errors import AdvisorError, InputError, LimitExceeded, UnsupportedFormat
+from advisor.errors import AdvisorError, InputError, UnsupportedFormat
 from advisor.model.schema import SCHEMA_VERSION, TABLES
 from advisor.model.store import Run, default_cache_dir, read_entry_meta, write_entry
 from advisor.model.validate import check_time_order, conform
 from advisor.parsers.base import ParsedRun, ParseOptions
+from advisor.parsers.limits import inflate
 
 PARSER_VERSION = "1"
 
@@ -73,21 +76,17 @@ def _gunzip_head(path: Path) -> bytes:
     try:
         with gzip.open(path, "rb") as f:
             return f.read(16)
-    except (OSError, EOFError):
+    except (OSError, EOFError, zlib.error):
         return b""
 
 
 def _gunzip_to(path: Path, target: Path, limit: int) -> Path:
-    """Decompress a gzip'd SQLite export into the work dir (never next to the input), bounded by `limit`."""
-    written = 0
-    with gzip.open(path, "rb") as src, target.open("wb") as dst:
-        while block := src.read(1 << 22):
-            written += len(block)
-            if written > limit:
-                raise LimitExceeded(
-                    f"{path}: decompresses to more than {limit >> 30} GiB",
-                    "decompress it yourself and pass the .sqlite, or raise the limit with ADVISOR_MAX_BYTES",
-                )
+    """Decompress a gzip'd SQLite export into the work dir (never next to the input), bounded by `limit`.
+
+    `inflate` refuses more than `limit` bytes and bomb-like ratios before much is written.
+    """
+    with target.open("wb") as dst:
+        for block in inflate(path, limit):
             dst.write(block)
     return target
 
@@ -151,11 +150,31 @@ def parse(path: Path, fmt: str, options: ParseOptions) -> ParsedRun:
     module = importlib.import_module(f"advisor.parsers.{PARSERS[fmt]}")
     if fmt == "nsys-sqlite" and _head(path, 2) == GZIP_MAGIC and options.work_dir is not None:
         try:
-            path = _gunzip_to(path, options.work_dir / "export.sqlite", options.max_json_bytes)
+            source = _gunzip_to(path, options.work_dir / "export.sqlite", options.max_json_bytes)
         except (OSError, EOFError) as e:
             raise InputError(f"{path}: gzip'd SQLite export is damaged ({e})", "re-copy or re-export it") from None
-    parsed: ParsedRun = module.parse(path, options)
+        try:
+            parsed: ParsedRun = module.parse(source, options)
+        except AdvisorError as e:  # name the user's file, not our decompressed copy of it
+            _renamed(e, str(source), str(path))
+            raise
+        return parsed
+    parsed = module.parse(path, options)
     return parsed
+
+
+def _renamed(e: AdvisorError, old: str, new: str) -> None:
+    e.message = e.message.replace(old, new)
+    e.args = (e.message,)
+
+
+def _naming_input(e: AdvisorError, path: Path) -> None:
+    """The error with the input named and a hint, whatever layer raised it (the one-line contract)."""
+    if str(path) not in e.message:
+        e.message = f"{path}: {e.message}"
+        e.args = (e.message,)
+    if not e.hint:
+        e.hint = "the trace looks damaged or was written by an exporter version advisor does not know; re-export it"
 
 
 def to_model_tables(parsed: ParsedRun, path: Path, fmt: str, sha: str) -> dict[str, pa.Table]:
@@ -199,6 +218,8 @@ def open_run(
     p = Path(path)
     if not p.exists():
         raise InputError(f"{p}: no such file or directory", "check the path")
+    if not p.is_dir() and not stat.S_ISREG(p.stat().st_mode):  # a FIFO would block the read forever
+        raise InputError(f"{p}: not a regular file (a pipe, socket or device)", "save the trace to a file first")
     fmt = detect_format(p)
     root = cache_dir or default_cache_dir()
     key = f"{fingerprint(p)}-s{SCHEMA_VERSION}-p{PARSER_VERSION}"
@@ -208,6 +229,7 @@ def open_run(
         if meta is not None:
             cached = _open_cached(entry, meta)
             if cached is not None:
+                cached.info["source_path"] = str(p)  # same bytes may have been cached under another name
                 return cached
             _rmtree_quiet(entry)  # corrupted entry: rebuild it below
     t0 = time.perf_counter()
@@ -217,7 +239,8 @@ def open_run(
     try:
         parsed = parse(p, fmt, options)
         tables = to_model_tables(parsed, p, fmt, full_sha256(p))
-    except AdvisorError:
+    except AdvisorError as e:
+        _naming_input(e, p)
         raise
     except MemoryError:
         raise InputError(f"{p}: ran out of memory while parsing", "see docs/limits.md") from None

@@ -55,8 +55,8 @@ def test_advisor_tui_in_tmux(tmux: Tmux) -> None:
     cmd = f"{sys.executable} -m advisor tui {trace}; sleep 30"
     env = ["-e", f"ADVISOR_CACHE_DIR={os.environ['ADVISOR_CACHE_DIR']}", "-e", "TERM=xterm-256color"]
     tmux("new-session", "-d", "-s", "tui", "-x", "100", "-y", "30", *env, cmd)
-    screen = tmux.wait_for("Time per device", "o Overview")
-    assert "mfu_2gpu_before.sqlite" in screen and "device 0" in screen
+    screen = tmux.wait_for("Verdict", "Do this first", "o Overview")
+    assert "mfu_2gpu_before.sqlite" in screen and "2 device(s)" in screen
     tmux("send-keys", "-t", "tui", "k")
     screen = tmux.wait_for("kernel name(s)", "flash_fwd_kernel")
     tmux("send-keys", "-t", "tui", "Enter")
