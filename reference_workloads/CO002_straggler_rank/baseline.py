@@ -1,0 +1,78 @@
+"""CM002 baseline (2 GPUs, torchrun): a static, uneven split of the global batch:
+rank 1 gets 3/4 of the samples, rank 0 only 1/4. Every step rank 0 finishes its
+forward/backward early and then waits inside the gradient all-reduce for the
+straggler: its NCCL kernel spans the wait, the GPU does no useful work.
+
+    torchrun --standalone --nproc_per_node=2 baseline.py --mode time
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+import refwl  # noqa: E402
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+NAME = "CO002_straggler_rank/baseline"
+SHARE = (0.25, 0.75)  # the anti-pattern: uneven static partition (rank 0, rank 1)
+
+
+def build(args):
+    torch.manual_seed(0)
+    layers = []
+    for _ in range(args.layers):
+        layers += [torch.nn.Linear(args.hidden, args.hidden), torch.nn.GELU()]
+    model = torch.nn.Sequential(*layers).cuda()
+    model = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=args.bucket_mb)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    r, world = dist.get_rank(), dist.get_world_size()
+    assert world == 2, "CM002 is written for 2 ranks"
+    # Global batch of `global_batch` samples, split by SHARE; rank 0 takes the first rows.
+    data = refwl.randn(args.global_batch, args.hidden, seed=1)
+    target = refwl.randn(args.global_batch, args.hidden, seed=2)
+    n0 = int(args.global_batch * SHARE[0])
+    rows = slice(0, n0) if r == 0 else slice(n0, args.global_batch)
+    x, t = data[rows].contiguous(), target[rows].contiguous()
+    # Weight each rank's mean loss by its share so the averaged gradient is the
+    # gradient of the global mean loss whatever the split (same math in both variants).
+    weight = world * x.shape[0] / args.global_batch
+    losses = torch.zeros((), device="cuda")
+
+    def step(i):
+        for _ in range(args.iters):
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = torch.nn.functional.mse_loss(model(x).float(), t) * weight
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            losses.add_(loss.detach())
+
+    def check():
+        return float(sum(p.detach().double().sum() for p in model.parameters()).item())
+
+    return refwl.Workload(
+        step=step,
+        check=check,
+        notes={
+            "world_size": world,
+            "share": list(SHARE),
+            "rows_this_rank": x.shape[0],
+            "global_batch": args.global_batch,
+            "hidden": args.hidden,
+            "layers": args.layers,
+            "iters_per_step": args.iters,
+        },
+    )
+
+
+def add_args(ap):
+    ap.add_argument("--iters", type=int, default=2)
+    ap.add_argument("--global-batch", type=int, default=16384)
+    ap.add_argument("--hidden", type=int, default=4096)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--bucket-mb", type=int, default=25)
+
+
+if __name__ == "__main__":
+    refwl.main(build, NAME, add_args)

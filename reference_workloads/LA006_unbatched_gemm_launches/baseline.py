@@ -1,0 +1,36 @@
+"""LA006 baseline: one small GEMM launch per work item. 256 independent items
+(64x512 activations times a per-item 512x512 weight) are multiplied in a Python
+loop: 256 cuBLAS launches per step, each a few microseconds of GPU work, so the
+step is bounded by the host's per-op dispatch and launch cost."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+import refwl  # noqa: E402
+import torch  # noqa: E402
+
+NAME = "LA006_unbatched_gemm_launches/baseline"
+
+
+def build(args):
+    items, m, k = args.items, args.m, args.k
+    x = refwl.randn(items, m, k, seed=1)
+    w = refwl.randn(items, k, k, seed=2, scale=k**-0.5)
+    out = torch.empty(items, m, k, device="cuda")
+
+    def step(i):
+        for j in range(items):  # the anti-pattern: one launch per item
+            torch.mm(x[j], w[j], out=out[j])
+
+    return refwl.Workload(step=step, check=lambda: out.double().sum().item(), notes={"items": items, "m": m, "k": k})
+
+
+def add_args(ap):
+    ap.add_argument("--items", type=int, default=256)
+    ap.add_argument("--m", type=int, default=64)
+    ap.add_argument("--k", type=int, default=512)
+
+
+if __name__ == "__main__":
+    refwl.main(build, NAME, add_args)
