@@ -1,0 +1,14 @@
+"""Generated docs are current: each names the script that regenerates it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+
+
+def test_model_docs_are_current() -> None:
+    res = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_model_docs.py"), "--check"],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
