@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from advisor.redact import redact
 from advisor.reports.figures import (
     ACTIVITY,
     DeviceBreakdown,
@@ -24,7 +25,6 @@ from advisor.reports.figures import (
     roofline_figure,
     timeline_figure,
 )
-from advisor.reports.safety import redact
 from advisor.reports.units import fmt_bytes, fmt_hz, fmt_ns, fmt_pct, fmt_value
 
 NCU_HINT = ("capture with: ncu --set full -o profile python train.py (or --section SpeedOfLight), "

@@ -14,10 +14,11 @@ from functools import cache
 from typing import Any
 
 import jinja2
-from advisor.reports.context import ReportInputs, RunReport, build_run_report
-from advisor.reports.safety import redact, script_json
 
 from advisor import __version__
+from advisor.redact import redact
+from advisor.reports.context import ReportInputs, RunReport, build_run_report
+from advisor.reports.safety import script_json
 
 
 @cache

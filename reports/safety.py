@@ -14,7 +14,9 @@ from typing import Any
 
 from markupsafe import Markup
 
-from advisor.redact import REDACTED, SECRET_KEY, redact, redact_text  # noqa: F401 - re-exported
+from advisor.redact import REDACTED, SECRET_KEY, redact, redact_text
+
+__all__ = ["REDACTED", "SECRET_KEY", "redact", "redact_text", "script_json"]
 
 _SCRIPT_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 _SCRIPT_UNSAFE = re.compile("[<>&\u2028\u2029]")

@@ -37,3 +37,9 @@ def test_layer_checker_catches_a_violation(tmp_path: Path) -> None:
     bad.write_text("from advisor.cli.main import main\nimport rich\n")
     assert "advisor.cli.main" in check_layers.imports("advisor.model.bad", bad)
     assert check_layers.layer_of("advisor.cli.main", ["advisor.cli", "advisor.model"]) == 0
+
+
+def test_mypy_strict_passes() -> None:
+    """`mypy --strict` over the package as installed (scripts/typecheck.py maps parsers/ etc.)."""
+    res = subprocess.run([sys.executable, str(ROOT / "scripts" / "typecheck.py")], capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
