@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from advisor.diff.compare import DIFF_SCHEMA_VERSION, diff_sides
-from advisor.diff.sides import Side, SideOptions, open_side, side_from_runs
+from advisor.diff.sides import Side, SideOptions, open_capture, open_side, side_from_runs
 from advisor.diff.verdict import DEFAULT_THRESHOLD_PCT
 
 
@@ -16,4 +16,4 @@ def diff_paths(base: str, new: str, options: SideOptions | None = None, threshol
 
 
 __all__ = ["DEFAULT_THRESHOLD_PCT", "DIFF_SCHEMA_VERSION", "Side", "SideOptions", "diff_paths", "diff_sides",
-           "open_side", "side_from_runs"]
+           "open_capture", "open_side", "side_from_runs"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from statistics import fmean
 
 from advisor.diff.facts import Capture, Device
-from advisor.diff.names import kernel_key, range_key
+from advisor.diff.names import api_key, kernel_key, range_key
 
 
 @dataclass(frozen=True)
@@ -112,6 +112,31 @@ def range_totals(captures: list[Capture]) -> dict[tuple[str, str], Totals]:
             t.total_ns += r.total_ns / n
             t.names[r.name] = t.names.get(r.name, 0.0) + r.total_ns / n
     return out
+
+
+def api_totals(captures: list[Capture]) -> dict[tuple[str, str], Totals]:
+    """("api", normalized CUDA runtime/driver call name) -> per-capture mean count and host time."""
+    out: dict[tuple[str, str], Totals] = {}
+    n = len(captures)
+    for cap in captures:
+        for r in cap.api:
+            t = out.setdefault(("api", api_key(r.name)), Totals())
+            t.count += r.count / n
+            t.total_ns += r.total_ns / n
+            t.names[r.name] = t.names.get(r.name, 0.0) + r.total_ns / n
+    return out
+
+
+def shared_structure(base: list[Capture], new: list[Capture]) -> list[str]:
+    """Names other than kernels and step markers that both sides recorded: NVTX/annotation ranges and CUDA
+    API calls. Evidence that two sides whose hot kernels differ are still one program (and no evidence
+    at all when empty)."""
+    def names(caps: list[Capture]) -> set[str]:
+        out = {f"range {range_key(r.name)}" for c in caps for r in c.ranges
+               if r.source != "gpu_user_annotation" and not range_key(r.name).startswith("ProfilerStep#")}
+        return out | {f"api {api_key(r.name)}" for c in caps for r in c.api}
+
+    return sorted(names(base) & names(new))
 
 
 def weighted_median(pairs: list[tuple[float, float]]) -> float | None:

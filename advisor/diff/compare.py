@@ -17,13 +17,15 @@ from advisor.diff.align import (
     Work,
     activity_totals,
     aligned_ids,
+    api_totals,
     count_ratio,
     overlap_share,
     pair_devices,
     range_totals,
+    shared_structure,
     work,
 )
-from advisor.diff.facts import Capture
+from advisor.diff.facts import Capture, is_step_marker
 from advisor.diff.rulefacts import diff_findings
 from advisor.diff.sides import Side
 from advisor.diff.stats import mean_difference_interval
@@ -138,6 +140,7 @@ def _items(base: dict[tuple[str, str], Totals], new: dict[tuple[str, str], Total
         r["contribution"] = share(r["delta_ns"], metric_ns or 0, metric_of)
     changed = [r for r in rows if r["status"] == "changed"]
     return {
+        "all": rows,  # every row; popped before the document is returned
         "items": rows[:top],
         "omitted": max(0, len(rows) - top),
         "new": [r for r in rows if r["status"] == "new"][:top],
@@ -148,6 +151,96 @@ def _items(base: dict[tuple[str, str], Totals], new: dict[tuple[str, str], Total
         "base_total_ns": round(sum(t.total_ns for t in base.values()) * fb),
         "new_total_ns": round(sum(t.total_ns for t in new.values()) * fn),
     }
+
+
+# ---- the changes, named ----------------------------------------------------------------------
+
+CHANGE_MIN_SHARE = 0.02  # a kernel/memop/range change is named when it moved >= 2% of the base metric
+API_MIN_RATIO = 2.0  # a CUDA API call is named when its count per unit changed by 2x or more (or it is new/gone)
+MAX_CHANGES = 8
+
+
+def _count(x: float) -> str:
+    return f"{x:.3g}" if x < 100 else f"{x:.0f}"
+
+
+def _change(r: dict[str, Any], what: str, unit: str) -> dict[str, Any]:
+    """One named change. `what` is the noun before the key (`kernel`, `range`); memcpy/memset keys say it."""
+    b, n = r["base"], r["new"]
+    key = _short(r["key"], 80) if what == "kernel" else r["key"]
+    prefix = "" if r["kind"] in ("memcpy", "memset") else f"{what} "
+    if r["status"] == "gone":
+        text = f"{prefix}{key} gone ({_ms(b['total_ns'])}, {_count(b['count'])} calls {unit})"
+    elif r["status"] == "new":
+        text = f"{prefix}{key} new ({_ms(n['total_ns'])}, {_count(n['count'])} calls {unit})"
+    else:
+        text = (f"{prefix}{key} {_ms(b['total_ns'])} -> {_ms(n['total_ns'])} ({_ms(r['delta_ns'], sign=True)}; "
+                f"calls {_count(b['count'])} -> {_count(n['count'])} {unit})")
+    return {"what": what, "kind": r["kind"], "key": r["key"], "status": r["status"], "delta_ns": r["delta_ns"],
+            "base_count": b["count"], "new_count": n["count"], "text": text}
+
+
+OVERLAP_MIN_PP = 10.0  # copy/compute overlap is named when its share of the device span moved this much
+
+
+CONCURRENCY_MIN_RATIO = 1.5  # kernel concurrency (summed / union kernel time) is named when it moved 1.5x
+
+
+def _overlap_changes(devices: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Copies running under kernels, and kernels running at once (streams that stopped or started serializing)."""
+    out = []
+    for d in devices:
+        ratio = d.get("kernel_concurrency_ratio")
+        if ratio and max(ratio, 1 / ratio) >= CONCURRENCY_MIN_RATIO:
+            b, n = d["base"]["kernel_concurrency"], d["new"]["kernel_concurrency"]
+            out.append({"what": "device", "kind": "kernel_concurrency", "key": d["key"],
+                        "status": "more" if ratio > 1 else "less", "delta_ns": None, "base_count": b, "new_count": n,
+                        "text": f"kernels running at once on {d['key']}: {b:.2f} -> {n:.2f} on average (summed kernel "
+                                "time over its union)"})
+        pp = (d.get("delta_pp") or {}).get("copy_compute_overlap")
+        if pp is None or abs(pp) < OVERLAP_MIN_PP:
+            continue
+        b, n = d["base"]["copy_compute_overlap"]["pct"], d["new"]["copy_compute_overlap"]["pct"]
+        out.append({"what": "device", "kind": "copy_compute_overlap", "key": d["key"],
+                    "status": "more" if pp > 0 else "less", "delta_ns": None, "base_count": None, "new_count": None,
+                    "text": f"copies overlapping kernels on {d['key']}: {b}% -> {n}% of the device span "
+                            f"({pp:+.1f} pp)"})
+    return out
+
+
+def named_changes(kernels: dict[str, Any], ranges: dict[str, Any], api: dict[str, Any],
+                  findings: dict[str, Any] | None, metric_ns: float | None, unit: str,
+                  devices: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """The changes worth naming, in words: kernels/memops/ranges that moved >= 2% of the base metric,
+    CUDA API calls whose count changed 2x or more (syncs dropped, graph launches instead of kernel
+    launches, allocations gone), copy/compute overlap, and findings resolved or new. GPU work first, ranked by
+    |time change|, then ranges, then API counts (by |count change|)."""
+    short_unit = "per step" if unit == "per step" else "per capture"
+    floor = CHANGE_MIN_SHARE * (metric_ns or 0)
+    gpu = [_change(r, r["kind"], short_unit) for r in kernels["all"] if r["delta_ns"] and abs(r["delta_ns"]) >= floor]
+    # ranges nest (and CPU ranges hold host time), so they come after the GPU work they contain
+    host = [_change(r, "range", short_unit) for r in ranges["all"]
+            if r["delta_ns"] and abs(r["delta_ns"]) >= floor and not is_step_marker(r["key"])]
+    gpu.sort(key=lambda c: -abs(c["delta_ns"]))
+    host.sort(key=lambda c: -abs(c["delta_ns"]))
+    calls = []
+    for r in api["all"]:
+        bc, nc = float(r["base"]["count"]), float(r["new"]["count"])
+        if abs(nc - bc) < 1 or (bc and nc and max(bc, nc) / min(bc, nc) < API_MIN_RATIO):
+            continue
+        c = _change(r, "CUDA API", short_unit)
+        c["text"] = (f"CUDA API {r['key']}: {_count(bc)} -> {_count(nc)} calls {short_unit} "
+                     f"({_ms(r['base']['total_ns'])} -> {_ms(r['new']['total_ns'])} host time)")
+        calls.append(c)
+    calls.sort(key=lambda c: -abs(c["new_count"] - c["base_count"]))
+    out = gpu[:MAX_CHANGES] + host[: MAX_CHANGES // 2] + calls[:MAX_CHANGES] + _overlap_changes(devices or [])
+    if findings:
+        for label in ("resolved", "new"):
+            for f in findings[label][:3]:
+                out.append({"what": "finding", "kind": "finding", "key": f.get("code"), "status": label,
+                            "delta_ns": None, "base_count": None, "new_count": None,
+                            "text": f"finding {label}: {f.get('code')} {f.get('name') or ''}".rstrip()})
+    return out
 
 
 # ---- devices -----------------------------------------------------------------------------------
@@ -167,10 +260,15 @@ def _device_doc(pairs: list[DevicePair]) -> list[dict[str, Any]]:
                 "span_ns": d.span_ns, "busy": share(d.busy_ns, d.span_ns, of), "idle": share(d.idle_ns, d.span_ns, of),
                 "kernels": share(d.kernel_ns, d.span_ns, of),
                 "communication": share(d.communication_ns, d.span_ns, of), "memcpy": share(d.memcpy_ns, d.span_ns, of),
+                "copy_compute_overlap": share(d.copy_overlap_ns, d.span_ns, of),
+                "kernel_concurrency": round(d.kernel_concurrency, 3) if d.kernel_concurrency else None,
             }
         if p.base and p.new:
+            kb, kn = row["base"]["kernel_concurrency"], row["new"]["kernel_concurrency"]
+            row["kernel_concurrency_ratio"] = round(kn / kb, 3) if kb and kn else None
             row["delta_pp"] = {k: _pp(row["new"][k]["pct"], row["base"][k]["pct"])
-                               for k in ("busy", "idle", "kernels", "communication", "memcpy")}
+                               for k in ("busy", "idle", "kernels", "communication", "memcpy",
+                                         "copy_compute_overlap")}
         out.append(row)
     return out
 
@@ -199,7 +297,8 @@ def _rules_doc(base: Side, new: Side, pairs: list[DevicePair]) -> dict[str, Any]
     }
 
 
-def _headline(v: Verdict, metric: dict[str, Any], kernels: dict[str, Any], comp: Comparability, w: Work) -> str:
+def _headline(v: Verdict, metric: dict[str, Any], changes: list[dict[str, Any]], comp: Comparability,
+              w: Work) -> str:
     if not comp.comparable:
         return v.reason
     parts = [f"{v.verdict}: {v.reason}"]
@@ -209,10 +308,11 @@ def _headline(v: Verdict, metric: dict[str, Any], kernels: dict[str, Any], comp:
                      f"({d['pct']:+.1f}% of {d['of']} {_ms(d['of_ns'])})")
     if w.basis == "kernel-counts" and abs(w.ratio - 1.0) >= 0.02:
         parts.append(f"new did {w.ratio:.3f}x the base's work per capture; totals are scaled to base work")
-    top = [r for r in kernels["items"] if r["delta_ns"]][:3]
-    if top:
-        parts.append("largest changes: " + ", ".join(f"{_short(r['key'])} {_ms(r['delta_ns'], sign=True)}"
-                                                      for r in top))
+    gpu = [c for c in changes if c["what"] in ("kernel", "memcpy", "memset")][:2]
+    host = [c for c in changes if c["what"] == "range"][:1]
+    named = gpu + host + [c for c in changes if c["what"] not in ("kernel", "memcpy", "memset", "range")][:2]
+    if named:
+        parts.append("changes: " + "; ".join(c["text"] for c in named))
     return "; ".join(parts)
 
 
@@ -235,13 +335,20 @@ def diff_sides(base: Side, new: Side, threshold_pct: float = DEFAULT_THRESHOLD_P
     new_act = activity_totals(new.captures, mode, keys)
     w = work(base.captures, new.captures, base_act, new_act)
     overlap = overlap_share(base_act, new_act)
-    comp = comparability(base.captures, new.captures, pairs, mode, overlap)
+    shared = shared_structure(base.captures, new.captures)
+    comp = comparability(base.captures, new.captures, pairs, mode, overlap, shared)
     metric = _metric(base, new, base_act, w, mode, keys)
     fb, fn, unit = _scales(base, new, w)
     metric_of = f"base {metric['words']} ({_ms(metric['base_ns'])})"
     kernels = _items(base_act, new_act, fb, fn, top, metric["base_ns"], metric_of)
     ranges = _items(range_totals(base.captures), range_totals(new.captures), fb, fn, top, metric["base_ns"],
                     metric_of)
+    api = _items(api_totals(base.captures), api_totals(new.captures), fb, fn, top, metric["base_ns"], metric_of)
+    rules = _rules_doc(base, new, pairs)
+    devices = _device_doc(pairs)
+    changes = named_changes(kernels, ranges, api, rules["findings"], metric["base_ns"], unit, devices)
+    for block in (kernels, ranges, api):
+        block.pop("all")
     delta = metric["delta"]
     ci = metric["ci"]
     v = decide(comp, delta["pct"] if delta else None, (ci["low_pct"], ci["high_pct"]) if ci else None,
@@ -255,7 +362,7 @@ def diff_sides(base: Side, new: Side, threshold_pct: float = DEFAULT_THRESHOLD_P
         "base": _side_doc(base),
         "new": _side_doc(new),
         "verdict": {"verdict": v.verdict, "reason": v.reason, "confidence": v.confidence,
-                    "threshold_pct": threshold_pct, "headline": _headline(v, metric, kernels, comp, w)},
+                    "threshold_pct": threshold_pct, "headline": _headline(v, metric, changes, comp, w)},
         "comparability": {"comparable": comp.comparable, "reasons": comp.reasons, "same_session": comp.same_session,
                           "kernel_overlap": {"base": round(overlap[0], 4), "new": round(overlap[1], 4),
                                              "of": "each side's kernel time (aligned devices)"} if overlap else None},
@@ -263,8 +370,10 @@ def diff_sides(base: Side, new: Side, threshold_pct: float = DEFAULT_THRESHOLD_P
         "alignment": {"devices_by": mode, "work": {"basis": w.basis, "ratio": round(w.ratio, 4), "detail": w.detail},
                       "unit": unit},
         "metric": metric,
-        "devices": _device_doc(pairs),
+        "devices": devices,
         "kernels": kernels,
         "ranges": ranges,
-        **_rules_doc(base, new, pairs),
+        "api": api,
+        "changes": changes,
+        **rules,
     }

@@ -28,6 +28,9 @@ _TRITON_NUM = re.compile(r"^(triton_\w+?)_\d+$")
 _CUTLASS_WRAPPER = re.compile(r"^(?:cutlass::(?:Kernel2?|device_kernel)|cute::device_kernel)<(?P<inner>[^<>:(,]+)")
 _SPACES = re.compile(r"\s+")
 
+_API_VERSION = re.compile(r"_v\d+$")
+_API_PTSZ = re.compile(r"_(?:ptsz|ptds)$")
+_DATALOADER = re.compile(r"^(enumerate\(DataLoader\))#_\w*DataLoaderIter\.__next__$")
 _OP_ID = re.compile(r",?\s*\b(?:op_id|seq|sequence_number)\s*=\s*\d+")
 _STEP = re.compile(r"^(ProfilerStep)#\d+$")
 _MODULE_INDEX = re.compile(r"(?<=[A-Za-z_])\.\d+(?=\.|\b)")
@@ -92,7 +95,15 @@ def range_key(name: str) -> str:
     layers of the same structure, and per-index ranges would all look new or gone."""
     n = _OP_ID.sub("", _SPACES.sub(" ", name.strip())).strip().rstrip(",")
     n = _MODULE_INDEX.sub(".N", n)
+    n = _DATALOADER.sub(r"\1#__next__", n)  # single-process vs worker iterator: both "fetch the next batch"
     return _STEP.sub(r"\1#*", n)
+
+
+def api_key(name: str) -> str:
+    """CUDA API names across tools: nsys writes `cudaMemcpy_v3020` / `cudaLaunchKernel_ptsz`, Kineto
+    `cudaMemcpy` / `cudaLaunchKernel`."""
+    n = _API_VERSION.sub("", name.strip())
+    return _API_PTSZ.sub("", _API_VERSION.sub("", n))
 
 
 def gpu_key(name: str | None) -> str | None:

@@ -14,6 +14,11 @@ What a path means:
 from __future__ import annotations
 
 import glob
+import gzip
+import json
+import shutil
+import tempfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,12 +51,88 @@ class SideOptions:
     parse: ParseOptions | None = None
 
 
+SNIFF_LIMIT = 1 << 20  # a .json side file this small is read whole to see whether it is a trace
+# When one capture sits in a directory in several containers (x.nsys-rep and its export x.sqlite.gz),
+# the first of these wins: the SQLite export needs no `nsys export`.
+CONTAINER_PREFERENCE = (".sqlite", ".sqlite.gz", ".db", ".nsys-rep", ".qdrep")
+
+
+def _stem(p: Path) -> str:
+    name = p.name
+    for suffix in sorted(TRACE_SUFFIXES, key=len, reverse=True):
+        if name.lower().endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def _suffix(p: Path) -> str:
+    return next(s for s in sorted(TRACE_SUFFIXES, key=len, reverse=True) if p.name.lower().endswith(s))
+
+
+def is_metadata_json(p: Path) -> bool:
+    """True for a small .json/.json.gz that parses whole and has no `traceEvents` (a PROVENANCE.json, a
+    config): not a trace, so it is neither a capture nor a rank file. Large files are never read here."""
+    if not p.name.lower().endswith((".json", ".json.gz")):
+        return False
+    try:
+        if p.stat().st_size > SNIFF_LIMIT:
+            return False
+        raw = p.read_bytes()
+        if raw[:2] == b"\x1f\x8b":
+            with gzip.open(p, "rb") as gz:
+                raw = gz.read(SNIFF_LIMIT + 1)
+            if len(raw) > SNIFF_LIMIT:
+                return False
+        doc = json.loads(raw)
+    except (OSError, EOFError, zlib.error, ValueError):
+        return False  # unreadable or not JSON: let the parser say what is wrong with it
+    return not (isinstance(doc, dict) and "traceEvents" in doc) and not isinstance(doc, list)
+
+
 def _trace_files(d: Path) -> list[Path]:
-    return sorted(p for p in d.iterdir() if p.is_file() and p.name.lower().endswith(TRACE_SUFFIXES))
+    """The trace files of a directory: metadata JSON left out, and of several containers of one capture
+    (`x.nsys-rep` next to its export `x.sqlite.gz`) only the preferred one kept."""
+    files = sorted(p for p in d.iterdir() if p.is_file() and p.name.lower().endswith(TRACE_SUFFIXES)
+                   and not is_metadata_json(p))
+    by_stem: dict[str, list[Path]] = {}
+    for f in files:
+        by_stem.setdefault(_stem(f), []).append(f)
+    out = []
+    for group in by_stem.values():
+        nsys = [f for f in group if _suffix(f) in CONTAINER_PREFERENCE]
+        if len(nsys) > 1:
+            keep = min(nsys, key=lambda f: CONTAINER_PREFERENCE.index(_suffix(f)))
+            group = [f for f in group if f not in nsys or f == keep]
+        out += group
+    return sorted(out)
 
 
 def _open(path: Path, opts: SideOptions) -> Run:
-    return open_run(path, opts.parse or ParseOptions(), use_cache=opts.use_cache)
+    """Open one capture. A directory of rank files that also holds other files (a PROVENANCE.json, the
+    nsys report of another capture) is opened through a staging directory of links to its rank files
+    only: the parser reads every *.json in a directory. The cache key is the same (names and contents)."""
+    if not path.is_dir():
+        return open_run(path, opts.parse or ParseOptions(), use_cache=opts.use_cache)
+    files = _trace_files(path)
+    if len(files) == 1:  # a directory of one capture (and its PROVENANCE.json, or its .nsys-rep)
+        return open_run(files[0], opts.parse or ParseOptions(), use_cache=opts.use_cache)
+    others = [p for p in path.iterdir() if p.is_file() and p not in files]
+    if not others:
+        return open_run(path, opts.parse or ParseOptions(), use_cache=opts.use_cache)
+    stage = Path(tempfile.mkdtemp(prefix="advisor-diff-side-"))
+    try:
+        for f in files:
+            (stage / f.name).symlink_to(f.resolve())
+        run = open_run(stage, opts.parse or ParseOptions(), use_cache=opts.use_cache)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    run.info["source_path"] = str(path)
+    return run
+
+
+def open_capture(path: str | Path, opts: SideOptions | None = None) -> Run:
+    """One capture of a side as a Run (the caller closes it): what `open_side` reads for each capture."""
+    return _open(Path(path), opts or SideOptions())
 
 
 def _distinct_ranks(files: list[Path], opts: SideOptions) -> bool:
@@ -85,7 +166,7 @@ def resolve(label: str, opts: SideOptions) -> tuple[list[Path], str]:
     if not files:
         raise InputError(f"{label}: directory holds no trace files", "pass a trace file or a directory of captures")
     if len(files) == 1:
-        return [p], "directory of one trace: one capture"
+        return files, "directory of one trace: one capture"
     mode = opts.dir_as
     if mode == "auto":
         mode = "ranks" if _distinct_ranks(files, opts) else "captures"

@@ -65,8 +65,9 @@ def _run_checks(base: list[Capture], new: list[Capture], out: Comparability) -> 
     if b.world_size and n.world_size and b.world_size != n.world_size:
         out.caveats.append(f"different world size: {b.world_size} ranks (base) vs {n.world_size} (new); "
                            "per-rank work may differ")
+    # a .nsys-rep and its SQLite export are one tool and one clock: not a cross-format diff
     fb, fn = {c.format for c in base}, {c.format for c in new}
-    if fb != fn:
+    if {_family(f) for f in fb} != {_family(f) for f in fn}:
         out.caveats.append(
             f"cross-format diff ({'/'.join(sorted(fb))} vs {'/'.join(sorted(fn))}): the tools use different clocks "
             "and overheads (CUPTI through Kineto vs nsys), kernel names are matched after normalization, and "
@@ -74,6 +75,10 @@ def _run_checks(base: list[Capture], new: list[Capture], out: Comparability) -> 
         )
     elif {c.tool_version for c in base} != {c.tool_version for c in new}:
         out.caveats.append("different profiler versions on the two sides")
+
+
+def _family(fmt: str) -> str:
+    return "nsys" if fmt in ("nsys-rep", "nsys-sqlite") else fmt
 
 
 def _session_check(base: list[Capture], new: list[Capture], out: Comparability) -> None:
@@ -87,7 +92,12 @@ def _session_check(base: list[Capture], new: list[Capture], out: Comparability) 
         return
     overlap = min(b.start_unix_ns + b.trace_span_ns, n.start_unix_ns + n.trace_span_ns) - max(
         b.start_unix_ns, n.start_unix_ns)
-    if overlap > 0:
+    if overlap > 0 and b.start_unix_ns == n.start_unix_ns and b.ranks == n.ranks:
+        out.same_session = (
+            "same capture: both files record one session (equal start times and ranks), e.g. a .nsys-rep and "
+            "its SQLite export: differences are conversion, not a change between versions"
+        )
+    elif overlap > 0:
         out.same_session = (
             "same capture session: both captures ran at the same wall-clock time "
             f"(ranks {b.ranks or '?'} and {n.ranks or '?'} of one job, starts "
@@ -97,16 +107,29 @@ def _session_check(base: list[Capture], new: list[Capture], out: Comparability) 
 
 
 def comparability(base: list[Capture], new: list[Capture], pairs: list[DevicePair], mode: str,
-                  overlap: tuple[float, float] | None) -> Comparability:
-    """`overlap`: each side's share of kernel time in kernels both ran; None when a side ran no kernels."""
+                  overlap: tuple[float, float] | None, shared: list[str] | None = None) -> Comparability:
+    """`overlap`: each side's share of kernel time in kernels both ran; None when a side ran no kernels.
+    `shared`: range and CUDA API names both sides recorded (`align.shared_structure`).
+
+    Little kernel time in common means different workloads, unless both sides mark iterations and share
+    program structure (ranges, API calls): then the change replaced the hot kernels (a fused kernel, a
+    tensor-core GEMM, flash attention), per-step time is still a fair comparison, and the low overlap is
+    a caveat. Without steps the work normalization needs common kernels, so the sides are not comparable."""
     out = Comparability()
     _gpu_checks(pairs, mode, out)
     ob, on = overlap if overlap is not None else (1.0, 1.0)
     if min(ob, on) < MIN_KERNEL_OVERLAP:
-        out.reasons.append(
-            f"different workloads: only {100 * ob:.1f}% of base kernel time and {100 * on:.1f}% of new kernel time "
-            "is in kernels (normalized names) that both sides ran"
-        )
+        words = (f"only {100 * ob:.1f}% of base kernel time and {100 * on:.1f}% of new kernel time "
+                 "is in kernels (normalized names) that both sides ran")
+        steps_both = all(c.steps for c in base + new)
+        if steps_both and shared:
+            out.caveats.append(
+                f"{words}: the change replaced the hot kernels; both sides mark iterations and share program "
+                f"structure ({len(shared)} range/CUDA API names in common), so step times are compared"
+            )
+        else:
+            why = "" if not steps_both else " (and no range or CUDA API name in common)"
+            out.reasons.append(f"different workloads: {words}{why}")
     _run_checks(base, new, out)
     _session_check(base, new, out)
     return out

@@ -79,13 +79,13 @@ def render(doc: dict[str, Any], fmt: str) -> str:
 
 def html(doc: dict[str, Any]) -> str:
     """The report engineer's comparison page (reports/html.py), fed the diff's rows and verdict."""
-    from advisor.ingest import open_run
+    from advisor.diff import open_capture
     from advisor.reports.collect import collect
     from advisor.reports.html import DiffRow, render_diff_html
 
     inputs = []
     for side in ("base", "new"):
-        run = open_run(doc[side]["captures"][0]["path"])
+        run = open_capture(doc[side]["captures"][0]["path"])
         try:
             inputs.append(collect(run))
         finally:
@@ -200,6 +200,9 @@ def text(doc: dict[str, Any]) -> str:
     lines += [f"Caveat: {clean(c, 300)}" for c in doc["caveats"]]
     if not doc["comparability"]["comparable"]:
         lines.append("NOTE: the sides are not comparable; the deltas below describe the difference, not a change")
+    if doc.get("changes"):
+        lines.append(f"What changed ({a['unit']}):")
+        lines += [f"   - {clean(c['text'], 200)}" for c in doc["changes"]]
     lines += _text_devices(doc["devices"])
     lines += _text_items("Kernels and memops", doc["kernels"], a["unit"])
     k = doc["kernels"]
@@ -244,6 +247,8 @@ def markdown(doc: dict[str, Any]) -> str:
     parts += [f"- caveat: {md_cell(c, 400)}" for c in doc["caveats"]]
     if not doc["comparability"]["comparable"]:
         parts.append("- **the sides are not comparable**: the deltas below describe the difference, not a change")
+    if doc.get("changes"):
+        parts += ["", "### What changed", ""] + [f"- {md_cell(c['text'], 300)}" for c in doc["changes"]]
     parts += ["", "### Kernels and memops", ""] + _md_items(doc["kernels"], doc["alignment"]["unit"])
     parts += ["<details><summary>Ranges</summary>", ""] + _md_items(doc["ranges"], doc["alignment"]["unit"])
     parts += ["</details>", "", "### Findings and verdict class", ""]
