@@ -100,6 +100,17 @@ def _by_sol(launch: NcuLaunch, roof: KernelRoofline, sm: float, mem: float, ev: 
             why += f"; {waves:.2f} waves per SM: the grid cannot fill the GPU"
         return KernelClass("latency", "sol_latency", why, "high", ev, side, "small_grid" if small else None)
     if abs(sm - mem) < BALANCED_PCT and side is not None:
+        cache = _cache_bound(launch, roof, side)
+        if cache is not None:
+            return KernelClass(
+                "memory",
+                "sol_balanced_cache_bound",
+                f"SM {sm:.1f}% and memory {mem:.1f}% within {BALANCED_PCT:.0f} points; {cache}",
+                "high",
+                ev,
+                side,
+                _hot_unit(launch, "memory"),
+            )
         why = f"SM {sm:.1f}% and memory {mem:.1f}% within {BALANCED_PCT:.0f} points; roofline puts it {side} side"
         return KernelClass(side, "sol_balanced_roofline", why, "high", ev, side, _hot_unit(launch, side))
     cls = "memory" if mem > sm else "compute"
@@ -108,6 +119,25 @@ def _by_sol(launch: NcuLaunch, roof: KernelRoofline, sm: float, mem: float, ev: 
         f"and above the other side ({min(sm, mem):.1f}%)"
     )
     return KernelClass(cls, f"sol_{cls}", why, "high", ev, side, _hot_unit(launch, cls))
+
+
+def _cache_bound(launch: NcuLaunch, roof: KernelRoofline, side: str) -> str | None:
+    """Why a balanced kernel right of the DRAM ridge is still memory bound, or None.
+
+    The DRAM roofline hides traffic that L1/L2 absorb. A kernel whose data is reused from cache
+    (a naive GEMM) sits right of the DRAM ridge, yet reaches a small fraction of its compute roof
+    while L1 or L2 runs hot: the hierarchical roofline (Nsight Compute's L1/L2 charts) puts it
+    under a cache roof. Busy SM issue slots there are load/store instructions, not math.
+    """
+    unit = _hot_unit(launch, "memory")
+    attained = roof.attained_pct
+    if side != "compute" or attained is None or attained >= LATENCY_BOUND_PCT or unit not in ("l1", "l2"):
+        return None
+    hot = launch.m(f"{unit}_throughput_pct")
+    return (
+        f"right of the DRAM ridge but at {attained:.1f}% of its compute roof (< {LATENCY_BOUND_PCT:.0f}%) "
+        f"while {unit.upper()} runs at {hot:.1f}% of peak: bound by cache traffic, not math"
+    )
 
 
 def by_roofline(side: str | None, attained_pct: float | None, ev: tuple[Evidence, ...], confidence: str) -> KernelClass:

@@ -8,6 +8,7 @@ cycle, %). An absent metric is absent from the dict: callers decide what that me
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +42,8 @@ KEY_METRICS: dict[str, str] = {
     "achieved_occupancy_pct": "sm__warps_active.avg.pct_of_peak_sustained_active",
     "theoretical_occupancy_pct": "sm__maximum_warps_per_active_cycle_pct",
     "registers_per_thread": "launch__registers_per_thread",
+    "max_warps_per_sm": "device__attribute_max_warps_per_multiprocessor",
+    "achieved_warps_per_sm": "sm__warps_active.avg.per_cycle_active",
     "local_load_sectors": "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",
     "local_store_sectors": "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
     "global_load_sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
@@ -65,6 +68,25 @@ SASS_PEAK = "sm__sass_thread_inst_executed_op_{p}fma_pred_on.sum.peak_sustained"
 # counters cannot tell them apart, so HMMA work is reported against the FP16 tensor roof.
 TENSOR_KINDS = {"imma": "int8_tc", "hmma": "fp16_tc", "dmma": "fp64_tc"}
 TENSOR_PIPE = "sm__pipe_tensor_op_{kind}_cycles_active.avg.pct_of_peak_sustained_active"
+
+# Exact tensor-core op counters by data path, e.g. sm__ops_path_tensor_op_hgmma_src_tf32_dst_fp32_sparsity_off.sum
+# (Hopper and later, ncu 2023+): the count itself (2*M*N*K for a GEMM) and its per-cycle peak for the
+# whole GPU. Unlike the pipe-busy cycles they tell TF32 from FP16 and HGMMA (warpgroup) from HMMA.
+TENSOR_OPS_PREFIX = "sm__ops_path_tensor_op_"
+TENSOR_OPS = re.compile(
+    r"^sm__ops_path_tensor_op_(?P<path>[a-z0-9]+)_src_(?P<src>[a-z0-9]+)(?:_dst_[a-z0-9]+)?"
+    r"(?:_sparsity_(?P<sparsity>on|off))?\.sum(?P<peak>\.peak_sustained)?$"
+)
+TENSOR_SRC_PRECISION = {
+    "tf32": "tf32_tc",
+    "fp16": "fp16_tc",
+    "bf16": "bf16_tc",
+    "fp8": "fp8_tc",
+    "e4m3": "fp8_tc",
+    "e5m2": "fp8_tc",
+    "int8": "int8_tc",
+    "fp64": "fp64_tc",
+}
 
 
 def wanted_metrics() -> list[str]:
@@ -122,9 +144,12 @@ def read_launches(run: Run) -> list[NcuLaunch]:
 
 
 def _metric_values(run: Run, names: Iterable[str]) -> dict[int, dict[str, float]]:
+    """Values of `names`, plus every per-path tensor op counter (TENSOR_OPS), by ncu_id."""
     rows = run.sql_rows(
-        "SELECT ncu_id, metric, value FROM ncu_metrics WHERE value IS NOT NULL AND list_contains($names, metric)",
-        {"names": list(names)},
+        """SELECT ncu_id, metric, value FROM ncu_metrics WHERE value IS NOT NULL
+           AND (list_contains($names, metric) OR (starts_with(metric, $prefix)
+                AND (suffix(metric, '.sum') OR suffix(metric, '.sum.peak_sustained'))))""",
+        {"names": list(names), "prefix": TENSOR_OPS_PREFIX},
     )
     out: dict[int, dict[str, float]] = {}
     for ncu_id, metric, value in rows:

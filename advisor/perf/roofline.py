@@ -6,6 +6,11 @@ Work (FLOP, or integer ops for INT8 tensor work) comes from two bases, both stat
   counted form (`...pred_on.sum`) is used when the report has it; otherwise the rate form
   (`...sum.per_cycle_elapsed`) x `smsp__cycles_elapsed.avg`, which is how Nsight Compute's own
   roofline chart derives achieved FLOP/s (`--set full` on ncu 2024.1 stores only the rate form).
+* `tensor_op_counters`: on Hopper and later reports, the exact per-path tensor op counters
+  (`sm__ops_path_tensor_op_<path>_src_<type>[...].sum`, e.g. `hgmma_src_tf32`), summed per
+  precision; their `.sum.peak_sustained` x the launch's SM clock is the roof. On the H100 TF32
+  GEMM capture (CP001 optimized, 4096^3) the counter is exactly 2*M*N*K = 137,438,953,472.
+  When present they replace the pipe-cycles estimate below.
 * `tensor_pipe_cycles`: tensor-core work = tensor pipe busy fraction per MMA kind (IMMA, HMMA,
   DMMA; `sm__pipe_tensor_op_<kind>_cycles_active ... pct_of_peak_sustained_active`) x SM active
   cycles x SMs x dense ops/clk/SM for the compute capability (peaks.PER_SM_OPS). There is no
@@ -29,7 +34,9 @@ from advisor.perf.ncu_read import (
     SASS_PEAK,
     SASS_RATE,
     TENSOR_KINDS,
+    TENSOR_OPS,
     TENSOR_PIPE,
+    TENSOR_SRC_PRECISION,
     NcuLaunch,
     read_launches,
 )
@@ -161,7 +168,38 @@ def sass_work(launch: NcuLaunch) -> list[Work]:
     return out
 
 
+def tensor_op_counts(launch: NcuLaunch) -> tuple[dict[str, float], dict[str, float], dict[str, list[str]]]:
+    """From the per-path counters: ops per precision, dense peak ops/cycle per precision, paths used."""
+    ops: dict[str, float] = {}
+    peaks: dict[str, float] = {}
+    paths: dict[str, list[str]] = {}
+    for name, value in launch.metrics.items():
+        m = TENSOR_OPS.match(name)
+        precision = TENSOR_SRC_PRECISION.get(m["src"]) if m else None
+        if m is None or precision is None:
+            continue
+        if m["peak"]:
+            if m["sparsity"] != "on":  # dense roof: the fastest dense path of that precision
+                peaks[precision] = max(peaks.get(precision, 0.0), value)
+        else:
+            ops[precision] = ops.get(precision, 0.0) + value
+            if value > 0:
+                paths.setdefault(precision, []).append(f"{m['path']}_src_{m['src']}")
+    return ops, peaks, paths
+
+
 def tensor_work(launch: NcuLaunch) -> list[Work]:
+    """Tensor-core ops: the exact per-path counters when the report has them, else pipe busy cycles."""
+    ops, _, paths = tensor_op_counts(launch)
+    if ops:
+        return [
+            Work(p, n, f"tensor op counters: sm__ops_path_tensor_op_{{{', '.join(paths.get(p, []))}}}*.sum (exact)")
+            for p, n in ops.items()
+        ]
+    return tensor_pipe_work(launch)
+
+
+def tensor_pipe_work(launch: NcuLaunch) -> list[Work]:
     """Tensor-core ops per MMA kind from pipe busy cycles x dense ops/clk/SM."""
     cc, sms, active = launch.compute_capability, launch.m("sm_count"), launch.m("sm_cycles_active")
     per_sm = PER_SM_OPS.get(cc or "", {})
@@ -242,6 +280,12 @@ def _launch_tensor_roofs(launch: NcuLaunch) -> dict[str, Roof]:
         if precision.endswith("_tc"):
             basis = f"{sms:.0f} SMs x SM clock {clock / 1e9:.3f} GHz during the launch x {ops} ops/clk/SM (CC {cc})"
             out[precision] = Roof(precision, sms * clock * ops, op_unit(precision), "ncu_launch", basis)
+    for precision, per_cycle in tensor_op_counts(launch)[1].items():  # the report's own dense peaks win
+        basis = (
+            f"sm__ops_path_tensor_op_*_src_{precision.removesuffix('_tc')}*.sum.peak_sustained "
+            f"({per_cycle:.0f} ops/cycle, fastest dense path) x SM clock {clock / 1e9:.3f} GHz during the launch"
+        )
+        out[precision] = Roof(precision, per_cycle * clock, op_unit(precision), "ncu_launch", basis)
     return out
 
 

@@ -15,11 +15,11 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from advisor.parsers import ncu, ncu_csv
-from advisor.parsers.base import ParsedRun, ParseOptions
 
 from advisor.errors import InputError, ToolMissing
 from advisor.ingest import open_run
+from advisor.parsers import ncu, ncu_csv
+from advisor.parsers.base import ParsedRun, ParseOptions
 from tests.conftest import ROOT, real_path
 
 CUTLASS = "ncu/cutlass_a100_fused_two_gemms_s8_ncu2024.1.1.ncu-rep"
@@ -352,9 +352,7 @@ def test_details_page(tmp_path: Path) -> None:
         256,
         7,
     )
-    assert (
-        _metric(got, 0, "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed")["value"] == 15.21
-    )
+    assert _metric(got, 0, "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed")["value"] == 15.21
     assert _metric(got, 0, "dram__bytes.sum.per_second")["value"] == pytest.approx(120.49e9)
     (rule,) = got.tables["ncu_rule_results"].to_pylist()
     assert (rule["rule"], rule["severity"], rule["est_speedup_pct"], rule["speedup_type"]) == (
@@ -390,18 +388,78 @@ def test_parse_number(raw: str, value: float | None) -> None:
     assert ncu_csv.parse_number(raw) == value
 
 
-def test_captured_csv_fixtures_match_companion_rep() -> None:
-    """Real `ncu --csv --page raw` captures (teammate's H100 set), when they have landed."""
-    csvs = sorted(CSV_FIXTURES.glob("**/*.csv")) if CSV_FIXTURES.is_dir() else []
-    if not csvs:
-        pytest.skip(f"no captured ncu CSV under {CSV_FIXTURES} yet")
-    for path in csvs:
-        got = ncu_csv.parse(path, ParseOptions())
-        assert got.tables["ncu_kernels"].num_rows > 0
-        companion = path.with_suffix(".ncu-rep")
-        if companion.exists():
-            rep_k = ncu.parse(companion, ParseOptions()).tables["ncu_kernels"].to_pylist()
-            csv_k = got.tables["ncu_kernels"].to_pylist()
-            assert len(csv_k) == len(rep_k)
-            for c, r in zip(csv_k, rep_k, strict=True):  # auto-scaled units round to 2-3 digits
-                assert c["duration_ns"] == pytest.approx(r["duration_ns"], rel=5e-3)
+@pytest.mark.parametrize(
+    "scenario", sorted(p.name for p in CSV_FIXTURES.iterdir() if p.is_dir()) if CSV_FIXTURES.is_dir() else []
+)
+def test_captured_csv_fixtures_match_companion_rep(scenario: str, tmp_path: Path) -> None:
+    """Our H100 captures: `ncu --csv --page raw` (.raw.csv.gz) and the report (.ncu-rep.xz) agree.
+
+    Both are compressed in the repository; open_run decompresses them into its work directory.
+    """
+    folder = CSV_FIXTURES / scenario
+    (csv_gz,) = folder.glob("*.raw.csv.gz")
+    (rep_xz,) = folder.glob("*.ncu-rep.xz")
+    from_csv, from_rep = open_run(csv_gz, cache_dir=tmp_path), open_run(rep_xz, cache_dir=tmp_path)
+    assert from_csv.info["format"] == "ncu-csv" and from_rep.info["format"] == "ncu-rep"
+    query = "SELECT launch_index, grid_x, block_x, duration_ns FROM ncu_kernels ORDER BY ncu_id"
+    csv_k, rep_k = from_csv.sql_rows(query), from_rep.sql_rows(query)
+    assert len(csv_k) == len(rep_k) > 0
+    for c, r in zip(csv_k, rep_k, strict=True):  # auto-scaled units round to 2-3 digits
+        assert c[:3] == r[:3]
+        assert c[3] == pytest.approx(r[3], rel=5e-3)
+    metric = (
+        "SELECT value FROM ncu_metrics WHERE metric = 'l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum' ORDER BY ncu_id"
+    )
+    assert from_csv.sql_rows(metric) == from_rep.sql_rows(metric)
+
+
+# ------------------------------------------------------------------------------------------------
+# Compressed Nsight Compute inputs (.ncu-rep.xz / .gz, .csv.xz / .gz): decompressed into the work dir
+@pytest.mark.parametrize(
+    ("name", "fmt"),
+    [("r.ncu-rep.xz", "ncu-rep"), ("r.ncu-rep.gz", "ncu-rep"), ("r.raw.csv.gz", "ncu-csv"), ("r.csv.xz", "ncu-csv")],
+)
+def test_compressed_ncu_inputs_are_detected(tmp_path: Path, name: str, fmt: str) -> None:
+    import gzip
+    import lzma
+
+    from advisor.ingest import detect_format
+
+    p = tmp_path / name
+    p.write_bytes(lzma.compress(b"x") if name.endswith(".xz") else gzip.compress(b"x"))
+    assert detect_format(p) == fmt
+
+
+def test_damaged_xz_report_is_an_input_error(tmp_path: Path) -> None:
+    import lzma
+
+    p = tmp_path / "r.ncu-rep.xz"
+    p.write_bytes(lzma.compress(b"NVR\0" + b"\1" * 4096)[:40])
+    with pytest.raises(InputError, match="corrupt or truncated xz"):
+        open_run(p, cache_dir=tmp_path / "cache")
+
+
+def test_xz_report_over_the_size_limit_is_refused(tmp_path: Path) -> None:
+    import lzma
+
+    from advisor.errors import LimitExceeded
+
+    p = tmp_path / "r.ncu-rep.xz"
+    p.write_bytes(lzma.compress(b"NVR\0" + bytes(range(256)) * 64))
+    with pytest.raises(LimitExceeded, match="decompresses to more than"):
+        open_run(p, ParseOptions(max_json_bytes=1000), cache_dir=tmp_path / "cache")
+    assert p.read_bytes()[:6] == b"\xfd7zXZ\x00"  # input untouched, nothing written next to it
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["cache", "r.ncu-rep.xz"]
+
+
+def test_ncu_report_headline_is_a_share_of_profiled_kernel_time(tmp_path: Path) -> None:
+    """An ncu report has no timeline: the headline's denominator is the profiled kernel time, named."""
+    from advisor.engine.findings import NCU_SPAN_OF, run_rules
+
+    s = "ME003_low_occupancy_baseline"
+    run = open_run(CSV_FIXTURES / s / f"{s}.ncu-rep.xz", cache_dir=tmp_path)
+    report = run_rules(run)
+    assert (report.span_ns, report.span_of) == (2_430_048, NCU_SPAN_OF)
+    assert report.findings[0].code == "ME003"
+    assert "(90.0% of the profiled kernel time in this Nsight Compute report" in report.headline()
+    assert report.to_dict()["findings"][0]["gain_pct_of"] == NCU_SPAN_OF

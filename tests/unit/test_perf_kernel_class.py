@@ -105,3 +105,51 @@ def test_without_sol_the_roofline_decides_with_medium_confidence() -> None:
 
 def test_no_data_is_unknown() -> None:
     assert verdict().kernel_class == "unknown"
+
+
+def test_balanced_kernel_hot_in_l1_far_under_its_roof_is_cache_bound() -> None:
+    """The naive-GEMM shape: right of the DRAM ridge, SM and L1 both busy, 10% of the FP32 roof."""
+    v = verdict(
+        sm_throughput_pct=86.0,
+        memory_throughput_pct=86.0,
+        l1_throughput_pct=87.0,
+        l2_throughput_pct=40.0,
+        dram_throughput_pct=5.0,
+        dram_bytes_read=1e6,
+        dram_bytes_write=0.0,
+        **fp32_counts(2e8),  # 2 TFLOP/s of the A100's 19.5: about 10% of the roof
+    )
+    assert (v.kernel_class, v.rule, v.subtype, v.roofline_side) == (
+        "memory",
+        "sol_balanced_cache_bound",
+        "l1",
+        "compute",
+    )
+    assert "bound by cache traffic" in v.reason
+
+
+def test_hopper_tensor_op_counters_give_exact_tf32_work_and_roof() -> None:
+    """sm__ops_path_tensor_op_* (ncu 2025, H100): TF32 HGMMA ops counted, roof from its peak per cycle."""
+    path = "sm__ops_path_tensor_op_hgmma_src_tf32_dst_fp32_sparsity_off.sum"
+    la = launch(
+        duration_ns=344_800,
+        sm_count=132.0,
+        sm_cycles_active=570_000.0,
+        sm_cycles_per_s=1.671e9,
+        cc_major=9.0,
+        cc_minor=0.0,
+        **{
+            path: 2 * 4096.0**3,
+            f"{path}.peak_sustained": 270_336.0,
+            "sm__ops_path_tensor_op_hmma_src_tf32_dst_fp32_sparsity_off.sum.peak_sustained": 180_224.0,
+            "sm__ops_path_tensor_op_hgmma_src_tf32_dst_fp32_sparsity_on.sum.peak_sustained": 540_672.0,
+            "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active": 88.0,
+        },
+    )
+    roof = kernel_roofline(la)
+    tc = [w for w in roof.work if w.precision.endswith("_tc")]
+    assert [(w.precision, w.ops) for w in tc] == [("tf32_tc", 2 * 4096.0**3)]  # no pipe-cycles estimate on top
+    assert "hgmma_src_tf32" in tc[0].basis
+    peak = roof.roofs.compute["tf32_tc"]
+    assert peak.peak == pytest.approx(270_336.0 * 1.671e9)  # fastest dense path, not the sparse one
+    assert roof.utilization(tc[0]) == pytest.approx(2 * 4096.0**3 / 344_800e-9 / (270_336.0 * 1.671e9))

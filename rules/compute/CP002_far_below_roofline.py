@@ -1,0 +1,201 @@
+from __future__ import annotations
+
+from typing import Any
+
+from advisor.perf.kernel_class import LATENCY_BOUND_PCT, ClassifiedKernel, classify_run
+from advisor.perf.peaks import PRECISION_LABEL
+from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, ms
+from advisor.rules.ncu_kernels import NCU_REQUIRES, KernelGroup, estimate_gain, group_launches, maybe, num, profiled_ns
+from advisor.rules.ncu_kernels import share_evidence as _share_evidence
+
+OF_ROOF = "attainable roof at the kernel's DRAM arithmetic intensity: min(compute peak, AI x DRAM bandwidth)"
+
+
+class FarBelowRoofline(Rule):
+    """A kernel keeps a unit busy yet reaches a small fraction of its roofline: it does the wrong work.
+
+    ## What it detects
+    Kernels in an Nsight Compute report that run under `max_attained_pct` of the attainable roof at
+    their arithmetic intensity (the per-kernel roofline from advisor.perf: FLOP from the SASS and
+    tensor counters, DRAM bytes, the launch's own peaks) although the SM or a memory unit runs at
+    `busy_pct` or more of its peak. Latency-bound kernels (nothing busy) are low-occupancy's
+    (ME003) territory, not this rule's.
+
+    ## Why it costs time
+    A kernel far under its roofline while something is saturated spends that unit on work the
+    roofline does not count: a naive GEMM re-reads every operand from L1 for each multiply-add (the
+    LSU pipe and L1 saturate at 10% of the FP32 roof), a divergent kernel issues both sides of each
+    branch. The roofline says how much faster the same math could run with the traffic moved to
+    registers/shared memory.
+
+    ## Trace signature
+    `attained_pct` (advisor roofline) < 20 with `sm__throughput` or
+    `gpu__compute_memory_throughput` >= 60% of peak; the busy unit is L1/TEX or LSU
+    (`l1tex__throughput` high) while `sm__pipe_fma_cycles_active` is low; long-scoreboard /
+    lg-throttle stalls; the kernel sits right of the DRAM ridge point.
+
+    ## How to fix
+    Reuse data from fast memory: tile through shared memory and block in registers (or call
+    cuBLAS / CUTLASS), so each loaded value feeds many FMAs.
+
+    ```c++
+    // before: one thread per C element, K loads of A and B from global/L1 each
+    for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];
+    // after: 64x64 tiles staged in shared memory, 4x4 outputs per thread in registers
+    // (reference_workloads/CP002_naive_gemm_no_tiling/optimized.cu), or cublasSgemm
+    ```
+
+    Reference workload: `reference_workloads/CP002_naive_gemm_no_tiling/` (2.4 ms -> 0.5 ms kernel).
+
+    ## Fix risk
+    redesign: the kernel is rewritten (or replaced by a library call). Summation order changes
+    with tiling, so results can differ in the last bits.
+
+    ## False positives
+    Kernels without FLOP counters (copies, transposes) have no roofline position and are skipped.
+    Integer-heavy or special-function kernels do useful work the FP roofline does not count.
+    Warp divergence also lands here (busy SM, few useful FLOPs); the finding's busy unit tells them
+    apart (SM vs L1).
+
+    ## Options
+    `max_attained_pct` (roofline attainment under which a busy kernel fires), `busy_pct` (SOL
+    throughput that counts as busy; Nsight Compute's latency_bound_threshold), `reachable_pct`
+    (share of the roof a well-tiled kernel reaches, for the estimate), `max_gain_fraction` (cap).
+    """
+
+    code = "CP002"
+    name = "far-below-roofline"
+    category = "compute"
+    chapter = (9, 7)
+    requires = NCU_REQUIRES
+    status = "preview"
+    options = {
+        "max_attained_pct": Option(
+            20.0,
+            "fire when the kernel attains less than this % of its roofline",
+            "advisor: Nsight Compute's roofline rule (SOLFPRoofline) only reports; 20% separates the naive "
+            "GEMM (10.8%) from the tiled one (50.8%)",
+        ),
+        "busy_pct": Option(
+            LATENCY_BOUND_PCT,
+            "only kernels whose SM or memory throughput reaches this % of peak",
+            "Nsight Compute SOLBottleneck latency_bound_threshold = 60",
+        ),
+        "reachable_pct": Option(
+            60.0,
+            "share of the roof a fixed kernel is assumed to reach (advisor's estimate)",
+            "advisor: cuBLAS-class kernels reach 60-90% of the FP32 roof",
+        ),
+        "max_gain_fraction": Option(0.9, "cap on the fraction of a kernel's time credited to the fix", "advisor"),
+    }
+
+    def check(self, ctx: Context) -> Outcome:
+        kernels = {ck.launch.ncu_id: ck for ck in classify_run(ctx.run)}
+        groups = group_launches(_row(ck) for ck in kernels.values())
+        total = profiled_ns(groups)
+        placed = [g for g in groups if num(g.rep, "attained") is not None]
+        if not placed:
+            return Clean("no kernel has a roofline position (no FLOP counters: copies or integer work)")
+        firing = [g for g in placed if self._fires(ctx, g.rep)]
+        if not firing:
+            low = min(placed, key=lambda g: num(g.rep, "attained") or 0.0)
+            return Clean(
+                f"no busy kernel under {ctx.opt('max_attained_pct')}% of its roof "
+                f"(lowest: {low.short_name} at {num(low.rep, 'attained'):.1f}%)",
+                (Evidence("lowest_attained_pct", round(num(low.rep, "attained") or 0.0, 1), "%", OF_ROOF),),
+            )
+        return Fired(tuple(self._finding(ctx, g, total, kernels[int(g.rep["ncu_id"])]) for g in firing))
+
+    def _fires(self, ctx: Context, r: dict[str, Any]) -> bool:
+        attained = num(r, "attained")
+        busiest = max(num(r, "sm_pct") or 0.0, num(r, "mem_pct") or 0.0)
+        return (
+            attained is not None
+            and attained < float(ctx.opt("max_attained_pct"))
+            and busiest >= float(ctx.opt("busy_pct"))
+        )
+
+    def _finding(self, ctx: Context, g: KernelGroup, total: int, ck: ClassifiedKernel) -> Finding:
+        r, roof = g.rep, ck.roofline
+        attained = num(r, "attained") or 0.0
+        reach = float(ctx.opt("reachable_pct"))
+        gain = estimate_gain(
+            g,
+            lambda x: 1.0 - (num(x, "attained") or 0.0) / reach,
+            f"(1 - attained / {reach:.0f}% of the roof)",
+            {},
+            float(ctx.opt("max_gain_fraction")),
+        )
+        w = roof.dominant
+        precision = PRECISION_LABEL.get(w.precision, w.precision) if w else "?"
+        unit = _busy_unit(r)
+        return self.finding(
+            f"{g.short_name}: {attained:.1f}% of its {precision} roofline while {unit} runs at "
+            f"{_busiest(r):.1f}% of peak (class {ck.verdict.kernel_class}: {ck.verdict.reason}); "
+            f"reaching {reach:.0f}% of the roof would save about {ms(gain.ns)} of {ms(g.duration_ns)}",
+            window=g.window,
+            evidence=[
+                Evidence("attained_pct", round(attained, 2), "%", OF_ROOF),
+                Evidence("precision", w.precision if w else "", ""),
+                *maybe("achieved_ops_per_s", _g(roof.ops_per_s(w) if w else None), "op/s"),
+                *maybe("attainable_ops_per_s", _g(roof.attainable), "op/s"),
+                *maybe("ai_dram", _g(roof.ai_dram), "op/byte"),
+                *maybe("ridge_point", _g(roof.ridge), "op/byte"),
+                Evidence("roofline_side", roof.side or "", ""),
+                Evidence("busy_unit", unit, ""),
+                Evidence("sm_throughput_pct", round(num(r, "sm_pct") or 0.0, 1), "%", "SM peak sustained (SOL)"),
+                Evidence("memory_throughput_pct", round(num(r, "mem_pct") or 0.0, 1), "%", "max of L1/L2/DRAM (SOL)"),
+                Evidence("kernel_class", ck.verdict.kernel_class, ""),
+                Evidence("class_rule", ck.verdict.rule, ""),
+                *_share_evidence(g, total),
+                *gain.evidence,
+            ],
+            est_gain_ns=gain.ns,
+            gain_basis=gain.basis,
+            fixes=(
+                Fix(
+                    "reuse data from registers and shared memory",
+                    "tile through shared memory and block outputs in registers (or call cuBLAS/CUTLASS) so "
+                    "each load feeds many FMAs; for a divergent kernel, make branches warp-uniform",
+                    "redesign",
+                ),
+            ),
+            location=g.location,
+        )
+
+
+def _row(ck: ClassifiedKernel) -> dict[str, Any]:
+    la = ck.launch
+    return {
+        "ncu_id": la.ncu_id,
+        "name": la.name,
+        "device_id": la.device_id,
+        "duration_ns": la.duration_ns,
+        "grid_x": la.grid[0],
+        "grid_y": la.grid[1],
+        "grid_z": la.grid[2],
+        "block_x": la.block[0],
+        "block_y": la.block[1],
+        "block_z": la.block[2],
+        "attained": ck.roofline.attained_pct,
+        "sm_pct": la.m("sm_throughput_pct"),
+        "mem_pct": la.m("memory_throughput_pct"),
+        "l1_pct": la.m("l1_throughput_pct"),
+        "l2_pct": la.m("l2_throughput_pct"),
+        "dram_pct": la.m("dram_throughput_pct"),
+    }
+
+
+def _busiest(r: dict[str, Any]) -> float:
+    return max(num(r, "sm_pct") or 0.0, num(r, "mem_pct") or 0.0)
+
+
+def _busy_unit(r: dict[str, Any]) -> str:
+    """The hottest unit in words: the SM, or the memory level with the highest throughput."""
+    units = {"the SM": num(r, "sm_pct"), "L1/TEX": num(r, "l1_pct"), "L2": num(r, "l2_pct"), "DRAM": num(r, "dram_pct")}
+    known = {k: v for k, v in units.items() if v is not None}
+    return max(known, key=lambda k: known[k]) if known else "a unit"
+
+
+def _g(v: float | None) -> float | None:
+    return float(f"{v:.4g}") if v is not None else None

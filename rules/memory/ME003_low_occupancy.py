@@ -1,0 +1,230 @@
+from __future__ import annotations
+
+from typing import Any
+
+from advisor.perf.kernel_class import LATENCY_BOUND_PCT, ClassifiedKernel, classify_run
+from advisor.perf.ncu_read import OCCUPANCY_LIMITS
+from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, ms
+from advisor.rules.ncu_kernels import (
+    NCU_REQUIRES,
+    KernelGroup,
+    estimate_gain,
+    group_launches,
+    maybe,
+    nsight_speedups,
+    num,
+    profiled_ns,
+    share_evidence,
+)
+
+NSIGHT_RULES = ("TheoreticalOccupancy", "AchievedOccupancy")
+OF_WARPS = "the SM's warp slots (max warps per SM)"
+
+
+class LowOccupancy(Rule):
+    """A latency-bound kernel keeps too few warps resident per SM to hide memory and pipeline latency.
+
+    ## What it detects
+    Kernels in an Nsight Compute report whose achieved occupancy (active warps per cycle as a % of
+    the SM's warp slots) is under `max_achieved_pct` while neither the SM nor the memory throughput
+    reaches `latency_bound_pct` of peak (Nsight Compute's SOLBottleneck "latency issue"). The
+    finding names the limiter: registers, shared memory, block size or warps (theoretical
+    occupancy), or warps finishing unevenly (achieved far under theoretical). A grid too small to
+    fill the GPU (under one wave) is grid-too-small's (ME006) finding, not this rule's.
+
+    ## Why it costs time
+    An SM hides the latency of a load (hundreds of cycles) by switching to another ready warp. With
+    4 of 64 warp slots filled there is nothing to switch to: every warp waits on its loads, DRAM
+    sits mostly idle, and the kernel runs at a fraction of the bandwidth it could use.
+
+    ## Trace signature
+    `sm__warps_active.avg.pct_of_peak_sustained_active` low, `sm__maximum_warps_per_active_cycle_pct`
+    (theoretical) low with one `launch__occupancy_limit_*` at 1-2 blocks;
+    `sm__throughput` and `gpu__compute_memory_throughput`
+    both under 60%; long-scoreboard stalls dominate; Nsight Compute's TheoreticalOccupancy /
+    AchievedOccupancy / LaunchConfiguration rules with estimated speedups.
+
+    ## How to fix
+    Remove the limiter: request only the shared memory the block needs, cap registers with
+    `__launch_bounds__`, or use bigger blocks.
+
+    ```c++
+    // before: 48 KB of shared memory per 64-thread block -> 4 blocks (4 warps) per SM
+    staged_axpy<<<n / 64, 64, 48 * 1024>>>(x, y, n);
+    // after: what the block uses, 256-thread blocks -> 64 warps per SM
+    staged_axpy<<<n / 256, 256, 256 * sizeof(float)>>>(x, y, n);
+    ```
+
+    Reference workload: `reference_workloads/ME003_low_occupancy/` (shared-memory limiter: kernel
+    2.43 ms -> 0.29 ms).
+
+    ## Fix risk
+    safe: same results. Raising occupancy by capping registers can cause spills (see
+    register-spills, ME004); check both after the change.
+
+    ## False positives
+    Kernels that hide latency with instruction-level parallelism (CUTLASS/cuBLAS GEMMs at 1-2
+    warps per scheduler) are fine at low occupancy: they are compute or memory bound, and the SOL
+    gate keeps them out. A kernel that is short by nature (a reduction's last step) fires with a
+    small gain.
+
+    ## Options
+    `max_achieved_pct` (achieved occupancy under which a latency-bound kernel fires),
+    `latency_bound_pct` (SOL gate: both throughputs under it), `target_occupancy_pct` (occupancy
+    a fix is assumed to reach for advisor's own estimate), `max_gain_fraction` (cap).
+    """
+
+    code = "ME003"
+    name = "low-occupancy"
+    category = "memory"
+    chapter = (8, 6)
+    requires = NCU_REQUIRES
+    status = "preview"
+    options = {
+        "max_achieved_pct": Option(
+            50.0,
+            "fire when achieved occupancy is under this % of the SM's warp slots",
+            "CUDA Best Practices Guide (occupancy): below about half the warps latency hiding suffers; "
+            "Nsight Compute AchievedOccupancy fires on any gap to theoretical, too noisy on its own",
+        ),
+        "latency_bound_pct": Option(
+            LATENCY_BOUND_PCT,
+            "only kernels whose SM and memory throughput are both under this % of peak",
+            "Nsight Compute SOLBottleneck latency_bound_threshold = 60",
+        ),
+        "target_occupancy_pct": Option(50.0, "occupancy the fix is assumed to reach (advisor's estimate)", "advisor"),
+        "max_gain_fraction": Option(0.9, "cap on the fraction of a kernel's time credited to the fix", "advisor"),
+    }
+
+    def check(self, ctx: Context) -> Outcome:
+        kernels = {ck.launch.ncu_id: ck for ck in classify_run(ctx.run)}
+        groups = group_launches(_row(ck) for ck in kernels.values())
+        total = profiled_ns(groups)
+        measured = [g for g in groups if num(g.rep, "achieved") is not None]
+        if not measured:
+            return Clean("the report has no occupancy metrics (capture with ncu --set full)")
+        firing = [g for g in measured if self._fires(ctx, g.rep)]
+        if not firing:
+            low = min(measured, key=lambda g: num(g.rep, "achieved") or 0.0)
+            grid = sum(1 for g in measured if _limiter(g.rep)[0] == "grid")
+            deferred = f"; {grid} kernel(s) under one wave left to grid-too-small (ME006)" if grid else ""
+            return Clean(
+                f"no latency-bound kernel under {ctx.opt('max_achieved_pct')}% occupancy "
+                f"(lowest: {low.short_name} at {num(low.rep, 'achieved'):.1f}%){deferred}",
+                (
+                    Evidence("lowest_achieved_occupancy_pct", round(num(low.rep, "achieved") or 0.0, 1), "%", OF_WARPS),
+                    Evidence("grid_limited_kernels", grid, "count"),
+                ),
+            )
+        nsight = nsight_speedups(ctx, NSIGHT_RULES)
+        return Fired(tuple(self._finding(ctx, g, total, nsight, kernels[int(g.rep["ncu_id"])]) for g in firing))
+
+    def _fires(self, ctx: Context, r: dict[str, Any]) -> bool:
+        achieved, sm, mem = num(r, "achieved"), num(r, "sm_pct"), num(r, "mem_pct")
+        if achieved is None or sm is None or mem is None:
+            return False
+        gate = float(ctx.opt("latency_bound_pct"))
+        small_grid = _limiter(r)[0] == "grid"  # grid-too-small (ME006) reports it
+        return achieved < float(ctx.opt("max_achieved_pct")) and max(sm, mem) < gate and not small_grid
+
+    def _finding(
+        self, ctx: Context, g: KernelGroup, total: int, nsight: dict[int, dict[str, Any]], ck: ClassifiedKernel
+    ) -> Finding:
+        r = g.rep
+        achieved, theoretical = num(r, "achieved") or 0.0, num(r, "theoretical")
+        limiter, why = _limiter(r)
+        target = float(ctx.opt("target_occupancy_pct"))
+        gain = estimate_gain(
+            g,
+            lambda x: min(1.0 - (num(x, "achieved") or 0.0) / target, 1.0 - _busiest(x) / 100.0),
+            f"min(1 - achieved / {target:.0f}% occupancy, 1 - busiest SOL throughput)",
+            nsight,
+            float(ctx.opt("max_gain_fraction")),
+        )
+        warps = num(r, "warps_per_sm")
+        return self.finding(
+            f"{g.short_name}: achieved occupancy {achieved:.1f}% of the SM's warp slots "
+            f"(theoretical {theoretical if theoretical is not None else float('nan'):.1f}%), limited by {why}; "
+            f"SM {num(r, 'sm_pct'):.1f}% and memory {num(r, 'mem_pct'):.1f}% of peak: latency bound. "
+            f"Raising occupancy could save about {ms(gain.ns)} of {ms(g.duration_ns)}",
+            window=g.window,
+            evidence=[
+                Evidence("achieved_occupancy_pct", round(achieved, 2), "%", OF_WARPS),
+                *maybe("theoretical_occupancy_pct", _r(theoretical), "%", OF_WARPS),
+                *maybe("achieved_warps_per_sm", _r(num(r, "achieved_warps")), "warp"),
+                *maybe("max_warps_per_sm", _r(warps), "warp"),
+                Evidence("occupancy_limiter", limiter, ""),
+                *maybe("limiter_blocks_per_sm", _r(num(r, f"limit_{limiter}")), "block"),
+                *maybe("waves_per_sm", _r(num(r, "waves")), "wave"),
+                *maybe("registers_per_thread", _r(num(r, "registers")), "register/thread"),
+                *maybe("sm_throughput_pct", _r(num(r, "sm_pct")), "%", "SM peak sustained (SOL)"),
+                *maybe("memory_throughput_pct", _r(num(r, "mem_pct")), "%", "max of L1/L2/DRAM peak (SOL)"),
+                Evidence("kernel_class", ck.verdict.kernel_class, ""),
+                *share_evidence(g, total),
+                *gain.evidence,
+            ],
+            est_gain_ns=gain.ns,
+            gain_basis=gain.basis,
+            fixes=(_fix(limiter),),
+            location=g.location,
+        )
+
+
+def _row(ck: ClassifiedKernel) -> dict[str, Any]:
+    la = ck.launch
+    limits = {f"limit_{k}": la.raw(f"launch__occupancy_limit_{k}") for k in OCCUPANCY_LIMITS}
+    return {
+        "ncu_id": la.ncu_id,
+        "name": la.name,
+        "device_id": la.device_id,
+        "duration_ns": la.duration_ns,
+        "grid_x": la.grid[0],
+        "grid_y": la.grid[1],
+        "grid_z": la.grid[2],
+        "block_x": la.block[0],
+        "block_y": la.block[1],
+        "block_z": la.block[2],
+        "achieved": la.m("achieved_occupancy_pct"),
+        "theoretical": la.m("theoretical_occupancy_pct"),
+        "sm_pct": la.m("sm_throughput_pct"),
+        "mem_pct": la.m("memory_throughput_pct"),
+        "waves": la.m("waves_per_sm"),
+        "registers": la.m("registers_per_thread"),
+        "warps_per_sm": la.m("max_warps_per_sm"),
+        "achieved_warps": la.m("achieved_warps_per_sm"),
+        **limits,
+    }
+
+
+def _busiest(r: dict[str, Any]) -> float:
+    return max(num(r, "sm_pct") or 0.0, num(r, "mem_pct") or 0.0)
+
+
+def _limiter(r: dict[str, Any]) -> tuple[str, str]:
+    """(limiter key, words): a grid under one wave, else the smallest launch__occupancy_limit_*."""
+    waves = num(r, "waves")
+    theoretical = num(r, "theoretical")
+    if waves is not None and waves < 1.0 and (theoretical is None or theoretical >= 50.0):
+        return "grid", f"the grid ({waves:.2f} waves per SM: too few blocks to fill the GPU)"
+    known = {k: num(r, f"limit_{k}") for k in OCCUPANCY_LIMITS}
+    have = {k: v for k, v in known.items() if v is not None}
+    if not have:
+        return "unknown", "an unknown limiter (no launch__occupancy_limit_* metrics)"
+    key = min(have, key=lambda k: have[k])
+    if theoretical is not None and theoretical >= 90.0:
+        return "achieved_gap", "warps finishing unevenly or launch tail (theoretical occupancy is not the limit)"
+    return key, f"{key.replace('_', ' ')} ({have[key]:.0f} blocks per SM)"
+
+
+def _fix(limiter: str) -> Fix:
+    detail = {
+        "shared_mem": "request only the shared memory the block uses (dynamic size), or split the tile",
+        "registers": "cap registers with __launch_bounds__ / -maxrregcount, checking for spills",
+        "warps": "use larger blocks (more warps per block)",
+        "blocks": "use larger blocks: the per-SM block limit is reached with small ones",
+    }.get(limiter, "find the limiter in Nsight Compute's Occupancy section and relax it")
+    return Fix("raise occupancy", detail, "safe")
+
+
+def _r(v: float | None) -> float | None:
+    return round(v, 2) if v is not None else None

@@ -1,0 +1,190 @@
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from advisor.perf.kernel_class import LATENCY_BOUND_PCT, WAVES_SMALL_GRID, ClassifiedKernel, classify_run
+from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, ms
+from advisor.rules.ncu_kernels import (
+    NCU_REQUIRES,
+    KernelGroup,
+    estimate_gain,
+    group_launches,
+    maybe,
+    nsight_speedups,
+    num,
+    profiled_ns,
+    share_evidence,
+)
+
+NSIGHT_RULES = ("LaunchConfiguration",)
+OF_WARPS = "the SM's warp slots (max warps per SM)"
+
+
+class GridTooSmall(Rule):
+    """A kernel launches fewer blocks than the GPU can run at once, so most SMs sit idle.
+
+    ## What it detects
+    Kernels in an Nsight Compute report whose grid fills less than `max_waves` waves
+    (`launch__waves_per_multiprocessor`: blocks / (SMs x blocks per SM)) while neither the SM nor
+    the memory throughput reaches `latency_bound_pct` of peak: Nsight Compute's SOLBottleneck
+    "Small Grid" case.
+
+    ## Why it costs time
+    Each block runs on one SM. 16 blocks on a 132-SM H100 use 12% of the SMs; the others idle for
+    the whole kernel, and the busy ones cannot hide memory latency with so few warps. A streaming
+    kernel then reaches a tenth of the DRAM bandwidth.
+
+    ## Trace signature
+    `launch__grid_size` below `launch__sm_count` (or waves per SM < 1), achieved occupancy far
+    under theoretical, `sm__throughput` and `gpu__compute_memory_throughput` both under 60%, and
+    Nsight Compute's LaunchConfiguration "Small Grid" message with an estimated speedup. In a
+    timeline the kernel's grid is visible too (nsys/Kineto `grid`), next to the device's SM count.
+
+    ## How to fix
+    Size the grid from the device (a multiple of the SM count) or from the data (one thread per
+    element), with a grid-stride loop inside the kernel.
+
+    ```c++
+    // before: a fixed, small grid
+    vadd<<<16, 256>>>(a, b, c, n);
+    // after: enough blocks for every SM (grid-stride loop inside the kernel)
+    int sms; cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+    vadd<<<sms * 8, 256>>>(a, b, c, n);
+    ```
+
+    Reference workload: `reference_workloads/ME006_grid_too_small/` (kernel 1.02 ms -> 0.14 ms).
+
+    ## Fix risk
+    safe: same results (a grid-stride loop covers any grid size).
+
+    ## False positives
+    Kernels that are small by nature (a final reduction step, a tiny batch) fire with a small
+    gain; batching them with other work (CUDA graphs, fused kernels, more streams) is the fix
+    there. Persistent kernels launch exactly one wave on purpose and are not under one wave.
+
+    ## Options
+    `max_waves` (waves per SM under which the grid is too small), `latency_bound_pct` (SOL gate:
+    both throughputs under it), `max_gain_fraction` (cap).
+    """
+
+    code = "ME006"
+    name = "grid-too-small"
+    category = "memory"
+    chapter = (6, 20)
+    requires = NCU_REQUIRES
+    status = "preview"
+    options = {
+        "max_waves": Option(
+            WAVES_SMALL_GRID,
+            "fire when the grid fills fewer than this many waves per SM",
+            "Nsight Compute SOLBottleneck waves_threshold = 1",
+        ),
+        "latency_bound_pct": Option(
+            LATENCY_BOUND_PCT,
+            "only kernels whose SM and memory throughput are both under this % of peak",
+            "Nsight Compute SOLBottleneck latency_bound_threshold = 60",
+        ),
+        "max_gain_fraction": Option(0.9, "cap on the fraction of a kernel's time credited to the fix", "advisor"),
+    }
+
+    def check(self, ctx: Context) -> Outcome:
+        kernels = {ck.launch.ncu_id: ck for ck in classify_run(ctx.run)}
+        groups = group_launches(_row(ck) for ck in kernels.values())
+        total = profiled_ns(groups)
+        measured = [g for g in groups if num(g.rep, "waves") is not None]
+        if not measured:
+            return Clean("the report has no launch statistics (capture with ncu --set full)")
+        firing = [g for g in measured if self._fires(ctx, g.rep)]
+        if not firing:
+            few = min(measured, key=lambda g: num(g.rep, "waves") or 0.0)
+            return Clean(
+                f"no latency-bound kernel under {ctx.opt('max_waves')} wave "
+                f"(fewest: {few.short_name} at {num(few.rep, 'waves'):.2f} waves per SM)",
+                (Evidence("fewest_waves_per_sm", round(num(few.rep, "waves") or 0.0, 2), "wave"),),
+            )
+        nsight = nsight_speedups(ctx, NSIGHT_RULES)
+        return Fired(tuple(self._finding(ctx, g, total, nsight) for g in firing))
+
+    def _fires(self, ctx: Context, r: dict[str, Any]) -> bool:
+        waves, sm, mem = num(r, "waves"), num(r, "sm_pct"), num(r, "mem_pct")
+        if waves is None or sm is None or mem is None:
+            return False
+        return waves < float(ctx.opt("max_waves")) and max(sm, mem) < float(ctx.opt("latency_bound_pct"))
+
+    def _finding(self, ctx: Context, g: KernelGroup, total: int, nsight: dict[int, dict[str, Any]]) -> Finding:
+        r = g.rep
+        waves, blocks, sms = num(r, "waves") or 0.0, num(r, "blocks"), num(r, "sms")
+        gain = estimate_gain(
+            g,
+            lambda x: min(1.0 - (num(x, "waves") or 0.0), 1.0 - _busiest(x) / 100.0),
+            "min(1 - waves per SM, 1 - busiest SOL throughput)",
+            nsight,
+            float(ctx.opt("max_gain_fraction")),
+        )
+        used = f"{blocks:.0f} blocks for {sms:.0f} SMs" if blocks is not None and sms else f"{waves:.2f} waves"
+        return self.finding(
+            f"{g.short_name}: {used} ({waves:.2f} waves per SM); SM {num(r, 'sm_pct'):.1f}% and memory "
+            f"{num(r, 'mem_pct'):.1f}% of peak. A grid sized from the device could save about {ms(gain.ns)} "
+            f"of {ms(g.duration_ns)}",
+            window=g.window,
+            evidence=[
+                Evidence("waves_per_sm", round(waves, 3), "wave"),
+                *maybe("grid_blocks", int(blocks) if blocks is not None else None, "block"),
+                *maybe("sm_count", int(sms) if sms else None, "SM"),
+                *maybe("block_threads", _int(num(r, "block_threads")), "thread"),
+                *maybe("achieved_occupancy_pct", _r(num(r, "achieved")), "%", OF_WARPS),
+                *maybe("sm_throughput_pct", _r(num(r, "sm_pct")), "%", "SM peak sustained (SOL)"),
+                *maybe("memory_throughput_pct", _r(num(r, "mem_pct")), "%", "max of L1/L2/DRAM peak (SOL)"),
+                *share_evidence(g, total),
+                *gain.evidence,
+            ],
+            est_gain_ns=gain.ns,
+            gain_basis=gain.basis,
+            fixes=(
+                Fix(
+                    "enlarge the grid",
+                    "launch at least one full wave: blocks = a multiple of the SM count (grid-stride loop), "
+                    "or one thread per element",
+                    "safe",
+                ),
+            ),
+            location=g.location,
+        )
+
+
+def _row(ck: ClassifiedKernel) -> dict[str, Any]:
+    la = ck.launch
+    grid = [d for d in la.grid if d is not None]
+    block = [d for d in la.block if d is not None]
+    return {
+        "ncu_id": la.ncu_id,
+        "name": la.name,
+        "device_id": la.device_id,
+        "duration_ns": la.duration_ns,
+        "grid_x": la.grid[0],
+        "grid_y": la.grid[1],
+        "grid_z": la.grid[2],
+        "block_x": la.block[0],
+        "block_y": la.block[1],
+        "block_z": la.block[2],
+        "blocks": float(math.prod(grid)) if grid else None,
+        "block_threads": float(math.prod(block)) if block else None,
+        "sms": la.m("sm_count"),
+        "waves": la.m("waves_per_sm"),
+        "achieved": la.m("achieved_occupancy_pct"),
+        "sm_pct": la.m("sm_throughput_pct"),
+        "mem_pct": la.m("memory_throughput_pct"),
+    }
+
+
+def _busiest(r: dict[str, Any]) -> float:
+    return max(num(r, "sm_pct") or 0.0, num(r, "mem_pct") or 0.0)
+
+
+def _r(v: float | None) -> float | None:
+    return round(v, 2) if v is not None else None
+
+
+def _int(v: float | None) -> int | None:
+    return int(v) if v is not None else None
