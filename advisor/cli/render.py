@@ -116,7 +116,7 @@ def _text_rule_outcomes(rules: list[dict[str, Any]]) -> list[str]:
 
 
 def _text_verdict(v: dict[str, Any]) -> list[str]:
-    out = [f"Verdict: {v.get('class', 'n/a').upper()}-bound: {clean(v.get('cause'), 200)}"]
+    out = [f"Verdict: {str(v.get('class', 'n/a')).upper()}-bound: {clean(v.get('cause'), 2000)}"]
     out.append(f"   basis: {v.get('basis')}; confidence: {v.get('confidence')}")
     for s in v.get("shares", [])[:6]:
         if s.get("pct") is not None:
