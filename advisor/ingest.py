@@ -11,6 +11,7 @@ import gzip
 import hashlib
 import importlib
 import json
+import lzma
 import os
 import stat
 import time
@@ -20,12 +21,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from advisor.errors import AdvisorError, InputError, UnsupportedFormat
+from advisor.errors import AdvisorError, InputError, LimitExceeded, SchemaError, UnsupportedFormat
 from advisor.model.schema import SCHEMA_VERSION, TABLES
 from advisor.model.store import Run, default_cache_dir, read_entry_meta, write_entry
 from advisor.model.validate import check_time_order, conform
 from advisor.parsers.base import ParsedRun, ParseOptions
-from advisor.parsers.limits import inflate
+from advisor.parsers.limits import CHUNK, MAX_RATIO, RATIO_GRACE_BYTES, human, inflate, too_big
 
 PARSER_VERSION = "1"
 
@@ -40,7 +41,10 @@ PARSERS = {
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 GZIP_MAGIC = b"\x1f\x8b"
+XZ_MAGIC = b"\xfd7zXZ\x00"
 KINETO_SUFFIXES = (".json", ".json.gz")
+# Nsight Compute inputs also read compressed: decompressed into the work dir first (see `parse`).
+COMPRESSED_NCU = {".ncu-rep.xz": "ncu-rep", ".ncu-rep.gz": "ncu-rep", ".csv.xz": "ncu-csv", ".csv.gz": "ncu-csv"}
 
 
 def detect_format(path: Path) -> str:
@@ -60,6 +64,9 @@ def detect_format(path: Path) -> str:
         return "nsys-rep"
     if name.endswith(".ncu-rep"):
         return "ncu-rep"
+    for suffix, fmt in COMPRESSED_NCU.items():
+        if name.endswith(suffix):
+            return fmt
     if name.endswith(".csv"):
         return "ncu-csv"
     if head.startswith(GZIP_MAGIC) or head.lstrip()[:1] in (b"{", b"["):
@@ -89,6 +96,38 @@ def _gunzip_to(path: Path, target: Path, limit: int) -> Path:
         for block in inflate(path, limit):
             dst.write(block)
     return target
+
+
+def _compressed_ncu(path: Path) -> str | None:
+    """The compressed suffix of an Nsight Compute input ('.ncu-rep.xz', '.csv.gz', ...), else None."""
+    name = path.name.lower()
+    return next((s for s in COMPRESSED_NCU if name.endswith(s)), None)
+
+
+def _decompress_to(path: Path, target: Path, limit: int) -> Path:
+    """Decompress an .xz or .gz Nsight Compute input into the work dir, under the same limits as gzip'd SQLite.
+
+    xz reports compress 10-20x (ncu 2025 on H100), far under the MAX_RATIO bomb guard.
+    """
+    if _head(path, 6).startswith(XZ_MAGIC):
+        total = 0
+        try:
+            with path.open("rb") as raw, lzma.LZMAFile(raw, "rb") as src, target.open("wb") as dst:
+                while chunk := src.read(CHUNK):
+                    total += len(chunk)
+                    if total > limit:
+                        raise too_big(path, "decompresses to", limit)
+                    if total > RATIO_GRACE_BYTES and total > MAX_RATIO * max(raw.tell(), 1):
+                        raise LimitExceeded(
+                            f"{path}: inflates more than {MAX_RATIO}x ({human(total)}): refused as a likely"
+                            " decompression bomb",
+                            "if the report is genuine, decompress it yourself and pass the .ncu-rep",
+                        )
+                    dst.write(chunk)
+        except (lzma.LZMAError, EOFError) as e:
+            raise InputError(f"{path}: corrupt or truncated xz ({e})", "re-copy or re-compress the report") from None
+        return target
+    return _gunzip_to(path, target, limit)
 
 
 def _is_kineto_name(p: Path) -> bool:
@@ -159,6 +198,15 @@ def parse(path: Path, fmt: str, options: ParseOptions) -> ParsedRun:
             _renamed(e, str(source), str(path))
             raise
         return parsed
+    suffix = _compressed_ncu(path)
+    if suffix is not None and options.work_dir is not None:
+        source = _decompress_to(path, options.work_dir / f"input{suffix.rsplit('.', 1)[0]}", options.max_json_bytes)
+        try:
+            parsed = module.parse(source, options)
+        except AdvisorError as e:  # name the user's file, not our decompressed copy of it
+            _renamed(e, str(source), str(path))
+            raise
+        return parsed
     parsed = module.parse(path, options)
     return parsed
 
@@ -177,9 +225,18 @@ def _naming_input(e: AdvisorError, path: Path) -> None:
         e.hint = "the trace looks damaged or was written by an exporter version advisor does not know; re-export it"
 
 
+def _conform(name: str, table: pa.Table, path: Path) -> pa.Table:
+    """conform(), with a value that does not fit the model's column type (damaged input) as a clean error."""
+    try:
+        return conform(name, table, str(path))
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+        raise SchemaError(f"{path}: a {name} value does not fit the model ({str(e).splitlines()[0][:160]})",
+                          "the trace holds out-of-range values; re-export it", path=str(path)) from None
+
+
 def to_model_tables(parsed: ParsedRun, path: Path, fmt: str, sha: str) -> dict[str, pa.Table]:
     """Conform every table to the schema and build the `runs` row."""
-    tables = {name: conform(name, t, str(path)) for name, t in parsed.tables.items() if name != "runs"}
+    tables = {name: _conform(name, t, path) for name, t in parsed.tables.items() if name != "runs"}
     notes = dict(parsed.notes)
     for name in ("kernels", "memops", "api_calls", "ranges", "cpu_ops"):
         if name in tables and (bad := check_time_order(name, tables[name])):

@@ -9,6 +9,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from advisor.parsers.limits import MAX_STRING_CHARS, max_bytes
+
 # progress(done_units, total_units, label); parsers call it now and then, never per event
 ProgressFn = Callable[[float, float, str], None]
 
@@ -24,7 +26,8 @@ class ParseOptions:
     nsys: str | None = None  # path to the nsys executable for .nsys-rep
     work_dir: Path | None = None  # where a parser may write intermediates (inside the cache, never near input)
     progress: ProgressFn = no_progress
-    max_json_bytes: int = 64 * 1024**3  # decompressed JSON limit (decompression-bomb guard)
+    # decompressed-size limit (Kineto JSON, gzip'd SQLite): $ADVISOR_MAX_BYTES or 8 GiB; see parsers/limits.py
+    max_json_bytes: int = field(default_factory=max_bytes)
 
 
 @dataclass
@@ -52,6 +55,8 @@ class Interner:
     def id(self, value: str | None) -> int | None:
         if value is None:
             return None
+        if len(value) > MAX_STRING_CHARS:  # see parsers/limits.py: names are cut, never refused
+            value = value[:MAX_STRING_CHARS]
         got = self._ids.get(value)
         if got is None:
             got = self._ids[value] = len(self._ids)

@@ -22,11 +22,9 @@ from __future__ import annotations
 
 import bisect
 import decimal
-import gzip
 import mmap
 import re
 import tomllib
-import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -37,15 +35,16 @@ from typing import Any
 import msgspec
 import pyarrow as pa
 import pyarrow.compute as pc
-from advisor.parsers.base import Interner, ParsedRun, ParseOptions
 
-from advisor.errors import InputError, LimitExceeded
+from advisor.errors import InputError
+from advisor.parsers.base import Interner, ParsedRun, ParseOptions
+from advisor.parsers.limits import inflate, too_big
 
 FORMAT = "kineto"
 TOOL = "PyTorch Profiler"
 SUFFIXES = (".json", ".json.gz")
-READ_CHUNK = 1 << 24
 SNIFF_BYTES = 1 << 20
+INT64_NS_LIMIT = 9.2e18  # |time| in ns that still fits int64 (about 292 years)
 # Below 2**43 us a float64 holds a Kineto timestamp to better than 0.5 ns, so whole+fraction
 # splitting recovers the exact ns digits; above it (epoch-based us with ns fractions) we need Decimal.
 FLOAT_EXACT_US = 2**43
@@ -198,8 +197,8 @@ def _decoders() -> dict[str, msgspec.json.Decoder[Any]]:
 def _read_json_bytes(path: Path, limit: int) -> Any:
     """The decompressed JSON text as a buffer (bytearray, or a read-only mmap for plain files).
 
-    gzip is inflated in chunks with a running limit check (decompression-bomb guard), so a
-    bad or hostile file fails early with LimitExceeded instead of exhausting memory.
+    gzip is inflated in chunks by `limits.inflate` (byte limit and decompression-bomb ratio guard),
+    so a bad or hostile file fails early with LimitExceeded instead of exhausting memory.
     """
     try:
         with path.open("rb") as f:
@@ -208,10 +207,7 @@ def _read_json_bytes(path: Path, limit: int) -> Any:
                 return _inflate(path, limit)
             size = path.stat().st_size
             if size > limit:
-                raise LimitExceeded(
-                    f"{path}: {size} bytes of JSON exceeds the {limit}-byte limit",
-                    "raise ParseOptions.max_json_bytes if the trace is genuine",
-                )
+                raise too_big(path, f"{size} bytes of JSON:", limit)
             if size == 0:
                 raise InputError(f"{path}: empty file", "re-export the trace; a Kineto trace is a JSON object")
             return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
@@ -221,17 +217,8 @@ def _read_json_bytes(path: Path, limit: int) -> Any:
 
 def _inflate(path: Path, limit: int) -> bytearray:
     buf = bytearray()
-    try:
-        with gzip.open(path, "rb") as gz:
-            while chunk := gz.read(READ_CHUNK):
-                buf += chunk
-                if len(buf) > limit:
-                    raise LimitExceeded(
-                        f"{path}: decompresses to more than the {limit}-byte limit",
-                        "raise ParseOptions.max_json_bytes if the trace is genuine (decompression-bomb guard)",
-                    )
-    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
-        raise InputError(f"{path}: corrupt or truncated gzip ({e})", "re-copy or re-compress the trace file") from None
+    for chunk in inflate(path, limit):
+        buf += chunk
     if not buf:
         raise InputError(f"{path}: gzip holds no data", "re-export the trace")
     return buf
@@ -258,10 +245,16 @@ def _decode(path: Path, buf: Any, mode: str, notes: dict[str, Any]) -> Any:
         if isinstance(e, msgspec.ValidationError) and "$.traceEvents[" in str(e):
             return _decode_lenient(path, buf, mode, notes)
         raise _shape_error(path, e) from None
+    except (RecursionError, UnicodeDecodeError) as e:
+        raise _shape_error(path, e) from None
 
 
 def _shape_error(path: Path, e: Exception) -> InputError:
     msg = str(e).splitlines()[0][:200]
+    if isinstance(e, RecursionError):  # msgspec stops at about 1,000 levels: no trace nests like that
+        return InputError(f"{path}: JSON nested too deeply to be a trace ({msg})", "re-export the trace")
+    if isinstance(e, UnicodeDecodeError):
+        return InputError(f"{path}: JSON text is not valid UTF-8 ({msg})", "re-export the trace")
     if isinstance(e, msgspec.ValidationError):
         return InputError(
             f"{path}: not a Kineto trace ({msg})",
@@ -274,7 +267,7 @@ def _decode_lenient(path: Path, buf: Any, mode: str, notes: dict[str, Any]) -> A
     """Slow path: one event at a time, coercing loose types; events that still do not fit are dropped."""
     try:
         doc = _decoders()["raw"].decode(buf)
-    except msgspec.DecodeError as e:
+    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError) as e:
         raise _shape_error(path, e) from None
     etype = ExactEvent if mode == "exact" else Event
     dec = msgspec.json.Decoder(etype, strict=False)
@@ -313,8 +306,21 @@ def _as_int(v: Any) -> int | None:
     return None
 
 
+def _fits(v: Any, bound: float) -> bool:
+    """A finite number under `bound` in magnitude (NaN, inf and 1e300 are not times, just damage)."""
+    try:
+        return v is not None and bool(abs(v) < bound)
+    except (TypeError, ArithmeticError):
+        return False
+
+
 def _ns(values: Sequence[Any], exact: bool, in_ns: bool) -> pa.Array:
-    """Trace times -> int64 ns. Floats are split into whole + fraction so ns digits survive."""
+    """Trace times -> int64 ns. Floats are split into whole + fraction so ns digits survive.
+
+    Values that cannot be an int64 ns time (non-finite, or past about 292 years) become null.
+    """
+    bound = INT64_NS_LIMIT if in_ns else INT64_NS_LIMIT / 1000
+    values = [v if _fits(v, bound) else None for v in values]
     if exact:
         return pa.array([None if v is None else round(v.scaleb(3)) for v in values], pa.int64())
     if in_ns:
@@ -438,14 +444,19 @@ class Ctx:
         return self.interner.intern_array(pa.array([e.name or "" for e in evs], pa.string()))
 
 
-def _bucket(events: Iterable[Event], roles: dict[str, str], counts: dict[str, int]) -> dict[str, list[Event]]:
-    """Group events by model role. One pass, no per-event dicts."""
+def _bucket(
+    events: Iterable[Event], roles: dict[str, str], counts: dict[str, int], ts_bound: float = INT64_NS_LIMIT / 1000
+) -> dict[str, list[Event]]:
+    """Group events by model role. One pass, no per-event dicts.
+
+    An X event whose ts is missing or cannot be a time (NaN, inf, 1e30: `ts_bound`) is dropped, counted.
+    """
     out: dict[str, list[Event]] = {}
     get = roles.get
     for e in events:
         ph = e.ph
         if ph == "X":
-            if e.ts is None:
+            if e.ts is None or not _fits(e.ts, ts_bound):
                 counts["no_ts"] = counts.get("no_ts", 0) + 1
                 continue
             role = get(e.cat, "other") if e.cat is not None else "other"
@@ -928,7 +939,7 @@ def convert_file(
     mode, in_ns = _sniff(buf)
     doc = _decode(path, buf, mode, counts)
     del buf  # the text is no longer needed; only the decoded structs stay alive
-    bucket = _bucket(doc.traceEvents, mappings().roles, counts)
+    bucket = _bucket(doc.traceEvents, mappings().roles, counts, INT64_NS_LIMIT if in_ns else INT64_NS_LIMIT / 1000)
     doc.traceEvents = []
     own_base = doc.baseTimeNanoseconds if isinstance(doc.baseTimeNanoseconds, int) else None
     shift = own_base - base_ns if base_ns is not None and own_base is not None else 0
@@ -1012,30 +1023,32 @@ def rank_files(path: Path) -> list[Path]:
     return files
 
 
-def _base_ns(files: list[Path]) -> int | None:
+def _base_ns(files: list[Path], limit: int) -> int | None:
     """Directories: the earliest baseTimeNanoseconds, read from each file's tail, is the run clock."""
     bases = []
     for f in files:
-        head = _tail_text(f)
+        head = _tail_text(f, limit)
         m = re.search(rb'"baseTimeNanoseconds"\s*:\s*(\d+)', head)
         if m:
             bases.append(int(m.group(1)))
     return min(bases) if bases else None
 
 
-def _tail_text(f: Path) -> bytes:
-    """The last 64 KiB of the (decompressed) file, where Kineto writes its trailing header keys."""
+def _tail_text(f: Path, limit: int) -> bytes:
+    """The last 64 KiB of the (decompressed) file, where Kineto writes its trailing header keys.
+
+    Damaged or oversized files give b"": parsing the file itself then reports the problem.
+    """
     try:
-        if f.read_bytes()[:2] == b"\x1f\x8b":
-            with gzip.open(f, "rb") as gz:
-                tail = b""
-                while chunk := gz.read(READ_CHUNK):
-                    tail = (tail + chunk)[-65536:]
-                return tail
         with f.open("rb") as fh:
-            fh.seek(max(0, f.stat().st_size - 65536))
-            return fh.read()
-    except (OSError, EOFError, zlib.error):
+            if fh.read(2) != b"\x1f\x8b":
+                fh.seek(max(0, f.stat().st_size - 65536))
+                return fh.read()
+        tail = b""
+        for chunk in inflate(f, limit):
+            tail = (tail + chunk)[-65536:]
+        return tail
+    except (OSError, InputError):
         return b""
 
 
@@ -1129,7 +1142,7 @@ def parse(path: Path, options: ParseOptions) -> ParsedRun:
     """Parse a Kineto trace file, or a directory of rank files, into one run."""
     path = Path(path)
     files = rank_files(path)
-    base = _base_ns(files) if len(files) > 1 else None
+    base = _base_ns(files, options.max_json_bytes) if len(files) > 1 else None
     interner = Interner()
     parts: list[FileParts] = []
     ids = (0, 0)

@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from advisor.parsers.base import Interner, ParsedRun, ParseOptions
 
 from advisor.errors import InputError, ToolMissing
 from advisor.model.schema import empty
+from advisor.parsers.base import Interner, ParsedRun, ParseOptions
 
 FORMAT = "ncu-rep"
 TOOL = "Nsight Compute"
@@ -463,8 +463,14 @@ def _num(a: NcuAction, name: str) -> float | None:
 
 
 def _int(a: NcuAction, name: str) -> int | None:
-    v = _num(a, name)
-    return int(round(v)) if v is not None else None
+    return _int64(_num(a, name))
+
+
+def _int64(v: float | None) -> int | None:
+    """A metric as an int64 cell, or None when it is absent, not finite, or out of range (damaged input)."""
+    if v is None or not math.isfinite(v) or abs(v) >= 2**63:
+        return None
+    return int(round(v))
 
 
 def _text(a: NcuAction, name: str) -> str | None:
@@ -499,7 +505,7 @@ def _duration_ns(a: NcuAction) -> int | None:
     m = a.metrics.get("gpu__time_duration.sum")
     if m is None or m.value is None or m.unit != "ns":
         return None
-    return int(round(m.value))
+    return _int64(m.value)
 
 
 def _dims(a: NcuAction, prefix: str, hint: tuple[int, int, int] | None) -> tuple[int | None, ...]:

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 from pathlib import Path
 from typing import Any
 
+from advisor.errors import InputError
 from advisor.parsers.base import ParsedRun, ParseOptions
 from advisor.parsers.ncu import TOOL, MetricValue, NcuAction, RuleResult, build_run, mapping, numeric_metric
-
-from advisor.errors import InputError
 
 FORMAT = "ncu-csv"
 # Identification columns of both pages; every other raw-page column is a metric.
@@ -144,9 +144,10 @@ def parse_number(raw: str) -> float | None:
     if m is None or not (m.group(1) or m.group(3)):
         return None
     try:
-        return float(raw.replace(",", ""))
+        value = float(raw.replace(",", ""))
     except ValueError:
         return None
+    return value if math.isfinite(value) else None  # '1e400' overflows to inf: not a measurement
 
 
 def _action(ids: dict[str, str], metrics: dict[str, MetricValue], line: int, path: Path) -> NcuAction:
@@ -171,12 +172,13 @@ def _action(ids: dict[str, str], metrics: dict[str, MetricValue], line: int, pat
 
 def _opt_int(cell: str | None) -> int | None:
     value = parse_number(cell.strip()) if cell else None
-    return int(value) if value is not None else None
+    return int(value) if value is not None and abs(value) < 2**63 else None  # past int64: damaged, not a value
 
 
 def _dims(cell: str | None) -> tuple[int, int, int] | None:
     m = DIMS_RE.fullmatch(cell.strip()) if cell else None
-    return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
+    dims = (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
+    return dims if dims is not None and max(dims) < 2**31 else None
 
 
 # ------------------------------------------------------------------------------------------------

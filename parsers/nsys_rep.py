@@ -14,10 +14,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from advisor.errors import InputError, ToolMissing
 from advisor.parsers import nsys_sqlite
 from advisor.parsers.base import ParsedRun, ParseOptions
-
-from advisor.errors import InputError, ToolMissing
 
 FORMAT = "nsys-rep"
 EXPORT_TIMEOUT_S = 900

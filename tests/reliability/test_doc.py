@@ -1,0 +1,29 @@
+"""docs/reliability.md is the output of `python scripts/mutate_corpus.py run --budget long` for today's corpus."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from tests.conftest import ROOT
+from tests.reliability.conftest import corpus
+
+RERUN = "rerun `python scripts/mutate_corpus.py run --budget long` to regenerate docs/reliability.md"
+
+
+def test_reliability_doc_matches_the_corpus() -> None:
+    text = (ROOT / "docs" / "reliability.md").read_text()
+    rows = dict(re.findall(r"^\| ([a-z-]+) \| (\d+) \|", text, re.MULTILINE))
+    expected = Counter(c.category for c in corpus.cases("long"))
+    assert {k: int(v) for k, v in rows.items()} == dict(expected), f"stale: {RERUN}"
+    assert "Budget `long`" in text, RERUN
+
+
+def test_reliability_doc_reports_no_failures() -> None:
+    text = (ROOT / "docs" / "reliability.md").read_text()
+    total = re.search(r"^\| \*\*all\*\* \| \*\*(\d+)\*\* \| \*\*(\d+)\*\* \| \*\*(\d+)\*\* \| \*\*(\d+)\*\* \|", text,
+                      re.MULTILINE)
+    assert total, RERUN
+    tried, ingested, clean, failures = map(int, total.groups())
+    assert tried == ingested + clean + failures
+    assert failures == 0, "the long corpus run found failures: see the Failures section of docs/reliability.md"

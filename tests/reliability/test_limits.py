@@ -1,0 +1,131 @@
+"""Limits: decompression bombs refused fast and without holding the data, ADVISOR_MAX_BYTES honoured."""
+
+from __future__ import annotations
+
+import gzip
+import time
+import tracemalloc
+import zlib
+from pathlib import Path
+
+import pytest
+
+from advisor.errors import InputError, LimitExceeded
+from advisor.ingest import open_run
+from advisor.parsers.base import ParseOptions
+from advisor.parsers.limits import DEFAULT_MAX_BYTES, MAX_BYTES_ENV, MAX_RATIO, MAX_STRING_CHARS, parse_size
+from tests.conftest import ROOT, real_path
+from tests.reliability.surfaces import cli
+
+KINETO = "hta/with_gpu_user_annotation__step_based_trace_2543932.json.gz"
+GIB = 1 << 30
+MEMBER = 64 << 20
+
+
+def write_bomb(path: Path, total: int, head: bytes = b"") -> Path:
+    """A gzip file that inflates to `total` bytes (`head` then zeros), written as repeated members.
+
+    Streamed: one 64 MiB member of zeros is compressed once (about 64 KiB) and written over and over,
+    so a 10 GiB bomb costs 10 MiB of disk and no memory to make. gzip readers join members.
+    """
+    zeros = gzip.compress(bytes(MEMBER), compresslevel=9, mtime=0)
+    with path.open("wb") as f:
+        written = 0
+        if head:
+            f.write(gzip.compress(head, mtime=0))
+            written += len(head)
+        while written < total:
+            f.write(zeros)
+            written += MEMBER
+    return path
+
+
+def _refuse(path: Path, cache: Path) -> tuple[LimitExceeded, float, int]:
+    tracemalloc.start()
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(LimitExceeded) as info:
+            open_run(path, cache_dir=cache)
+    finally:
+        elapsed = time.monotonic() - t0
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    return info.value, elapsed, peak
+
+
+def test_bomb_is_a_real_10_gib_stream(tmp_path: Path) -> None:
+    bomb = write_bomb(tmp_path / "bomb.json.gz", 10 * GIB)
+    assert bomb.stat().st_size < 16 << 20
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    with bomb.open("rb") as f:
+        assert len(d.decompress(f.read(1 << 16), 1 << 20)) == 1 << 20  # inflates as promised
+
+
+def test_kineto_gzip_bomb_refused_fast(tmp_path: Path) -> None:
+    bomb = write_bomb(tmp_path / "bomb.json.gz", 10 * GIB, head=b'{"traceEvents": [')
+    err, elapsed, peak = _refuse(bomb, tmp_path / "cache")
+    assert "decompression bomb" in err.one_line() and str(bomb) in err.one_line()
+    assert elapsed < 10, f"took {elapsed:.1f} s to refuse"
+    assert peak < 512 << 20, f"held {peak >> 20} MiB while refusing"
+
+
+def test_gzipped_sqlite_bomb_refused_without_filling_the_disk(tmp_path: Path) -> None:
+    bomb = write_bomb(tmp_path / "bomb.sqlite.gz", 10 * GIB, head=b"SQLite format 3\x00")
+    cache = tmp_path / "cache"
+    err, elapsed, peak = _refuse(bomb, cache)
+    assert "decompression bomb" in err.one_line() and str(bomb) in err.one_line()
+    assert elapsed < 10 and peak < 512 << 20
+    left = sum(f.stat().st_size for f in cache.rglob("*") if f.is_file())
+    assert left == 0, f"{left} bytes of the bomb left in the cache"
+
+
+def test_bomb_through_the_cli_is_one_line(tmp_path: Path, isolated_cache: Path) -> None:
+    bomb = write_bomb(tmp_path / "bomb.json.gz", 2 * GIB)
+    rc, out, err = cli(["analyze", str(bomb)])
+    assert rc == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("advisor: error: ") and "bomb.json.gz" in lines[0]
+
+
+def test_max_bytes_env_limits_real_trace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         isolated_cache: Path) -> None:
+    trace = real_path(KINETO)
+    monkeypatch.setenv(MAX_BYTES_ENV, "100K")
+    assert ParseOptions().max_json_bytes == 100 << 10
+    with pytest.raises(LimitExceeded) as gz_info:
+        open_run(trace, use_cache=False)
+    assert MAX_BYTES_ENV in gz_info.value.one_line()
+    plain = tmp_path / "trace.json"
+    plain.write_bytes(gzip.decompress(trace.read_bytes()))
+    with pytest.raises(LimitExceeded) as plain_info:
+        open_run(plain, use_cache=False)
+    assert MAX_BYTES_ENV in plain_info.value.one_line()
+    monkeypatch.setenv(MAX_BYTES_ENV, "1G")
+    run = open_run(plain, use_cache=False)
+    assert run.count("kernels") > 0
+    run.close()
+
+
+def test_bad_max_bytes_env_is_a_clean_error(monkeypatch: pytest.MonkeyPatch, isolated_cache: Path) -> None:
+    monkeypatch.setenv(MAX_BYTES_ENV, "lots")
+    rc, out, err = cli(["analyze", str(real_path(KINETO))])
+    assert rc == 2 and MAX_BYTES_ENV in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(("text", "n"), [("123", 123), ("8G", 8 << 30), ("512MiB", 512 << 20), ("4k", 4096),
+                                         (" 2 GB ", 2 << 30)])
+def test_parse_size(text: str, n: int) -> None:
+    assert parse_size(text) == n
+
+
+@pytest.mark.parametrize("text", ["", "0", "-5", "1.5G", "8X", "G"])
+def test_parse_size_rejects(text: str) -> None:
+    with pytest.raises(InputError):
+        parse_size(text)
+
+
+def test_limits_are_documented() -> None:
+    doc = (ROOT / "docs" / "limits.md").read_text()
+    assert MAX_BYTES_ENV in doc
+    assert f"{DEFAULT_MAX_BYTES >> 30} GiB" in doc
+    assert f"{MAX_RATIO}" in doc and f"{MAX_STRING_CHARS:,}" in doc.replace("\u202f", ",")
