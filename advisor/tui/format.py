@@ -37,11 +37,18 @@ def rate(value: float | None, unit: str) -> str:
     return f"{value:.3g} {unit}/s"
 
 
+def inert(text: object) -> str:
+    """Trace text with control characters (ESC, BEL, ...) replaced, so it cannot drive the terminal."""
+    s = "" if text is None else str(text)
+    return "".join(ch if ch.isprintable() or ch in "\n\t" else "\ufffd" for ch in s)
+
+
 def literal(text: object, style: str = "") -> Text:
-    """Trace text (kernel, range, op names) as a Text: never parsed as markup."""
-    return Text("" if text is None else str(text), style=style, no_wrap=False)
+    """Trace text (kernel, range, op names) as a Text: never parsed as markup, never terminal control."""
+    return Text(inert(text), style=style, no_wrap=False)
 
 
 def clip(text: str, width: int) -> str:
-    """Shorten to `width` characters with an ellipsis (kernel names can be kilobytes long)."""
+    """Shorten to `width` characters with an ellipsis (kernel names can be kilobytes long); control chars made inert."""
+    text = inert(text)
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"

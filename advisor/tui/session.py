@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from advisor.engine.analyze import analyze_run
 from advisor.model.store import Run
 from advisor.parsers.base import ParseOptions, ProgressFn
+from advisor.tui.format import inert
 
 T = TypeVar("T")
 
@@ -48,9 +49,9 @@ class Session:
         return self.new.doc
 
     def query(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Call `fn(run, *args, **kwargs)` with the connection to ourselves."""
+        """Call `fn(run, *args, **kwargs)` with the connection to ourselves; trace text comes back inert."""
         with self.lock:
-            return fn(self.new.run, *args, **kwargs)
+            return sanitize(fn(self.new.run, *args, **kwargs))
 
     def close(self) -> None:
         with self.lock:
@@ -62,6 +63,19 @@ class Session:
 Opener = Callable[[str, ParseOptions], Run]
 
 
+def sanitize(value: T) -> T:
+    """`value` with every string's terminal control characters made inert (trace text can carry ESC)."""
+    if isinstance(value, str):
+        return inert(value)  # type: ignore[return-value]
+    if isinstance(value, dict):
+        return {k: sanitize(v) for k, v in value.items()}  # type: ignore[return-value]
+    if isinstance(value, list):
+        return [sanitize(v) for v in value]  # type: ignore[return-value]
+    if isinstance(value, tuple):
+        return tuple(sanitize(v) for v in value)  # type: ignore[return-value]
+    return value
+
+
 def load(paths: Sequence[str], opener: Opener, progress: ProgressFn, nsys: str | None = None) -> Session:
     """Open and analyse each path (the last one is the run shown; a first one is the diff base)."""
     sides = []
@@ -71,11 +85,11 @@ def load(paths: Sequence[str], opener: Opener, progress: ProgressFn, nsys: str |
 
         run = opener(path, ParseOptions(nsys=nsys, progress=step))
         progress(i + 0.9, len(paths), f"{path}: analysing")
-        sides.append(Side(path, run, analyze_run(run)))
+        sides.append(Side(path, run, sanitize(analyze_run(run))))
     session = Session(new=sides[-1], base=sides[0] if len(sides) > 1 else None)
     if session.base is not None:
         progress(0.95, 1, "comparing the two runs")
-        session.diff = compare(session.base, session.new)
+        session.diff = sanitize(compare(session.base, session.new))
     progress(1, 1, "done")
     return session
 
