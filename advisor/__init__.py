@@ -9,7 +9,20 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from typing import TYPE_CHECKING, Any  # noqa: E402
+
 from advisor.errors import AdvisorError, InputError  # noqa: E402
-from advisor.ingest import open_run  # noqa: E402
+
+if TYPE_CHECKING:
+    from advisor.ingest import open_run
 
 __all__ = ["AdvisorError", "InputError", "open_run", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    """`advisor.open_run` on first use: importing the package (the CLI does) stays cheap."""
+    if name == "open_run":
+        from advisor.ingest import open_run
+
+        return open_run
+    raise AttributeError(f"module 'advisor' has no attribute {name!r}")

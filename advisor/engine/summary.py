@@ -132,22 +132,26 @@ def top_kernels(run: Run, limit: int = 10) -> dict[str, Any]:
 RANGE_GROUP_SQL = r"regexp_replace(s.value, ',\s*(op_id|seq|sizes)\s*=.*$', '')"
 
 _RANGES_SQL = f"""
-WITH r AS (
-  SELECT r.source, {RANGE_GROUP_SQL} AS name, r.start_ns AS s, r.end_ns AS e, r.depth
-  FROM ranges r JOIN strings s ON s.string_id = r.name_id WHERE r.source <> 'profiler_step'
+WITH g AS (  -- the group name per distinct string: one regexp per name, not per range
+  SELECT s.string_id, {RANGE_GROUP_SQL} AS name FROM strings s
+  WHERE s.string_id IN (SELECT DISTINCT name_id FROM ranges WHERE source <> 'profiler_step')
+),
+r AS (
+  SELECT r.source, g.name, r.start_ns AS s, r.end_ns AS e, r.depth
+  FROM ranges r JOIN g ON g.string_id = r.name_id WHERE r.source <> 'profiler_step'
 ),
 o AS (SELECT *, max(e) OVER (PARTITION BY source, name ORDER BY s, e
                              ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end FROM r),
-i AS (SELECT *, sum(CASE WHEN prev_end IS NULL OR s > prev_end THEN 1 ELSE 0 END)
-                  OVER (PARTITION BY source, name ORDER BY s, e ROWS UNBOUNDED PRECEDING) AS island FROM o),
-covered AS (SELECT source, name, sum(ce - cs)::BIGINT AS covered_ns
-            FROM (SELECT source, name, island, min(s) AS cs, max(e) AS ce FROM i GROUP BY ALL) GROUP BY ALL),
 stats AS (
+  -- covered: each range adds the part of it past everything before it in (start, end) order, which
+  -- sums to the length of the union of the group's ranges (one window instead of islands + regroup)
   SELECT source, name, count(*) AS count, sum(e - s)::BIGINT AS total_ns, avg(e - s) AS mean_ns,
-         quantile_cont(e - s, 0.5) AS p50_ns, quantile_cont(e - s, 0.95) AS p95_ns, min(depth) AS min_depth
-  FROM r GROUP BY ALL
+         quantile_cont(e - s, 0.5) AS p50_ns, quantile_cont(e - s, 0.95) AS p95_ns, min(depth) AS min_depth,
+         sum(CASE WHEN prev_end IS NULL THEN e - s ELSE greatest(e - greatest(s, prev_end), 0) END)::BIGINT
+           AS covered_ns
+  FROM o GROUP BY ALL
 )
-SELECT stats.*, covered.covered_ns FROM stats JOIN covered USING (source, name)
+SELECT * FROM stats
 ORDER BY covered_ns DESC, total_ns DESC, name LIMIT $1
 """
 
