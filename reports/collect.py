@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.reports.context import ReportInputs
-
 from advisor import metrics
 from advisor.engine.analyze import analyze_run
 from advisor.engine.views import timeline_bins
 from advisor.model.store import Run
+from advisor.reports.context import ReportInputs
 
 TIMELINE_BINS = 240
 ROOFLINE_LIMIT = 60

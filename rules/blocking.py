@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from advisor.rules.base import Context
-
 from advisor import metrics
+from advisor.rules.base import Context
 
 
 @dataclass(frozen=True)
@@ -64,4 +63,35 @@ def blocking_calls(
                 top_name=max(set(names), key=names.count),
             )
         )
+    return out
+
+
+# host synchronization calls (cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize, hip*)
+SYNC_CALLS = r"synchronize"
+# idle while the host reads files or waits on the DataLoader is priced by IO003 / IO005, not by the sync
+PRICED_ELSEWHERE = ("idle_io", "idle_input")
+# windows_calls' refill cap when a window should run to the next GPU activity, however late (ns)
+NO_CAP_NS = 1 << 60
+
+
+def overlappable_idle(
+    ctx: Context, pattern: str, exclude: str = "^$", classes: tuple[str, ...] | None = None
+) -> dict[int, int]:
+    """Per device: for each blocking call, the GPU idle from the call's start to the next GPU activity
+    (no refill cap), bounded by the GPU work the call waited for (busy time since the previous call's
+    window, plus the busy part of this window). Without the block the host would have done its own
+    work while that GPU work ran, so it saves at most min(host-only time, GPU time) per call. Idle
+    spent reading files or in the DataLoader is left to IO003 / IO005. `classes`: count only idle of
+    these timeline classes (ID001 asks for the part it would otherwise claim itself).
+    """
+    windows = metrics.shares(ctx.run, "windows_calls", pattern=pattern, exclude=exclude, max_refill_ns=NO_CAP_NS)
+    busy = {int(r["win_id"]): int(r["busy_before_ns"] or 0) for r in ctx.metric("busy_before_windows")}
+    out: dict[int, int] = {}
+    for w in windows:
+        idle_all = sum(ns for cls, ns in w.ns.items() if cls.startswith("idle_"))
+        idle = idle_all - sum(w.ns.get(c, 0) for c in PRICED_ELSEWHERE)
+        if classes is not None:
+            idle = min(idle, sum(w.ns.get(c, 0) for c in classes))
+        gpu = busy.get(w.win_id, 0) + max(0, w.span_ns - idle_all)
+        out[w.device_id] = out.get(w.device_id, 0) + min(idle, gpu)
     return out

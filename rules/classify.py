@@ -9,6 +9,11 @@ communication, exposed copies, and idle split by what the host was doing), so ev
 clear denominator. Kernel classes come from kernel-name families unless an Nsight Compute report
 is the only evidence, in which case the verdict comes from its SM and DRAM throughput. The basis
 and a confidence are stated with every verdict.
+
+When the trace marks its iterations (Kineto `ProfilerStep#N`, NVTX/user ranges named `step`,
+`iteration`, `train_step`, ...; see rules/steps.py) the run and device verdicts are taken inside
+those steps only, and the denominator says so: start-up (allocation, data generation, copies of
+the inputs) and warm-up are not the loop's bottleneck.
 """
 
 from __future__ import annotations
@@ -17,10 +22,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from advisor.rules.base import pct
-
 from advisor import metrics
 from advisor.model.store import Run
+from advisor.rules.base import pct
+from advisor.rules.steps import step_windows
 
 VerdictClass = Literal["compute", "memory", "io", "launch", "communication", "unknown"]
 Confidence = Literal["high", "medium", "low"]
@@ -56,6 +61,10 @@ SHARE_TEXT = {
 }
 
 NAME_BASIS = "kernel-name families and the device timeline (idle gaps attributed to host activity)"
+STEP_NOTE = (
+    ", within the steps the trace marks (ProfilerStep#N / ranges named step, iteration, ...): start-up and "
+    "warm-up outside them are left out"
+)
 RANGE_NOTE = (
     "; range windows are taken on the run clock as recorded (host ranges are not projected through their "
     "launches onto the GPU), so GPU work launched inside a range but run after it is missed"
@@ -142,22 +151,53 @@ def classify(run: Run, max_ranges: int = 10, max_range_depth: int = 1) -> RunVer
     """Verdict for the whole run, each device, and the `max_ranges` range names with most time."""
     if not run.count("kernels") and not run.count("memops"):
         return RunVerdict(_from_ncu(run) if run.count("ncu_metrics") else _no_evidence())
-    device_windows = metrics.shares(run, "windows_devices")
     ranks = {int(r["device_id"]): r["rank"] for r in metrics.query(run, "device_spans")}
+    steps = step_windows(run)
+    if steps:
+        run_verdict, devices = _from_steps(steps, ranks)
+    else:
+        device_windows = metrics.shares(run, "windows_devices")
+        devices = tuple(
+            DeviceVerdict(
+                w.device_id,
+                ranks.get(w.device_id),
+                decide(w.ns, w.span_ns, f"device span (first to last GPU activity on device {w.device_id})"),
+            )
+            for w in device_windows
+        )
+        total = _sum_ns(w.ns for w in device_windows)
+        span = sum(w.span_ns for w in device_windows)
+        run_verdict = decide(
+            total, span, f"sum of device spans ({len(device_windows)} device(s), first to last GPU activity on each)"
+        )
+    return RunVerdict(run_verdict, devices, _ranges(run, max_ranges, max_range_depth))
+
+
+def _from_steps(steps: list[metrics.Window], ranks: Mapping[int, Any]) -> tuple[Verdict, tuple[DeviceVerdict, ...]]:
+    """Run and device verdicts over the steady-state steps only (start-up and warm-up left out)."""
+    per: dict[int, list[metrics.Window]] = {}
+    for w in steps:
+        per.setdefault(w.device_id, []).append(w)
     devices = tuple(
         DeviceVerdict(
-            w.device_id,
-            ranks.get(w.device_id),
-            decide(w.ns, w.span_ns, f"device span (first to last GPU activity on device {w.device_id})"),
+            dev,
+            ranks.get(dev),
+            _in_steps(
+                _sum_ns(w.ns for w in ws),
+                sum(w.span_ns for w in ws),
+                f"total time of the {len(ws)} step(s) on device {dev}",
+            ),
         )
-        for w in device_windows
+        for dev, ws in sorted(per.items())
     )
-    total = _sum_ns(w.ns for w in device_windows)
-    span = sum(w.span_ns for w in device_windows)
-    run_verdict = decide(
-        total, span, f"sum of device spans ({len(device_windows)} device(s), first to last GPU activity on each)"
-    )
-    return RunVerdict(run_verdict, devices, _ranges(run, max_ranges, max_range_depth))
+    n = max(len(ws) for ws in per.values())
+    of = f"total time of the {n} steady-state step(s) on the {len(per)} device(s) they feed"
+    return _in_steps(_sum_ns(w.ns for w in steps), sum(w.span_ns for w in steps), of), devices
+
+
+def _in_steps(ns: Mapping[str, int], span_ns: int, of: str) -> Verdict:
+    v = decide(ns, span_ns, of)
+    return replace(v, basis=v.basis + STEP_NOTE)
 
 
 def _ranges(run: Run, max_ranges: int, max_depth: int) -> tuple[RangeVerdict, ...]:

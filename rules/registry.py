@@ -12,9 +12,8 @@ import pkgutil
 from functools import cache
 from types import ModuleType
 
-from advisor.rules.base import CATEGORIES, Rule
-
 from advisor.errors import InputError
+from advisor.rules.base import CATEGORIES, Rule
 
 _ROOT = "advisor.rules"
 

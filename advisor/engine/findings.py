@@ -48,6 +48,7 @@ __all__ = [
 ]
 
 SPAN_OF = "longest device span (first to last GPU activity on one device)"
+NCU_SPAN_OF = "profiled kernel time in this Nsight Compute report (sum of launch durations)"
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,7 @@ class RuleReport:
     results: tuple[RuleResult, ...]
     findings: tuple[Finding, ...]
     span_ns: int
+    span_of: str = SPAN_OF
 
     def result(self, code: str) -> RuleResult:
         for r in self.results:
@@ -129,16 +131,16 @@ class RuleReport:
         share = pct(top.est_gain_ns, self.span_ns)
         return (
             f"do this first: {top.fixes[0].title if top.fixes else top.name} ({top.code} {top.name}), "
-            f"expected to save {ms(top.est_gain_ns)} of {ms(self.span_ns)} ({share}% of the {SPAN_OF})"
+            f"expected to save {ms(top.est_gain_ns)} of {ms(self.span_ns)} ({share}% of the {self.span_of})"
         )
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "headline": self.headline(),
             "span_ns": self.span_ns,
-            "span_of": SPAN_OF,
+            "span_of": self.span_of,
             "findings": [
-                f.to_dict() | {"gain_pct": pct(f.est_gain_ns, self.span_ns), "gain_pct_of": SPAN_OF}
+                f.to_dict() | {"gain_pct": pct(f.est_gain_ns, self.span_ns), "gain_pct_of": self.span_of}
                 for f in self.findings
             ],
             "rules": [r.to_dict() for r in self.results],
@@ -214,6 +216,16 @@ def run_span_ns(run: Run) -> int:
     return int(row.get("span_ns") or 0)
 
 
+def run_span(run: Run) -> tuple[int, str]:
+    """The headline's denominator and its name: the longest device span, or for an Nsight Compute
+    report (no timeline) the profiled kernel time, which is what the ncu rules' gains are part of."""
+    span = run_span_ns(run)
+    if span or not run.count("ncu_kernels"):
+        return span, SPAN_OF
+    (total,) = run.sql_rows("SELECT coalesce(sum(duration_ns), 0) FROM ncu_kernels")[0]
+    return int(total), NCU_SPAN_OF
+
+
 def run_rules(
     run: Run,
     options: Mapping[str, Mapping[str, Any]] | None = None,
@@ -230,4 +242,4 @@ def run_rules(
     captured = captured_tables(run)
     results = tuple(_run_one(r, run, resolved[r.code], captured, strict) for r in rules)
     findings = sorted((f for res in results for f in res.findings), key=lambda f: (-f.est_gain_ns, f.code, f.location))
-    return RuleReport(results, tuple(findings), run_span_ns(run))
+    return RuleReport(results, tuple(findings), *run_span(run))

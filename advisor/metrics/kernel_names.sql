@@ -15,13 +15,13 @@ fam AS (
                 THEN 'attention'
             WHEN regexp_matches(ln, 'conv|winograd|fprop|dgrad|wgrad')
                 THEN 'conv'
-            WHEN regexp_matches(ln, 'gemm|gemv|matmul|cutlass|cublas|xmma|wgmma|triton_mm|triton_tem|_mm_|bmm|dot_')
+            WHEN regexp_matches(ln, 'gemm|gemv|matmul|cutlass|cublas|xmma|wgmma|nvjet|triton_mm|triton_tem|_mm_|bmm|dot_')
                 THEN 'gemm'
             WHEN regexp_matches(ln, 'triton_red|triton_per|reduce|norm|softmax|welford|bn_|mean|argmax|topk|sort|scan|cumsum')
                 THEN 'reduce'
             WHEN regexp_matches(ln, 'copy|memcpy|memset|transpose|catarray|cat_|index|gather|scatter|embedding|fill|permute|contiguous')
                 THEN 'copy'
-            WHEN regexp_matches(ln, 'elementwise|vectorized|unrolled|pointwise|triton_poi|triton_|activation|relu|gelu|silu|sigmoid|tanh|dropout')
+            WHEN regexp_matches(ln, 'elementwise|eltwise|elemwise|(^|[^a-z])ew_|vectorized|unrolled|pointwise|triton_poi|triton_|activation|relu|gelu|silu|sigmoid|tanh|dropout')
                 THEN 'elementwise'
             ELSE 'other'
         END AS family

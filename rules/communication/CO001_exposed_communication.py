@@ -54,7 +54,8 @@ class ExposedCommunication(Rule):
     ## False positives
     The last collective of a step (after the final backward kernel) cannot overlap anything in
     the same step. Two-process traces where the other rank is slow show long exposed collectives
-    that are really waiting for the straggler (see CO002).
+    that are really waiting for the straggler (see CO002): the estimated gain leaves out each
+    device's work deficit against the busiest device.
 
     ## Options
     `min_exposed_pct` (exposed communication as % of the device span).
@@ -83,7 +84,7 @@ class ExposedCommunication(Rule):
         return None
 
     def check(self, ctx: Context) -> Outcome:
-        rows = [r for r in ctx.metric("comm_exposure") if r["n_comm"]]
+        rows = _waiting(ctx, [r for r in ctx.metric("comm_exposure") if r["n_comm"]])
         fired = [
             self._finding(r) for r in rows if pct(r["exposed_ns"], r["span_ns"]) >= float(ctx.opt("min_exposed_pct"))
         ]
@@ -105,7 +106,7 @@ class ExposedCommunication(Rule):
         )
 
     def _finding(self, r: dict[str, Any]) -> Finding:
-        exposed, comm = int(r["exposed_ns"]), int(r["comm_ns"])
+        exposed, comm, wait = int(r["exposed_ns"]), int(r["comm_ns"]), int(r["straggler_wait_ns"])
         return self.finding(
             f"device {r['device_id']}: {ms(exposed)} of communication ran with no compute beside it "
             f"({pct(exposed, r['span_ns'])}% of the device span; {pct(comm - exposed, comm)}% of communication "
@@ -119,10 +120,12 @@ class ExposedCommunication(Rule):
                 Evidence("comm_overlap", pct(comm - exposed, comm), "%", "communication time on the device"),
                 Evidence("comm_on_compute_stream", int(r["n_comm_on_compute_stream"]), "count"),
                 Evidence("top_comm_kernel", str(r["top_comm_kernel"]), "name"),
+                Evidence("straggler_wait", wait, "ns"),
             ],
-            est_gain_ns=exposed,
-            gain_basis="communication time with no other kernel running on the device; full overlap would hide "
-            "it (bounded by the compute available to overlap in practice)",
+            est_gain_ns=exposed - wait,
+            gain_basis="communication time with no other kernel running on the device, minus the time this device "
+            "waits for the busiest device (its non-communication work time minus this device's, priced by CO002): "
+            "full overlap would hide the rest (bounded by the compute available to overlap in practice)",
             fixes=(
                 Fix(
                     "overlap communication with compute",
@@ -133,6 +136,17 @@ class ExposedCommunication(Rule):
             ),
             location=f"device={r['device_id']}",
         )
+
+
+def _waiting(ctx: Context, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each row with `straggler_wait_ns`: how much longer the busiest device works than this one. A rank
+    that finishes its work early sits in the collective until the straggler arrives; that exposed time
+    goes away by balancing the work (CO002), not by overlapping it."""
+    work = {int(r["device_id"]): int(r["work_ns"]) for r in ctx.metric("device_balance")}
+    top = max(work.values(), default=0)
+    return [
+        dict(r, straggler_wait_ns=min(int(r["exposed_ns"]), top - work.get(int(r["device_id"]), top))) for r in rows
+    ]
 
 
 def _span(r: dict[str, Any]) -> str:

@@ -1,9 +1,8 @@
 from __future__ import annotations
 
 from advisor.rules.base import Clean, Context, Evidence, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
-from advisor.rules.blocking import blocking_calls
-
-SYNC = r"synchronize"
+from advisor.rules.blocking import SYNC_CALLS as SYNC
+from advisor.rules.blocking import blocking_calls, overlappable_idle
 
 
 class SyncInLoop(Rule):
@@ -25,6 +24,11 @@ class SyncInLoop(Rule):
     `api_calls` matching `synchronize`, mapped to the devices their process feeds; the cost is
     the GPU idle from each call's start to the first GPU activity after it returns (metric
     `windows_calls`). nsys expert rule `cuda_api_sync` lists the same calls without a cost.
+    The estimated gain also counts the host-only time after each sync (the GPU idle until the
+    next launch, `.item()` followed by Python work), bounded per call by the GPU work the sync
+    waited for (metric `busy_before_windows`): without the sync the host would have done that
+    work while the GPU ran, so it saves at most min(host-only time, GPU time) per call. Idle
+    while reading files or in the DataLoader is left to IO003 / IO005.
 
     ## How to fix
     ```c++
@@ -94,6 +98,7 @@ class SyncInLoop(Rule):
                 f"{n} sync calls opening {ms(idle)} of GPU idle",
                 (Evidence("sync_calls", n, "count"), Evidence("gpu_idle_in_windows", idle, "ns")),
             )
+        bounded = overlappable_idle(ctx, SYNC)
         return Fired(
             tuple(
                 self.finding(
@@ -112,11 +117,13 @@ class SyncInLoop(Rule):
                             f"device span (first to last GPU activity on device {r.device_id})",
                         ),
                         Evidence("top_call", r.top_name, "name"),
+                        Evidence("overlappable_idle", bounded.get(r.device_id, 0), "ns"),
                     ],
-                    est_gain_ns=r.idle_ns,
-                    gain_basis="GPU idle time from each sync call's start to the first GPU activity after it returns, "
-                    "at most max_refill_us later (overlapping windows merged); without the sync the host would "
-                    "have queued that work already",
+                    est_gain_ns=max(r.idle_ns, bounded.get(r.device_id, 0)),
+                    gain_basis="per sync call, GPU idle from the call's start to the next GPU activity, bounded by the "
+                    "GPU work the call waited for (min(host-only time, GPU time): without the sync the host's work "
+                    "after it would overlap that GPU work), summed; at least the idle up to max_refill_us after each "
+                    "call returns (overlapping windows merged)",
                     fixes=(
                         Fix(
                             "remove syncs from the loop",

@@ -12,7 +12,8 @@ class DefaultStreamSerialization(Rule):
     Devices with at least `min_ops` kernels/copies on the legacy default stream (stream ids in
     `default_streams`) and work on at least one other stream, where the streams almost never ran
     at once (concurrent time at most `max_concurrent_pct` of the other streams' busy time) and
-    default-stream work ran alone for at least `min_alone_pct` of the device span.
+    default-stream work ran alone, or the other streams' work was serialized behind it (busy time
+    beyond the busiest stream), for at least `min_alone_pct` of the device span.
 
     ## Why it costs time
     The legacy default stream (stream 0 / `cudaStreamLegacy`) implicitly waits for all blocking
@@ -91,14 +92,14 @@ class DefaultStreamSerialization(Rule):
         span = r["end_ns"] - r["start_ns"]
         return (
             r["n_default"] >= int(ctx.opt("min_ops"))
-            and pct(r["default_alone_ns"], span) >= float(ctx.opt("min_alone_pct"))
+            and max(pct(r["default_alone_ns"], span), pct(_serialized(r), span)) >= float(ctx.opt("min_alone_pct"))
             and pct(r["concurrent_ns"], r["other_ns"]) <= float(ctx.opt("max_concurrent_pct"))
         )
 
     def _finding(self, r: dict[str, Any]) -> Finding:
         span = int(r["end_ns"] - r["start_ns"])
         alone = int(r["default_alone_ns"])
-        gain = min(alone, int(r["other_ns"]))
+        gain = max(min(alone, int(r["other_ns"])), _serialized(r))
         of = f"device span (first to last kernel or copy on device {r['device_id']})"
         return self.finding(
             f"device {r['device_id']}: {r['n_default']} ops on the legacy default stream {r['default_stream']} "
@@ -115,6 +116,7 @@ class DefaultStreamSerialization(Rule):
                 Evidence("other_streams", int(r["other_streams"]), "count"),
                 Evidence("default_alone_time", alone, "ns"),
                 Evidence("default_alone_share", pct(alone, span), "%", of),
+                Evidence("serialized_stream_time", _serialized(r), "ns"),
                 Evidence(
                     "concurrent_share",
                     pct(r["concurrent_ns"], r["other_ns"]),
@@ -123,8 +125,9 @@ class DefaultStreamSerialization(Rule):
                 ),
             ],
             est_gain_ns=gain,
-            gain_basis="time default-stream work ran with no other stream active, capped at the other streams' "
-            "busy time: the most that moving it to a non-blocking stream can overlap",
+            gain_basis="the larger of: time default-stream work ran with no other stream active (capped at the "
+            "other streams' busy time), and the non-default streams' busy time beyond the busiest one (work the "
+            "default stream's implicit barriers kept from running side by side)",
             fixes=(
                 Fix(
                     "use non-blocking streams",
@@ -135,3 +138,11 @@ class DefaultStreamSerialization(Rule):
             ),
             location=f"device={r['device_id']}|stream={r['default_stream']}",
         )
+
+
+def _serialized(r: dict[str, Any]) -> int:
+    """Busy time of the non-default streams beyond the busiest one, when two or more of them never ran
+    at once: what they would overlap without the default stream's implicit barriers."""
+    if int(r["other_streams"]) < 2:
+        return 0
+    return max(0, int(r["other_ns"]) - int(r["max_other_stream_ns"]))

@@ -18,6 +18,9 @@ A case file:
         fixture: pipit/saxpy-mpi-cuda_nsys_perlmutter0.sqlite   # relative to the shared real folder
         expect: fired
         evidence: {pageable_copies: 10}
+      - id: own_capture
+        fixture: repo:fixtures/ncu/ME001_uncoalesced_access_baseline/ME001_uncoalesced_access_baseline.ncu-rep.xz
+        expect: fired                                            # repo: = relative to this repository
 
 Numbers compare with a relative tolerance of 1e-3 unless given as {approx: v, rel: r}.
 """
@@ -36,6 +39,8 @@ from advisor.model.schema import TABLES
 from advisor.model.store import Run
 
 CASES = Path(__file__).parent / "cases"
+REPO = Path(__file__).resolve().parents[2]
+REPO_PREFIX = "repo:"
 NAMED = {"kernels", "api_calls", "cpu_ops", "ranges", "collectives", "ncu_kernels"}
 
 
@@ -48,6 +53,18 @@ class Case:
     @property
     def fixture(self) -> str | None:
         return self.spec.get("fixture")
+
+
+def fixture_path(ref: str) -> Path:
+    """A case's fixture: `repo:<path>` inside this repository (our own captures), else the shared real folder."""
+    if ref.startswith(REPO_PREFIX):
+        p = REPO / ref.removeprefix(REPO_PREFIX)
+        if not p.exists():
+            pytest.fail(f"repository fixture {p} is missing")
+        return p
+    from tests.conftest import real_path
+
+    return real_path(ref)
 
 
 def load_cases() -> list[Case]:

@@ -5,13 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from advisor.rules.base import Clean, Evidence, Fired, NotApplicable
 
 from advisor.engine.findings import RuleReport, run_rules
 from advisor.ingest import open_run
 from advisor.model.store import Run
-from tests.conftest import real_path
-from tests.rules.casekit import Case, build_run, close, load_cases
+from advisor.rules.base import Clean, Evidence, Fired, NotApplicable
+from tests.rules.casekit import Case, build_run, close, fixture_path, load_cases
 
 CASES = load_cases()
 _REAL_RUNS: dict[str, Run] = {}
@@ -19,7 +18,7 @@ _REAL_RUNS: dict[str, Run] = {}
 
 def _run_for(case: Case, tmp_cache: Any) -> Run:
     if case.fixture:
-        path = real_path(case.fixture)
+        path = fixture_path(case.fixture)
         if case.fixture not in _REAL_RUNS:
             _REAL_RUNS[case.fixture] = open_run(path, cache_dir=tmp_cache)
         return _REAL_RUNS[case.fixture]

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from advisor.parsers.base import ParseOptions
 
 from advisor.errors import InputError, LimitExceeded
 from advisor.ingest import open_run
 from advisor.model.store import Run
+from advisor.parsers.base import ParseOptions
 from tests.conftest import real_path
 
 pytestmark = pytest.mark.real

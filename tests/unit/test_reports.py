@@ -8,16 +8,16 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from advisor.reports import figures
-from advisor.reports.collect import collect
-from advisor.reports.context import ReportInputs, build_run_report, gain_text, notes_facts
-from advisor.reports.html import render_diff_html, render_run_html
-from advisor.reports.safety import redact, script_json
 
 from advisor.cli.render import MD_LIMIT, markdown_document
 from advisor.engine.analyze import document
 from advisor.model.store import Run
 from advisor.model.validate import conform
+from advisor.reports import figures
+from advisor.reports.collect import collect
+from advisor.reports.context import ReportInputs, build_run_report, gain_text, notes_facts
+from advisor.reports.html import render_diff_html, render_run_html
+from advisor.reports.safety import redact, script_json
 
 HOSTILE = "<script>alert(1)</script> \" ' </textarea> </script><!-- | *bold* [x](javascript:alert(1)) `tick` \u2028"
 SECRET = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from advisor.rules.base import HEADINGS, Evidence, NotApplicable
-from advisor.rules.catalog import sections
-from advisor.rules.classify import classify
-from advisor.rules.registry import all_rules
 
 from advisor import metrics
 from advisor.engine.findings import explain, list_rules, run_rules
 from advisor.errors import InputError
+from advisor.rules.base import HEADINGS, Evidence, NotApplicable
+from advisor.rules.catalog import sections
+from advisor.rules.classify import classify
+from advisor.rules.registry import all_rules
 from tests.rules.casekit import build_run
 
 ROOT = Path(__file__).resolve().parents[2]
