@@ -176,8 +176,11 @@ def _verdict_expectation(doc: dict[str, Any]) -> str:
 @pytest.mark.slow
 @pytest.mark.parametrize("fixture,charts", [(NSYS_FIXTURE, ("breakdown", "timeline")), (NCU_FIXTURE, ("roofline",)),
                                             (KINETO_FIXTURE, ("breakdown", "timeline"))])
-def test_real_report_renders_offline(page: Page, tmp_path: Path, fixture: str, charts: tuple[str, ...]) -> None:
-    html = _report(real_path(fixture), tmp_path / "report.html")
+def test_real_report_renders_offline(page: Page, tmp_path: Path, fixture: str, charts: tuple[str, ...],
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    src = real_path(fixture)
+    monkeypatch.chdir(src.parent)  # a relative path: no machine path in the report (or the committed screenshot)
+    html = _report(Path(src.name), tmp_path / "report.html")
     _open(page, html)
     doc = page.js("JSON.parse(document.getElementById('advisor-document').textContent)")
     verdict = page.js("document.getElementById('verdict').innerText")
