@@ -1015,12 +1015,36 @@ def _devices_seen(tables: dict[str, pa.Table]) -> set[int]:
 
 
 def rank_files(path: Path) -> list[Path]:
+    """The trace files of a run: the file itself, or a directory's *.json[.gz] that look like traces.
+
+    A directory often holds other JSON beside the rank traces (a PROVENANCE.json, a config dump):
+    a file whose first MiB names neither `traceEvents` nor an event phase is not a rank trace.
+    """
     if not path.is_dir():
         return [path]
     files = sorted(p for p in path.iterdir() if p.is_file() and p.name.lower().endswith(SUFFIXES))
-    if not files:
-        raise InputError(f"{path}: directory holds no *.json / *.json.gz trace files", "pass a trace file")
-    return files
+    traces = [f for f in files if _looks_like_trace(f)]
+    if not traces:
+        raise InputError(f"{path}: directory holds no Kineto trace files (*.json / *.json.gz with traceEvents)",
+                         "pass a trace file, or a directory of rank traces")
+    return traces
+
+
+def _looks_like_trace(f: Path) -> bool:
+    try:
+        with f.open("rb") as fh:
+            gz = fh.read(2) == b"\x1f\x8b"
+        if gz:
+            import gzip
+
+            with gzip.open(f, "rb") as g:
+                head = g.read(1 << 20)
+        else:
+            with f.open("rb") as fh:
+                head = fh.read(1 << 20)
+    except (OSError, EOFError, ValueError):
+        return True  # damaged: let the parser report it with its own one-line error
+    return b'"traceEvents"' in head or b'"ph"' in head
 
 
 def _base_ns(files: list[Path], limit: int) -> int | None:

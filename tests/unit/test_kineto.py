@@ -324,3 +324,22 @@ def test_odd_values_are_cleaned_and_counted(tmp_path: Path) -> None:
     notes = json.loads(run.info["notes"])
     assert notes["cleaned_negative_dur"] == 1 and notes["cleaned_missing_dur"] == 1
     assert notes["cleaned_events_args_dropped"] == 1
+
+
+def test_directory_skips_json_that_is_not_a_trace(tmp_path: Path) -> None:
+    """A rank directory may hold other JSON (PROVENANCE.json): only trace files are ranks."""
+    import shutil as _sh
+
+    src = real_path("param/dlrm_8rank/worker0_step_12.1694128201545.pt.trace.json.gz")
+    d = tmp_path / "ranks"
+    d.mkdir()
+    _sh.copy(src, d / src.name)
+    (d / "PROVENANCE.json").write_text('{"gpu": "H100", "step_time_ms": {"baseline_median": 1.0}}')
+    run = open_run(d, cache_dir=tmp_path / "cache")
+    assert run.sql_rows("SELECT count(DISTINCT rank) FROM devices")[0][0] == 1
+    assert run.count("kernels") > 0
+    only_junk = tmp_path / "junk"
+    only_junk.mkdir()
+    (only_junk / "PROVENANCE.json").write_text("{}")
+    with pytest.raises(InputError, match="no Kineto trace files"):
+        open_run(only_junk, cache_dir=tmp_path / "cache")
