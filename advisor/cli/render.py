@@ -4,34 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from advisor.reports.units import fmt_bytes, fmt_ns
+
 MD_LIMIT = 65_536  # a GitHub PR comment's size limit
-
-
-def fmt_ns(ns: float | int | None) -> str:
-    if ns is None:
-        return "n/a"
-    a = abs(ns)
-    if a >= 1e9:
-        return f"{ns / 1e9:.3f} s"
-    if a >= 1e6:
-        return f"{ns / 1e6:.3f} ms"
-    if a >= 1e3:
-        return f"{ns / 1e3:.1f} us"
-    return f"{int(ns)} ns"
 
 
 def fmt_share(s: dict[str, Any]) -> str:
     p = "n/a" if s.get("pct") is None else f"{s['pct']:.1f}%"
     return f"{fmt_ns(s['ns'])} ({p})"
-
-
-def fmt_bytes(n: int | None) -> str:
-    if n is None:
-        return "n/a"
-    for unit, k in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= k:
-            return f"{n / k:.1f} {unit}"
-    return f"{n} B"
 
 
 def clean(text: str | None, limit: int = 80) -> str:

@@ -11,7 +11,8 @@ import json
 from typing import Any
 
 from advisor.cli.output import emit
-from advisor.cli.render import MD_LIMIT, clean, fmt_ns, md_cell
+from advisor.cli.render import MD_LIMIT, clean, md_cell
+from advisor.reports.units import fmt_ns
 
 NAME = "diff"
 HELP = "compare two runs (or two sets of repeated captures): what got faster or slower, and why"
