@@ -68,7 +68,7 @@ def timeline_bins(run: Run, bins: int = 200, device_id: int | None = None) -> di
 # launch API call began. One hash join (kernel -> launch by correlation id), one ASOF join (launch ->
 # latest range started on that thread at or before the launch), then parent hops only for launches
 # whose candidate had already ended (a sibling): no interval join, so 10M x 10M stays linear.
-_ATTRIBUTION_SQL = """
+_ATTRIBUTION_SQL = r"""
 WITH RECURSIVE
 launch AS (
   SELECT k.end_ns - k.start_ns AS d, coalesce(a.pid, -1) AS pid, coalesce(a.tid, -1) AS tid, a.start_ns AS t
