@@ -13,7 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from advisor import metrics
-from advisor.rules.base import Context
+from advisor.rules.base import Context, Evidence, Option, pct
+
+# the option every rule built on blocking_calls declares
+MAX_REFILL_OPTION = Option(
+    100.0,
+    "idle after a call returns counts up to this long (us)",
+    "HTA launch_delay_cutoff=100 us: longer is host work, not launch refill",
+)
 
 
 @dataclass(frozen=True)
@@ -64,6 +71,31 @@ def blocking_calls(
             )
         )
     return out
+
+
+def repeated(ctx: Context, rows: list[BlockingCalls]) -> list[BlockingCalls]:
+    """The devices whose calls repeat (options min_calls) and open enough idle (min_idle_pct of the span)."""
+    return [
+        r
+        for r in rows
+        if r.n_calls >= int(ctx.opt("min_calls")) and pct(r.idle_ns, r.span_ns) >= float(ctx.opt("min_idle_pct"))
+    ]
+
+
+def idle_evidence(r: BlockingCalls, calls: str, host_time: str) -> list[Evidence]:
+    """The evidence every blocking-call finding shows: calls, host time in them, idle they opened, top call."""
+    return [
+        Evidence(calls, r.n_calls, "count"),
+        Evidence(host_time, r.call_ns, "ns"),
+        Evidence("gpu_idle_in_windows", r.idle_ns, "ns"),
+        Evidence(
+            "gpu_idle_share",
+            pct(r.idle_ns, r.span_ns),
+            "%",
+            f"device span (first to last GPU activity on device {r.device_id})",
+        ),
+        Evidence("top_call", r.top_name, "name"),
+    ]
 
 
 # host synchronization calls (cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize, hip*)

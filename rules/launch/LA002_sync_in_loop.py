@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 from advisor.rules.base import Clean, Context, Evidence, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
+from advisor.rules.blocking import MAX_REFILL_OPTION, blocking_calls, idle_evidence, overlappable_idle, repeated
 from advisor.rules.blocking import SYNC_CALLS as SYNC
-from advisor.rules.blocking import blocking_calls, overlappable_idle
 
 
 class SyncInLoop(Rule):
@@ -67,11 +67,7 @@ class SyncInLoop(Rule):
     requires = frozenset({"api_calls", "kernels"})
     status = "stable"
     options = {
-        "max_refill_us": Option(
-            100.0,
-            "idle after a call returns counts up to this long (us)",
-            "HTA launch_delay_cutoff=100 us: longer is host work, not launch refill",
-        ),
+        "max_refill_us": MAX_REFILL_OPTION,
         "min_calls": Option(
             10,
             "fewest sync calls on a device to count as a loop",
@@ -86,11 +82,7 @@ class SyncInLoop(Rule):
 
     def check(self, ctx: Context) -> Outcome:
         rows = blocking_calls(ctx, SYNC)
-        fired = [
-            r
-            for r in rows
-            if r.n_calls >= int(ctx.opt("min_calls")) and pct(r.idle_ns, r.span_ns) >= float(ctx.opt("min_idle_pct"))
-        ]
+        fired = repeated(ctx, rows)
         if not fired:
             n = sum(r.n_calls for r in rows)
             idle = sum(r.idle_ns for r in rows)
@@ -107,16 +99,7 @@ class SyncInLoop(Rule):
                     f"({pct(r.idle_ns, r.span_ns)}% of the device span)",
                     window=Window(device_id=r.device_id, start_ns=r.start_ns, end_ns=r.end_ns),
                     evidence=[
-                        Evidence("sync_calls", r.n_calls, "count"),
-                        Evidence("host_time_in_sync", r.call_ns, "ns"),
-                        Evidence("gpu_idle_in_windows", r.idle_ns, "ns"),
-                        Evidence(
-                            "gpu_idle_share",
-                            pct(r.idle_ns, r.span_ns),
-                            "%",
-                            f"device span (first to last GPU activity on device {r.device_id})",
-                        ),
-                        Evidence("top_call", r.top_name, "name"),
+                        *idle_evidence(r, "sync_calls", "host_time_in_sync"),
                         Evidence("overlappable_idle", bounded.get(r.device_id, 0), "ns"),
                     ],
                     est_gain_ns=max(r.idle_ns, bounded.get(r.device_id, 0)),

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from advisor.rules.base import Clean, Context, Evidence, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
-from advisor.rules.blocking import blocking_calls
+from advisor.rules.base import Clean, Context, Evidence, Fired, Fix, Option, Outcome, Rule, Window, ms
+from advisor.rules.blocking import MAX_REFILL_OPTION, blocking_calls, idle_evidence, repeated
 
 ALLOC = (
     r"^(cuda|hip)(malloc|free)(_v[0-9]+)?$"
@@ -61,11 +61,7 @@ class AllocatorChurn(Rule):
     requires = frozenset({"api_calls", "kernels"})
     status = "stable"
     options = {
-        "max_refill_us": Option(
-            100.0,
-            "idle after a call returns counts up to this long (us)",
-            "HTA launch_delay_cutoff=100 us: longer is host work, not launch refill",
-        ),
+        "max_refill_us": MAX_REFILL_OPTION,
         "min_calls": Option(
             10,
             "fewest allocation/free calls after warm-up on a device",
@@ -79,11 +75,7 @@ class AllocatorChurn(Rule):
         spans = {int(r["device_id"]): r for r in ctx.metric("device_spans")}
         after = {d: int(r["start_ns"] + r["span_ns"] * float(ctx.opt("warmup_pct")) / 100) for d, r in spans.items()}
         rows = blocking_calls(ctx, ALLOC, exclude="async", after_ns=after)
-        fired = [
-            r
-            for r in rows
-            if r.n_calls >= int(ctx.opt("min_calls")) and pct(r.idle_ns, r.span_ns) >= float(ctx.opt("min_idle_pct"))
-        ]
+        fired = repeated(ctx, rows)
         if not fired:
             n = sum(r.n_calls for r in rows)
             return Clean(f"{n} allocation calls after warm-up", (Evidence("alloc_calls", n, "count"),))
@@ -94,16 +86,7 @@ class AllocatorChurn(Rule):
                     f"{ms(r.call_ns)} of host time and left the GPU idle {ms(r.idle_ns)}",
                     window=Window(device_id=r.device_id, start_ns=r.start_ns, end_ns=r.end_ns),
                     evidence=[
-                        Evidence("alloc_calls", r.n_calls, "count"),
-                        Evidence("host_time_in_calls", r.call_ns, "ns"),
-                        Evidence("gpu_idle_in_windows", r.idle_ns, "ns"),
-                        Evidence(
-                            "gpu_idle_share",
-                            pct(r.idle_ns, r.span_ns),
-                            "%",
-                            f"device span (first to last GPU activity on device {r.device_id})",
-                        ),
-                        Evidence("top_call", r.top_name, "name"),
+                        *idle_evidence(r, "alloc_calls", "host_time_in_calls"),
                     ],
                     est_gain_ns=r.idle_ns,
                     gain_basis="GPU idle time from each allocation call's start to the first GPU activity after it "
