@@ -5,7 +5,6 @@ import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from advisor import metrics
 from advisor.rules.base import (
     Clean,
     Context,
@@ -207,68 +206,10 @@ class TorchCompileGraphBreaks(Rule):
 
 # --- facts from the trace --------------------------------------------------------------------
 
-# Compile-related host events (cpu_ops and host ranges), classified. Graph markers by PyTorch
-# version: '## Call CompiledFxGraph <hash> ##' (Inductor, 2.4+), 'CompiledFunction' /
-# 'CompiledFunctionBackward' (AOTAutograd training), 'Torch-Compiled Region: f/k' (Dynamo frame, 2.3+).
-_MARKERS_SQL = """
-WITH ev AS (
-    SELECT c.pid, c.tid, c.start_ns, c.end_ns, s.value AS name
-    FROM cpu_ops c JOIN strings s ON s.string_id = c.name_id
-    WHERE s.value IN ('CompiledFunction', 'CompiledFunctionBackward', 'TorchDynamo Cache Lookup', 'dynamo',
-                      'entire_frame_compile')
-       OR s.value LIKE 'Torch-Compiled Region%' OR s.value LIKE '## Call CompiledFxGraph%'
-       OR s.value LIKE '% (dynamo_timed)' OR s.value LIKE 'torch/_dynamo/convert_frame.py(%'
-       OR s.value LIKE 'torch/_dynamo/decorators.py(%): graph_break'
-    UNION ALL
-    SELECT r.pid, r.tid, r.start_ns, r.end_ns, s.value
-    FROM ranges r JOIN strings s ON s.string_id = r.name_id
-    WHERE r.device_id IS NULL
-      AND (s.value LIKE 'Torch-Compiled Region%' OR s.value LIKE '## Call CompiledFxGraph%'
-           OR s.value IN ('CompiledFunction', 'CompiledFunctionBackward', 'TorchDynamo Cache Lookup'))
-)
-SELECT pid, tid, start_ns, end_ns, name,
-    CASE
-        WHEN name LIKE '## Call CompiledFxGraph%' THEN 'fxgraph'
-        WHEN name = 'CompiledFunction' THEN 'fwd'
-        WHEN name = 'CompiledFunctionBackward' THEN 'bwd'
-        WHEN name LIKE 'Torch-Compiled Region%' THEN 'region'
-        WHEN name = 'TorchDynamo Cache Lookup' THEN 'lookup'
-        WHEN name LIKE 'torch/_dynamo/decorators.py(%' THEN 'break_call'
-        ELSE 'compile'
-    END AS kind
-FROM ev
-WHERE end_ns >= start_ns
-ORDER BY pid, tid, start_ns, end_ns DESC
-"""
+# Compile-related host events: metric compile_markers; GPU idle and eager ops between graphs: compile_gaps.
 
 _STEP_THREADS_SQL = "SELECT range_id, pid, tid FROM ranges WHERE list_contains($ids, range_id) AND tid IS NOT NULL"
 
-# Per gap (a host interval on one thread between two compiled graphs): GPU idle on the step's
-# device inside it, and the outermost framework ops run on that thread inside it (not Dynamo's own
-# cache lookups, which are counted from the markers).
-_GAPS_SQL = """
-WITH g AS (
-    SELECT unnest($gid) AS gid, unnest($dev) AS device_id, unnest($pid) AS pid, unnest($tid) AS tid,
-        unnest($g0) AS g0, unnest($g1) AS g1
-),
-idle AS (
-    SELECT g.gid, sum(least(s.end_ns, g.g1) - greatest(s.start_ns, g.g0)) AS idle_ns
-    FROM g JOIN m_device_segments s
-      ON s.device_id = g.device_id AND s.cls = 'idle' AND s.end_ns > g.g0 AND s.start_ns < g.g1
-    GROUP BY g.gid
-),
-ops AS (
-    SELECT g.gid, count(*) AS n_ops, sum(c.end_ns - c.start_ns) AS op_ns
-    FROM g
-    JOIN cpu_ops c ON c.tid = g.tid AND c.pid IS NOT DISTINCT FROM g.pid AND c.start_ns >= g.g0 AND c.end_ns <= g.g1
-    JOIN strings s ON s.string_id = c.name_id
-    LEFT JOIN cpu_ops p ON p.op_id = c.parent_id
-    WHERE s.value <> 'TorchDynamo Cache Lookup' AND (p.op_id IS NULL OR p.start_ns < g.g0 OR p.end_ns > g.g1)
-    GROUP BY g.gid
-)
-SELECT g.gid, coalesce(idle.idle_ns, 0) AS idle_ns, coalesce(ops.n_ops, 0) AS n_ops, coalesce(ops.op_ns, 0) AS op_ns
-FROM g LEFT JOIN idle ON idle.gid = g.gid LEFT JOIN ops ON ops.gid = g.gid
-"""
 
 _COMPILE = -1  # the "thread" of a compile interval in the gap list: only its GPU idle is wanted
 _REGION_ID = re.compile(r"Torch-Compiled Region:\s*(\d+)/(\d+)")
@@ -350,7 +291,7 @@ def _facts(ctx: Context) -> _Facts:
         return cached
     events = [
         _Ev(r["kind"], r["pid"], r["tid"], int(r["start_ns"]), int(r["end_ns"]), r["name"])
-        for r in ctx.run.sql_dicts(_MARKERS_SQL)
+        for r in ctx.metric("compile_markers")
     ]
     seen = any(e.kind in ("fxgraph", "fwd", "bwd", "region") for e in events)
     devices = _measure(ctx, events, _steps(ctx)) if seen else {}
@@ -449,7 +390,6 @@ def _gap_facts(ctx: Context, gaps: list[tuple[_Device, _Step, int, int, int]]) -
     """Fill the devices' gap totals (and the GPU idle during compiles, rows with tid _COMPILE) in one query."""
     if not gaps:
         return
-    metrics.ensure(ctx.run, "device_segments")
     params = {
         "gid": list(range(len(gaps))),
         "dev": [d.device_id for d, *_ in gaps],
@@ -458,7 +398,7 @@ def _gap_facts(ctx: Context, gaps: list[tuple[_Device, _Step, int, int, int]]) -
         "g0": [g0 for *_, g0, _ in gaps],
         "g1": [g1 for *_, g1 in gaps],
     }
-    for r in ctx.run.sql_dicts(_GAPS_SQL, params):
+    for r in ctx.metric("compile_gaps", **params):
         dev, _step, tid, g0, g1 = gaps[int(r["gid"])]
         if tid == _COMPILE:
             dev.compile_idle_ns += int(r["idle_ns"])
