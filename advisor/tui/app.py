@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import Footer, Header
+from textual.widgets import Header
 
 from advisor.errors import AdvisorError
 from advisor.tui.messages import LoadFailed, LoadProgress, SessionReady
@@ -21,6 +21,7 @@ from advisor.tui.screens.ranges import RangesScreen
 from advisor.tui.screens.roofline import RooflineScreen
 from advisor.tui.screens.timeline import TimelineScreen
 from advisor.tui.session import Opener, Session, load
+from advisor.tui.widgets import app_footer
 from advisor.tui.widgets.loading import LoadingView
 
 
@@ -55,6 +56,7 @@ class AdvisorApp(App[None]):
         Binding("r", "goto('ranges')", "Ranges"),
         Binding("l", "goto('roofline')", "Roofline"),
         Binding("d", "goto('diff')", "Diff"),
+        Binding("question_mark", "toggle_help", "Help", key_display="?"),
         Binding("q", "quit", "Quit"),
     ]
 
@@ -77,7 +79,7 @@ class AdvisorApp(App[None]):
     def compose(self) -> ComposeResult:
         yield Header()
         yield LoadingView(id="loading")
-        yield Footer()
+        yield app_footer()
 
     def on_mount(self) -> None:
         if self.session is not None:
@@ -118,6 +120,13 @@ class AdvisorApp(App[None]):
         if self.session is None:
             return False
         return not (parameters and parameters[0] == "diff" and self.session.base is None)
+
+    def action_toggle_help(self) -> None:
+        """Show or hide the key panel: every key of the app and of the screen in front, with what it does."""
+        if self.screen.query("HelpPanel"):
+            self.action_hide_help_panel()
+        else:
+            self.action_show_help_panel()
 
     def action_goto(self, mode: str) -> None:
         if self.current_mode != mode:

@@ -114,8 +114,9 @@ FINDINGS = [
      "est_gain_ns": 2 * MS, "gain_basis": "idle time after syncs", "fingerprint": "fp-sy002", "evidence": [],
      "fixes": [{"title": "Drop the .item() call", "detail": "", "risk": "safe"}]},
 ]
-VERDICT = {"class": "host-bound", "cause": "launch gaps between short kernels", "basis": "idle share 20%",
-           "confidence": "medium", "shares": []}
+VERDICT = {"class": "launch", "cause": "the GPU waits on the host: launch gaps between short kernels",
+           "basis": "kernel-name families and the device timeline", "confidence": "medium",
+           "shares": [{"name": "idle_launch", "ns": 17 * MS, "pct": 20.1, "of": "device span of device 0"}]}
 
 
 def synthetic_session(findings: bool = True, ncu: bool = False, diff: bool = False) -> Session:

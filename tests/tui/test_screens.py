@@ -31,7 +31,9 @@ def test_overview_shows_verdict_first_fix_and_device_bars(size: tuple[int, int],
 
     async def script(pilot: Any) -> None:
         assert app.current_mode == "overview"
-        assert "host-bound: launch gaps between short kernels" in static_text(app, "#verdict")
+        verdict = static_text(app, "#verdict")
+        assert "launch: the GPU waits on the host: launch gaps between short kernels" in verdict
+        assert "shares of the device span of device 0:" in verdict and "idle_launch: 20.1%" in verdict
         first = static_text(app, "#first-fix")
         assert "LA001 small-kernel-storm" in first and "expected gain 6 ms" in first
         assert "[bold]evil_kernel[/]" in first  # the finding message is shown literally
@@ -264,6 +266,25 @@ def test_screens_switch_by_key_at_80x24(full: Session) -> None:
             await settle(app, pilot)
             assert app.current_mode == mode
             assert "Overview" in screen_text(app).splitlines()[-1]  # the footer lists the bindings
+
+    drive(app, (80, 24), script)
+
+
+def test_footer_fits_80_columns_and_help_lists_the_keys(full: Session) -> None:
+    app = AdvisorApp(session=full)
+
+    async def script(pilot: Any) -> None:
+        footer = screen_text(app).splitlines()[-1]
+        for label in ("Overview", "Roofline", "Help", "Quit"):  # first, late and last keys all visible
+            assert label in footer, footer
+        await pilot.press("question_mark")
+        await settle(app, pilot)
+        assert app.screen.query("HelpPanel"), "? opens the key panel"
+        text = screen_text(app)
+        assert "Findings" in text and "Timeline" in text
+        await pilot.press("question_mark")
+        await settle(app, pilot)
+        assert not app.screen.query("HelpPanel"), "? again closes it"
 
     drive(app, (80, 24), script)
 

@@ -8,10 +8,11 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
 from advisor.tui.format import clip, ns, pct, signed_ns
 from advisor.tui.screens.base import AdvisorScreen
+from advisor.tui.widgets import app_footer
 
 VERDICT_STYLE = {"regression": "bold red", "improvement": "bold green"}
 STATUS_STYLE = {"new": "yellow", "gone": "cyan"}
@@ -75,7 +76,7 @@ class DiffScreen(AdvisorScreen):
                 yield DataTable(id="diff-kernels", cursor_type="row", zebra_stripes=True)
                 yield Static("Findings", classes="section")
                 yield Static(findings_text(diff), id="diff-findings")
-        yield Footer()
+        yield app_footer()
 
     def on_mount(self) -> None:
         if self.session.diff is None:

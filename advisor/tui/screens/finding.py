@@ -9,9 +9,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
 from advisor.tui.format import ns, pct
+from advisor.tui.widgets import app_footer
 
 
 def rule_doc(code: str) -> str | None:
@@ -82,7 +83,7 @@ class FindingScreen(Screen[None]):
             doc = rule_doc(str(f.get("code", "")))
             yield Static(Text(doc) if doc else Text(f"`advisor explain {f.get('code', '')}` has no text for "
                                                     "this rule in this build.", style="dim"), id="rule-doc")
-        yield Footer()
+        yield app_footer()
 
     def on_mount(self) -> None:
         table = self.query_one("#evidence", DataTable)

@@ -6,11 +6,12 @@ from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
 from advisor.tui.format import clip, ns
 from advisor.tui.screens.base import AdvisorScreen
 from advisor.tui.screens.finding import FindingScreen
+from advisor.tui.widgets import app_footer
 
 
 class FindingsScreen(AdvisorScreen):
@@ -24,7 +25,7 @@ class FindingsScreen(AdvisorScreen):
             yield Static(Text("No findings for this run: no rule fired, or the rule engine has not run."),
                          id="findings-info")
         yield DataTable(id="findings", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield app_footer()
 
     def on_mount(self) -> None:
         table = self.query_one("#findings", DataTable)

@@ -7,12 +7,13 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
 from advisor.engine.explore import kernel_instances
 from advisor.tui.format import ns
 from advisor.tui.messages import DataReady
 from advisor.tui.screens.base import AdvisorScreen
+from advisor.tui.widgets import app_footer
 
 
 class KernelScreen(AdvisorScreen):
@@ -27,7 +28,7 @@ class KernelScreen(AdvisorScreen):
         yield Static(Text(self.kernel_name, style="bold"), id="kernel-name")
         yield Static("loading instances…", id="kernel-info")
         yield DataTable(id="instances", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield app_footer()
 
     def on_mount(self) -> None:
         table = self.query_one("#instances", DataTable)

@@ -8,13 +8,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.timer import Timer
-from textual.widgets import DataTable, Footer, Header, Input, Static
+from textual.widgets import DataTable, Header, Input, Static
 
 from advisor.engine.explore import SORT_KEYS, kernel_table
 from advisor.tui.format import clip, ns, pct
 from advisor.tui.messages import DataReady
 from advisor.tui.screens.base import AdvisorScreen
 from advisor.tui.screens.kernel import KernelScreen
+from advisor.tui.widgets import app_footer
 
 COLUMNS = (("count", "count"), ("total", "total"), ("mean", "mean"), ("p95", "p95"), ("share", "share"),
            ("class", "ncu class"))
@@ -42,7 +43,7 @@ class KernelsScreen(AdvisorScreen):
         yield Static("loading…", id="kernels-info")
         yield DataTable(id="kernels", cursor_type="row", zebra_stripes=True)
         yield Static("", id="kernel-full")
-        yield Footer()
+        yield app_footer()
 
     def on_mount(self) -> None:
         table = self.query_one("#kernels", DataTable)

@@ -8,10 +8,11 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 
 from advisor.tui.format import ns, pct
 from advisor.tui.screens.base import AdvisorScreen
+from advisor.tui.widgets import app_footer
 from advisor.tui.widgets.device_bars import DeviceBars
 
 
@@ -37,10 +38,16 @@ def verdict_text(verdict: dict[str, Any] | None) -> Text:
         text.append(f"  (confidence {verdict['confidence']})", style="dim")
     if verdict.get("basis"):
         text.append(f"\n{verdict['basis']}", style="dim")
-    for s in verdict.get("shares") or []:
+    shares = verdict.get("shares") or []
+    common = {s.get("of") for s in shares}
+    if len(common) == 1 and None not in common:  # one denominator for all: say it once
+        text.append(f"\n  shares of the {common.pop()}:", style="dim")
+    for s in shares:
         label = s.get("name") or s.get("class") or "?"
         value = s.get("pct") if s.get("pct") is not None else s.get("share", {}).get("pct")
         text.append(f"\n  {label}: {pct(value)}")
+        if s.get("of") and len(common) > 1:
+            text.append(f" of the {s['of']}", style="dim")
     return text
 
 
@@ -79,4 +86,4 @@ class OverviewScreen(AdvisorScreen):
             yield Static(first_fix_text(doc.get("findings") or [], doc["capture"]["span_ns"]), id="first-fix")
             yield Static("Time per device (share of each device's span)", classes="section")
             yield DeviceBars(doc["time"], id="device-bars")
-        yield Footer()
+        yield app_footer()

@@ -6,13 +6,14 @@ from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.widgets import Footer, Header, Static, Tree
+from textual.widgets import Header, Static, Tree
 from textual.widgets.tree import TreeNode
 
 from advisor.engine.explore import range_tree
 from advisor.tui.format import clip, ns, pct
 from advisor.tui.messages import DataReady
 from advisor.tui.screens.base import AdvisorScreen
+from advisor.tui.widgets import app_footer
 
 
 def node_label(node: dict[str, Any], width: int) -> Text:
@@ -41,7 +42,7 @@ class RangesScreen(AdvisorScreen):
         tree.show_root = False
         yield tree
         yield Static("", id="range-detail")
-        yield Footer()
+        yield app_footer()
 
     def on_mount(self) -> None:
         self.query_one("#ranges", Tree).focus()

@@ -6,12 +6,13 @@ from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
 from advisor.engine.explore import roofline
 from advisor.tui.format import clip, ns, pct, rate
 from advisor.tui.messages import DataReady
 from advisor.tui.screens.base import AdvisorScreen
+from advisor.tui.widgets import app_footer
 from advisor.tui.widgets.roofline_plot import RooflinePlot, marker
 
 
@@ -19,7 +20,7 @@ class RooflineScreen(AdvisorScreen):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static("loading…", id="roofline-info")
-        yield Footer()
+        yield app_footer()
 
     def on_mount(self) -> None:
         self.fetch("roofline", roofline)

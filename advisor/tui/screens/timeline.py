@@ -8,12 +8,13 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
 from advisor.engine.explore import busy_bins, gpu_window, idle_gaps
 from advisor.tui.format import ns
 from advisor.tui.messages import DataReady
 from advisor.tui.screens.base import AdvisorScreen
+from advisor.tui.widgets import app_footer
 from advisor.tui.widgets.busy_strips import BusyStrips
 
 MIN_WINDOW_NS = 1_000
@@ -41,7 +42,7 @@ class TimelineScreen(AdvisorScreen):
             yield BusyStrips(id="strips")
         yield Static("Longest idle gaps in the window (Enter: zoom to one)", classes="section")
         yield DataTable(id="gaps", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield app_footer()
 
     def on_mount(self) -> None:
         table = self.query_one("#gaps", DataTable)
