@@ -18,15 +18,19 @@ the inputs) and warm-up are not the loop's bottleneck.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from advisor import metrics
 from advisor.model.store import Run
 from advisor.rules.base import pct
 from advisor.rules.steps import step_windows
 
+if TYPE_CHECKING:  # the join and its roofline code load only when an ncu report is joined
+    from advisor.perf.ncu_join import JoinResult
+
+Shift = Callable[[list[metrics.Window]], list[metrics.Window]]
 VerdictClass = Literal["compute", "memory", "io", "launch", "communication", "unknown"]
 Confidence = Literal["high", "medium", "low"]
 
@@ -43,6 +47,10 @@ CLASS_OF: dict[str, VerdictClass] = {
     "idle_host": "launch",
     "idle_wait": "launch",
     "idle_unknown": "launch",
+    # kernels an Nsight Compute report of the same program classified (analyze --ncu; rules/ncu_verdict.py)
+    "ncu_compute": "compute",
+    "ncu_memory": "memory",
+    "ncu_latency": "memory",
 }
 
 SHARE_TEXT = {
@@ -58,6 +66,9 @@ SHARE_TEXT = {
     "idle_launch": "GPU idle while the host was in CUDA API calls (launch overhead)",
     "idle_host": "GPU idle while the host ran framework ops",
     "idle_unknown": "GPU idle with no recorded host activity covering it",
+    "ncu_compute": "kernels Nsight Compute measured compute-bound (SM throughput the higher) running",
+    "ncu_memory": "kernels Nsight Compute measured memory-bound (memory throughput the higher) running",
+    "ncu_latency": "kernels Nsight Compute measured latency-bound (SM and memory both under 60% of peak) running",
 }
 
 NAME_BASIS = "kernel-name families and the device timeline (idle gaps attributed to host activity)"
@@ -147,16 +158,44 @@ class RunVerdict:
         }
 
 
-def classify(run: Run, max_ranges: int = 10, max_range_depth: int = 1) -> RunVerdict:
-    """Verdict for the whole run, each device, and the `max_ranges` range names with most time."""
+def classify(
+    run: Run, max_ranges: int = 10, max_range_depth: int = 1, ncu: JoinResult | None = None
+) -> RunVerdict:
+    """Verdict for the whole run, each device, and the `max_ranges` range names with most time.
+
+    ncu: an Nsight Compute report joined to this timeline; the profiled kernels' time then counts
+    in the class Nsight Compute measured (basis "ncu", rules/ncu_verdict.py).
+    """
     if not run.count("kernels") and not run.count("memops"):
         return RunVerdict(_from_ncu(run) if run.count("ncu_metrics") else _no_evidence())
+    measured = None
+    if ncu is not None:
+        from advisor.rules.ncu_verdict import ncu_classes
+
+        measured = ncu_classes(run, ncu)
+    if measured is not None:
+        return _with_basis(_classify(run, max_ranges, max_range_depth, measured.shift), measured.basis)
+    return _classify(run, max_ranges, max_range_depth, lambda ws: ws)
+
+
+def _with_basis(v: RunVerdict, basis: str) -> RunVerdict:
+    def b(x: Verdict) -> Verdict:
+        return replace(x, basis=basis + x.basis.removeprefix(NAME_BASIS))
+
+    return RunVerdict(
+        b(v.run),
+        tuple(replace(d, verdict=b(d.verdict)) for d in v.devices),
+        tuple(replace(r, verdict=b(r.verdict)) for r in v.ranges),
+    )
+
+
+def _classify(run: Run, max_ranges: int, max_range_depth: int, shift: Shift) -> RunVerdict:
     ranks = {int(r["device_id"]): r["rank"] for r in metrics.query(run, "device_spans")}
-    steps = step_windows(run)
+    steps = shift(step_windows(run))
     if steps:
         run_verdict, devices = _from_steps(steps, ranks)
     else:
-        device_windows = metrics.shares(run, "windows_devices")
+        device_windows = shift(metrics.shares(run, "windows_devices"))
         devices = tuple(
             DeviceVerdict(
                 w.device_id,
@@ -170,7 +209,7 @@ def classify(run: Run, max_ranges: int = 10, max_range_depth: int = 1) -> RunVer
         run_verdict = decide(
             total, span, f"sum of device spans ({len(device_windows)} device(s), first to last GPU activity on each)"
         )
-    return RunVerdict(run_verdict, devices, _ranges(run, max_ranges, max_range_depth))
+    return RunVerdict(run_verdict, devices, _ranges(run, max_ranges, max_range_depth, shift))
 
 
 def _from_steps(steps: list[metrics.Window], ranks: Mapping[int, Any]) -> tuple[Verdict, tuple[DeviceVerdict, ...]]:
@@ -200,10 +239,10 @@ def _in_steps(ns: Mapping[str, int], span_ns: int, of: str) -> Verdict:
     return replace(v, basis=v.basis + STEP_NOTE)
 
 
-def _ranges(run: Run, max_ranges: int, max_depth: int) -> tuple[RangeVerdict, ...]:
+def _ranges(run: Run, max_ranges: int, max_depth: int, shift: Shift) -> tuple[RangeVerdict, ...]:
     if not run.count("ranges"):
         return ()
-    windows = metrics.shares(run, "windows_ranges", max_names=max_ranges, max_depth=max_depth)
+    windows = shift(metrics.shares(run, "windows_ranges", max_names=max_ranges, max_depth=max_depth))
     by_name: dict[str, list[metrics.Window]] = {}
     for w in windows:
         by_name.setdefault(w.label, []).append(w)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from advisor.cli.render_ncu import md_ncu, text_ncu
 from advisor.reports.units import fmt_bytes, fmt_ns
 
 MD_LIMIT = 65_536  # a GitHub PR comment's size limit
@@ -75,6 +76,7 @@ def text_run(doc: dict[str, Any]) -> list[str]:
     lines += _text_time(doc["time"])
     lines += _text_kernels(doc["top_kernels"])
     lines += _text_ranges(doc["ranges"])
+    lines += text_ncu(doc.get("ncu"))
     lines += _text_findings(doc.get("findings") or [])
     lines += _text_rule_outcomes(doc.get("rules") or [])
     return lines
@@ -222,6 +224,7 @@ def _md_run(doc: dict[str, Any]) -> list[list[str]]:
     return [
         _md_head(doc),
         _md_findings_table(doc.get("findings") or []),
+        md_ncu(doc.get("ncu")),
         _md_time(doc["time"]),
         _md_findings_details(doc.get("findings") or []),
         _md_kernels(doc["top_kernels"]),

@@ -19,14 +19,25 @@ def analyze_run(
     rules: bool = True,
     rule_options: Mapping[str, Mapping[str, Any]] | None = None,
     select: set[str] | None = None,
+    ncu: Run | None = None,
 ) -> dict[str, Any]:
-    """Summary of one run plus its verdict, "do this first" headline, ranked findings and rule outcomes."""
+    """Summary of one run plus its verdict, "do this first" headline, ranked findings and rule outcomes.
+
+    ncu: an Nsight Compute run of the same program (analyze --ncu): joined to the timeline `run`,
+    it feeds the ncu rules (gains weighted by the matched kernels' timeline time) and the verdict.
+    """
     doc = summarize(run, top=top)
+    joined = None
+    if ncu is not None:
+        from advisor.engine.ncu import join_section, join_timeline
+
+        joined = join_timeline(ncu, run)
+        doc["ncu"] = join_section(ncu, joined)
     if not rules:
         doc.update(findings=[], verdict=None, headline=None, rules=[])
         return doc
-    report = run_rules(run, rule_options, select)
-    verdict = classify(run).to_dict()
+    report = run_rules(run, rule_options, select, ncu=ncu, joined=joined)
+    verdict = classify(run, ncu=joined).to_dict()
     doc["verdict"] = dict(verdict["run"], devices=verdict.get("devices", []), ranges=verdict.get("ranges", []))
     rd = report.to_dict()
     doc["headline"] = rd["headline"]

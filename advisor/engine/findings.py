@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor import metrics
 from advisor.errors import InputError
@@ -34,6 +34,9 @@ from advisor.rules.base import (
 from advisor.rules.catalog import RuleInfo, explain, list_rules
 from advisor.rules.classify import RunVerdict, classify
 from advisor.rules.registry import all_rules, select_rules
+
+if TYPE_CHECKING:  # the join (and its roofline imports) load only when an ncu run is given
+    from advisor.perf.ncu_join import JoinResult
 
 __all__ = [
     "RuleInfo",
@@ -189,14 +192,21 @@ def _applicability(rule: type[Rule], run: Run, captured: set[str]) -> NotApplica
     return None
 
 
-def _run_one(rule: type[Rule], run: Run, opts: dict[str, OptionValue], captured: set[str], strict: bool) -> RuleResult:
+def _run_one(
+    rule: type[Rule],
+    run: Run,
+    opts: dict[str, OptionValue],
+    captured: set[str],
+    strict: bool,
+    timeline: JoinResult | None = None,
+) -> RuleResult:
     t0 = time.perf_counter()
     outcome: Outcome | None
     error = None
     try:
         outcome = _applicability(rule, run, captured)
         if outcome is None:
-            ctx = Context(run, opts)
+            ctx = Context(run, opts, timeline=timeline)
             instance = rule()
             outcome = instance.applies(ctx) or instance.check(ctx)
     except InputError:
@@ -226,20 +236,41 @@ def run_span(run: Run) -> tuple[int, str]:
     return int(total), NCU_SPAN_OF
 
 
+def reads_ncu(rule: type[Rule]) -> bool:
+    """A rule that reads only Nsight Compute tables (runs on the ncu run when one is joined)."""
+    return bool(rule.requires) and all(t.startswith("ncu_") for t in rule.requires)
+
+
 def run_rules(
     run: Run,
     options: Mapping[str, Mapping[str, Any]] | None = None,
     select: set[str] | None = None,
     strict: bool = False,
+    ncu: Run | None = None,
+    joined: JoinResult | None = None,
 ) -> RuleReport:
     """Run the selected rules (all by default) on `run` and rank their findings by estimated gain.
 
     options: {"IO001": {"min_gain_us": 50}}; select: codes, code prefixes, categories or names.
     strict re-raises a rule's exception instead of recording it as an error outcome (tests).
+    ncu: an Nsight Compute run of the same program as the timeline `run` (analyze --ncu): the ncu
+    rules run on it, weighted by the timeline through `joined` (computed here when not given).
     """
     rules = select_rules(select)
     resolved = resolve_options(rules, options)
     captured = captured_tables(run)
-    results = tuple(_run_one(r, run, resolved[r.code], captured, strict) for r in rules)
+    if ncu is None:
+        results = tuple(_run_one(r, run, resolved[r.code], captured, strict) for r in rules)
+    else:
+        from advisor.perf.ncu_join import join
+
+        joined = joined or join(ncu, run)
+        ncu_captured = captured_tables(ncu)
+        results = tuple(
+            _run_one(r, ncu, resolved[r.code], ncu_captured, strict, joined)
+            if reads_ncu(r)
+            else _run_one(r, run, resolved[r.code], captured, strict)
+            for r in rules
+        )
     findings = sorted((f for res in results for f in res.findings), key=lambda f: (-f.est_gain_ns, f.code, f.location))
     return RuleReport(results, tuple(findings), *run_span(run))

@@ -104,6 +104,7 @@ class KernelGroup:
     kernel_class: str | None
     rule: str | None
     est_speedups: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+    kernels: tuple[TimelineKernel, ...] = field(default_factory=tuple)  # the timeline launches, start order
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,17 @@ class JoinResult:
     matches: tuple[Match, ...]
     groups: tuple[KernelGroup, ...]
     timeline_kernel_ns: int
+    reasons: dict[int, str] = field(default_factory=dict)  # ncu_id -> why it matched no timeline kernel
+
+    def group_of(self, ncu_id: int) -> KernelGroup | None:
+        """The timeline group an ncu launch stands for (None: it matched no timeline kernel)."""
+        for g in self.groups:
+            if any(ck.launch.ncu_id == ncu_id for ck in g.ncu):
+                return g
+        return None
+
+    def unmatched(self) -> list[Match]:
+        return [m for m in self.matches if m.timeline is None]
 
     @property
     def ncu_instances(self) -> int:
@@ -178,7 +190,30 @@ def join_kernels(
     matches = match_instances(ncu, timeline)
     total = sum(t.duration_ns for t in timeline)
     groups = build_groups(matches, timeline, total, speedups or {})
-    return JoinResult(tuple(matches), tuple(groups), total)
+    reasons = {m.ncu.launch.ncu_id: unmatched_reason(m.ncu, timeline) for m in matches if m.timeline is None}
+    return JoinResult(tuple(matches), tuple(groups), total, reasons)
+
+
+def unmatched_reason(ck: ClassifiedKernel, timeline: Sequence[TimelineKernel]) -> str:
+    """Why an ncu launch found no timeline kernel: no such name, another launch configuration, or all taken."""
+    la = ck.launch
+    if not timeline:
+        return "the timeline has no kernels"
+    base = base_name(la.name)
+    same = [t for t in timeline if base_name(t.name) == base]
+    if not same:
+        return (
+            f"no kernel named {base or la.name!r} in the timeline ({len(timeline)} kernel launches): "
+            "a different program, or a launch the timeline did not capture"
+        )
+    configs = sorted({(t.grid, t.block) for t in same}, key=str)
+    if all((g, b) != (la.grid, la.block) for g, b in configs):
+        seen = "; ".join(f"grid={g} block={b}" for g, b in configs[:3])
+        return (
+            f"the timeline runs {base} only with another launch configuration ({seen}; ncu profiled grid={la.grid} "
+            f"block={la.block})"
+        )
+    return f"every timeline launch of {base} was already paired with an earlier ncu launch"
 
 
 def _key(name: str, grid: Dims, block: Dims, level: str) -> tuple[Any, ...]:
@@ -275,6 +310,7 @@ def _group(
         kernel_class=verdict[0] if verdict else None,
         rule=verdict[1] if verdict else None,
         est_speedups=tuple(_weighted(ncu, speedups, group_ns, share)),
+        kernels=tuple(ts),
     )
 
 

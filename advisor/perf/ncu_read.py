@@ -52,6 +52,12 @@ KEY_METRICS: dict[str, str] = {
     "tensor_pipe_active_elapsed_pct": "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
     "tensor_inst_per_cycle": "smsp__inst_executed_pipe_tensor.sum.per_cycle_elapsed",
     "tensor_inst_peak_per_cycle": "sm__inst_executed_pipe_tensor.sum.peak_sustained",
+    "thread_inst_per_inst": "smsp__thread_inst_executed_per_inst_executed.ratio",
+    "thread_inst_pred_on_per_inst": "smsp__thread_inst_executed_pred_on_per_inst_executed.ratio",
+    "branch_uniform_pct": "smsp__sass_average_branch_targets_threads_uniform.pct",
+    "divergent_branch_targets": "smsp__sass_branch_targets_threads_divergent.sum",
+    "branch_inst": "smsp__inst_executed_op_branch.sum",
+    "warp_inst": "smsp__inst_executed.sum",
     "cc_major": "device__attribute_compute_capability_major",
     "cc_minor": "device__attribute_compute_capability_minor",
 }

@@ -2,11 +2,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.perf.kernel_class import LATENCY_BOUND_PCT, ClassifiedKernel, classify_run
+from advisor.perf.kernel_class import LATENCY_BOUND_PCT, ClassifiedKernel
 from advisor.perf.peaks import PRECISION_LABEL
-from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, ms
-from advisor.rules.ncu_kernels import NCU_REQUIRES, KernelGroup, estimate_gain, group_launches, maybe, num, profiled_ns
-from advisor.rules.ncu_kernels import share_evidence as _share_evidence
+from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule
+from advisor.rules.ncu_kernels import (
+    DIVERGENT_THREADS,
+    NCU_REQUIRES,
+    KernelGroup,
+    busiest,
+    class_evidence,
+    classified_groups,
+    estimate_gain,
+    launch_row,
+    maybe,
+    num,
+    share_evidence,
+    sol_evidence,
+)
 
 OF_ROOF = "attainable roof at the kernel's DRAM arithmetic intensity: min(compute peak, AI x DRAM bandwidth)"
 
@@ -19,7 +31,8 @@ class FarBelowRoofline(Rule):
     their arithmetic intensity (the per-kernel roofline from advisor.perf: FLOP from the SASS and
     tensor counters, DRAM bytes, the launch's own peaks) although the SM or a memory unit runs at
     `busy_pct` or more of its peak. Latency-bound kernels (nothing busy) are low-occupancy's
-    (ME003) territory, not this rule's.
+    (ME003) territory, and divergent kernels (under 24 of 32 threads active per instruction: their
+    busy SM issues masked-off lanes) warp-divergence's (CP003), not this rule's.
 
     ## Why it costs time
     A kernel far under its roofline while something is saturated spends that unit on work the
@@ -54,8 +67,8 @@ class FarBelowRoofline(Rule):
     ## False positives
     Kernels without FLOP counters (copies, transposes) have no roofline position and are skipped.
     Integer-heavy or special-function kernels do useful work the FP roofline does not count.
-    Warp divergence also lands here (busy SM, few useful FLOPs); the finding's busy unit tells them
-    apart (SM vs L1).
+    Warp divergence would land here too (busy SM, few useful FLOPs); kernels under 24 threads per
+    instruction are left to warp-divergence (CP003), and the Clean note counts them.
 
     ## Options
     `max_attained_pct` (roofline attainment under which a busy kernel fires), `busy_pct` (SOL
@@ -90,29 +103,31 @@ class FarBelowRoofline(Rule):
     }
 
     def check(self, ctx: Context) -> Outcome:
-        kernels = {ck.launch.ncu_id: ck for ck in classify_run(ctx.run)}
-        groups = group_launches(_row(ck) for ck in kernels.values())
-        total = profiled_ns(groups)
-        placed = [g for g in groups if num(g.rep, "attained") is not None]
+        launches = classified_groups(ctx, _row)
+        placed = [g for g in launches.groups if num(g.rep, "attained") is not None]
         if not placed:
             return Clean("no kernel has a roofline position (no FLOP counters: copies or integer work)")
-        firing = [g for g in placed if self._fires(ctx, g.rep)]
+        divergent = [g for g in placed if _divergent(g.rep)]
+        firing = [g for g in placed if self._fires(ctx, g.rep) and g not in divergent]
         if not firing:
             low = min(placed, key=lambda g: num(g.rep, "attained") or 0.0)
+            deferred = f"; {len(divergent)} divergent kernel(s) left to warp-divergence (CP003)" if divergent else ""
             return Clean(
                 f"no busy kernel under {ctx.opt('max_attained_pct')}% of its roof "
-                f"(lowest: {low.short_name} at {num(low.rep, 'attained'):.1f}%)",
-                (Evidence("lowest_attained_pct", round(num(low.rep, "attained") or 0.0, 1), "%", OF_ROOF),),
+                f"(lowest: {low.short_name} at {num(low.rep, 'attained'):.1f}%){deferred}",
+                (
+                    Evidence("lowest_attained_pct", round(num(low.rep, "attained") or 0.0, 1), "%", OF_ROOF),
+                    Evidence("divergent_kernels", len(divergent), "count"),
+                ),
             )
-        return Fired(tuple(self._finding(ctx, g, total, kernels[int(g.rep["ncu_id"])]) for g in firing))
+        return Fired(tuple(self._finding(ctx, g, launches.total_ns, launches.kernel(g)) for g in firing))
 
     def _fires(self, ctx: Context, r: dict[str, Any]) -> bool:
         attained = num(r, "attained")
-        busiest = max(num(r, "sm_pct") or 0.0, num(r, "mem_pct") or 0.0)
         return (
             attained is not None
             and attained < float(ctx.opt("max_attained_pct"))
-            and busiest >= float(ctx.opt("busy_pct"))
+            and busiest(r) >= float(ctx.opt("busy_pct"))
         )
 
     def _finding(self, ctx: Context, g: KernelGroup, total: int, ck: ClassifiedKernel) -> Finding:
@@ -120,19 +135,19 @@ class FarBelowRoofline(Rule):
         attained = num(r, "attained") or 0.0
         reach = float(ctx.opt("reachable_pct"))
         gain = estimate_gain(
+            ctx,
             g,
             lambda x: 1.0 - (num(x, "attained") or 0.0) / reach,
             f"(1 - attained / {reach:.0f}% of the roof)",
             {},
-            float(ctx.opt("max_gain_fraction")),
         )
         w = roof.dominant
         precision = PRECISION_LABEL.get(w.precision, w.precision) if w else "?"
         unit = _busy_unit(r)
         return self.finding(
             f"{g.short_name}: {attained:.1f}% of its {precision} roofline while {unit} runs at "
-            f"{_busiest(r):.1f}% of peak (class {ck.verdict.kernel_class}: {ck.verdict.reason}); "
-            f"reaching {reach:.0f}% of the roof would save about {ms(gain.ns)} of {ms(g.duration_ns)}",
+            f"{busiest(r):.1f}% of peak (class {ck.verdict.kernel_class}: {ck.verdict.reason}); "
+            f"reaching {reach:.0f}% of the roof would save {gain.saving()}",
             window=g.window,
             evidence=[
                 Evidence("attained_pct", round(attained, 2), "%", OF_ROOF),
@@ -143,11 +158,9 @@ class FarBelowRoofline(Rule):
                 *maybe("ridge_point", _g(roof.ridge), "op/byte"),
                 Evidence("roofline_side", roof.side or "", ""),
                 Evidence("busy_unit", unit, ""),
-                Evidence("sm_throughput_pct", round(num(r, "sm_pct") or 0.0, 1), "%", "SM peak sustained (SOL)"),
-                Evidence("memory_throughput_pct", round(num(r, "mem_pct") or 0.0, 1), "%", "max of L1/L2/DRAM (SOL)"),
-                Evidence("kernel_class", ck.verdict.kernel_class, ""),
-                Evidence("class_rule", ck.verdict.rule, ""),
-                *_share_evidence(g, total),
+                *sol_evidence(r),
+                *class_evidence(ck),
+                *share_evidence(g, total),
                 *gain.evidence,
             ],
             est_gain_ns=gain.ns,
@@ -156,7 +169,7 @@ class FarBelowRoofline(Rule):
                 Fix(
                     "reuse data from registers and shared memory",
                     "tile through shared memory and block outputs in registers (or call cuBLAS/CUTLASS) so "
-                    "each load feeds many FMAs; for a divergent kernel, make branches warp-uniform",
+                    "each load feeds many FMAs",
                     "redesign",
                 ),
             ),
@@ -166,28 +179,19 @@ class FarBelowRoofline(Rule):
 
 def _row(ck: ClassifiedKernel) -> dict[str, Any]:
     la = ck.launch
-    return {
-        "ncu_id": la.ncu_id,
-        "name": la.name,
-        "device_id": la.device_id,
-        "duration_ns": la.duration_ns,
-        "grid_x": la.grid[0],
-        "grid_y": la.grid[1],
-        "grid_z": la.grid[2],
-        "block_x": la.block[0],
-        "block_y": la.block[1],
-        "block_z": la.block[2],
-        "attained": ck.roofline.attained_pct,
-        "sm_pct": la.m("sm_throughput_pct"),
-        "mem_pct": la.m("memory_throughput_pct"),
-        "l1_pct": la.m("l1_throughput_pct"),
-        "l2_pct": la.m("l2_throughput_pct"),
-        "dram_pct": la.m("dram_throughput_pct"),
-    }
+    return launch_row(
+        ck,
+        attained=ck.roofline.attained_pct,
+        l1_pct=la.m("l1_throughput_pct"),
+        l2_pct=la.m("l2_throughput_pct"),
+        dram_pct=la.m("dram_throughput_pct"),
+        threads_per_inst=la.m("thread_inst_per_inst"),
+    )
 
 
-def _busiest(r: dict[str, Any]) -> float:
-    return max(num(r, "sm_pct") or 0.0, num(r, "mem_pct") or 0.0)
+def _divergent(r: dict[str, Any]) -> bool:
+    threads = num(r, "threads_per_inst")
+    return threads is not None and threads < DIVERGENT_THREADS
 
 
 def _busy_unit(r: dict[str, Any]) -> str:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, ms
+from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule
 from advisor.rules.ncu_kernels import (
     NCU_REQUIRES,
     KernelGroup,
@@ -105,17 +105,17 @@ class UncoalescedAccess(Rule):
         spr, ideal = _sectors_per_request(g), _ideal_sectors_per_request(g)
         mem = num(g.rep, "mem_pct") or 0.0
         gain = estimate_gain(
+            ctx,
             g,
             lambda r: (_row_excess(r) or 0.0) * (num(r, "mem_pct") or 0.0) / 100.0,
             "excessive share of global sectors x memory throughput (% of peak)",
             nsight,
-            float(ctx.opt("max_gain_fraction")),
         )
         return self.finding(
             f"{g.short_name}: {100 * excess:.0f}% of its global sectors are excessive "
             f"({_fmt(spr)} sectors per load request vs {_fmt(ideal)} ideal; "
             f"{_fmt(num(g.rep, 'ld_bytes_per_sector'))} of 32 bytes used per sector); "
-            f"fixing the access pattern could save about {ms(gain.ns)} of {ms(g.duration_ns)}",
+            f"fixing the access pattern could save {gain.saving()}",
             window=g.window,
             evidence=[
                 Evidence("excess_sector_pct", round(100 * excess, 1), "%", "global sectors moved (ld + st)"),

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, ms
+from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule
 from advisor.rules.ncu_kernels import (
     NCU_REQUIRES,
     KernelGroup,
@@ -104,17 +104,17 @@ class BankConflicts(Rule):
         wavefronts, requests = g.total("shared_wavefronts") or 0.0, _requests(g)
         ideal = g.total("shared_wavefronts_ideal")
         gain = estimate_gain(
+            ctx,
             g,
             lambda r: _row_share(r) * (num(r, "l1_pct") or 0.0) / 100.0,
             "bank-conflict share of shared wavefronts x L1/TEX throughput (% of peak)",
             nsight,
-            float(ctx.opt("max_gain_fraction")),
         )
         return self.finding(
             f"{g.short_name}: {100 * share:.0f}% of shared-memory wavefronts are bank conflicts "
             f"({per_req} conflicts per shared request; {wavefronts / requests if requests else 0:.1f} wavefronts per "
             f"request vs {ideal / requests if ideal and requests else 1:.1f} ideal); padding or swizzling the tile "
-            f"could save about {ms(gain.ns)} of {ms(g.duration_ns)}",
+            f"could save {gain.saving()}",
             window=g.window,
             evidence=[
                 Evidence("conflict_pct", round(100 * share, 1), "%", "shared-memory wavefronts"),

@@ -2,23 +2,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.perf.kernel_class import LATENCY_BOUND_PCT, ClassifiedKernel, classify_run
+from advisor.perf.kernel_class import LATENCY_BOUND_PCT, ClassifiedKernel
 from advisor.perf.ncu_read import OCCUPANCY_LIMITS
-from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, ms
+from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule
 from advisor.rules.ncu_kernels import (
     NCU_REQUIRES,
+    OF_WARPS,
     KernelGroup,
+    busiest,
+    classified_groups,
     estimate_gain,
-    group_launches,
+    launch_row,
     maybe,
     nsight_speedups,
     num,
-    profiled_ns,
+    r2,
     share_evidence,
+    sol_evidence,
 )
 
 NSIGHT_RULES = ("TheoreticalOccupancy", "AchievedOccupancy")
-OF_WARPS = "the SM's warp slots (max warps per SM)"
 
 
 class LowOccupancy(Rule):
@@ -97,10 +100,8 @@ class LowOccupancy(Rule):
     }
 
     def check(self, ctx: Context) -> Outcome:
-        kernels = {ck.launch.ncu_id: ck for ck in classify_run(ctx.run)}
-        groups = group_launches(_row(ck) for ck in kernels.values())
-        total = profiled_ns(groups)
-        measured = [g for g in groups if num(g.rep, "achieved") is not None]
+        launches = classified_groups(ctx, _row)
+        measured = [g for g in launches.groups if num(g.rep, "achieved") is not None]
         if not measured:
             return Clean("the report has no occupancy metrics (capture with ncu --set full)")
         firing = [g for g in measured if self._fires(ctx, g.rep)]
@@ -117,7 +118,7 @@ class LowOccupancy(Rule):
                 ),
             )
         nsight = nsight_speedups(ctx, NSIGHT_RULES)
-        return Fired(tuple(self._finding(ctx, g, total, nsight, kernels[int(g.rep["ncu_id"])]) for g in firing))
+        return Fired(tuple(self._finding(ctx, g, launches.total_ns, nsight, launches.kernel(g)) for g in firing))
 
     def _fires(self, ctx: Context, r: dict[str, Any]) -> bool:
         achieved, sm, mem = num(r, "achieved"), num(r, "sm_pct"), num(r, "mem_pct")
@@ -135,30 +136,29 @@ class LowOccupancy(Rule):
         limiter, why = _limiter(r)
         target = float(ctx.opt("target_occupancy_pct"))
         gain = estimate_gain(
+            ctx,
             g,
-            lambda x: min(1.0 - (num(x, "achieved") or 0.0) / target, 1.0 - _busiest(x) / 100.0),
+            lambda x: min(1.0 - (num(x, "achieved") or 0.0) / target, 1.0 - busiest(x) / 100.0),
             f"min(1 - achieved / {target:.0f}% occupancy, 1 - busiest SOL throughput)",
             nsight,
-            float(ctx.opt("max_gain_fraction")),
         )
         warps = num(r, "warps_per_sm")
         return self.finding(
             f"{g.short_name}: achieved occupancy {achieved:.1f}% of the SM's warp slots "
             f"(theoretical {theoretical if theoretical is not None else float('nan'):.1f}%), limited by {why}; "
             f"SM {num(r, 'sm_pct'):.1f}% and memory {num(r, 'mem_pct'):.1f}% of peak: latency bound. "
-            f"Raising occupancy could save about {ms(gain.ns)} of {ms(g.duration_ns)}",
+            f"Raising occupancy could save {gain.saving()}",
             window=g.window,
             evidence=[
                 Evidence("achieved_occupancy_pct", round(achieved, 2), "%", OF_WARPS),
-                *maybe("theoretical_occupancy_pct", _r(theoretical), "%", OF_WARPS),
-                *maybe("achieved_warps_per_sm", _r(num(r, "achieved_warps")), "warp"),
-                *maybe("max_warps_per_sm", _r(warps), "warp"),
+                *maybe("theoretical_occupancy_pct", r2(theoretical), "%", OF_WARPS),
+                *maybe("achieved_warps_per_sm", r2(num(r, "achieved_warps")), "warp"),
+                *maybe("max_warps_per_sm", r2(warps), "warp"),
                 Evidence("occupancy_limiter", limiter, ""),
-                *maybe("limiter_blocks_per_sm", _r(num(r, f"limit_{limiter}")), "block"),
-                *maybe("waves_per_sm", _r(num(r, "waves")), "wave"),
-                *maybe("registers_per_thread", _r(num(r, "registers")), "register/thread"),
-                *maybe("sm_throughput_pct", _r(num(r, "sm_pct")), "%", "SM peak sustained (SOL)"),
-                *maybe("memory_throughput_pct", _r(num(r, "mem_pct")), "%", "max of L1/L2/DRAM peak (SOL)"),
+                *maybe("limiter_blocks_per_sm", r2(num(r, f"limit_{limiter}")), "block"),
+                *maybe("waves_per_sm", r2(num(r, "waves")), "wave"),
+                *maybe("registers_per_thread", r2(num(r, "registers")), "register/thread"),
+                *sol_evidence(r),
                 Evidence("kernel_class", ck.verdict.kernel_class, ""),
                 *share_evidence(g, total),
                 *gain.evidence,
@@ -173,31 +173,14 @@ class LowOccupancy(Rule):
 def _row(ck: ClassifiedKernel) -> dict[str, Any]:
     la = ck.launch
     limits = {f"limit_{k}": la.raw(f"launch__occupancy_limit_{k}") for k in OCCUPANCY_LIMITS}
-    return {
-        "ncu_id": la.ncu_id,
-        "name": la.name,
-        "device_id": la.device_id,
-        "duration_ns": la.duration_ns,
-        "grid_x": la.grid[0],
-        "grid_y": la.grid[1],
-        "grid_z": la.grid[2],
-        "block_x": la.block[0],
-        "block_y": la.block[1],
-        "block_z": la.block[2],
-        "achieved": la.m("achieved_occupancy_pct"),
-        "theoretical": la.m("theoretical_occupancy_pct"),
-        "sm_pct": la.m("sm_throughput_pct"),
-        "mem_pct": la.m("memory_throughput_pct"),
-        "waves": la.m("waves_per_sm"),
-        "registers": la.m("registers_per_thread"),
-        "warps_per_sm": la.m("max_warps_per_sm"),
-        "achieved_warps": la.m("achieved_warps_per_sm"),
+    return launch_row(
+        ck,
+        theoretical=la.m("theoretical_occupancy_pct"),
+        registers=la.m("registers_per_thread"),
+        warps_per_sm=la.m("max_warps_per_sm"),
+        achieved_warps=la.m("achieved_warps_per_sm"),
         **limits,
-    }
-
-
-def _busiest(r: dict[str, Any]) -> float:
-    return max(num(r, "sm_pct") or 0.0, num(r, "mem_pct") or 0.0)
+    )
 
 
 def _limiter(r: dict[str, Any]) -> tuple[str, str]:
@@ -225,6 +208,3 @@ def _fix(limiter: str) -> Fix:
     }.get(limiter, "find the limiter in Nsight Compute's Occupancy section and relax it")
     return Fix("raise occupancy", detail, "safe")
 
-
-def _r(v: float | None) -> float | None:
-    return round(v, 2) if v is not None else None

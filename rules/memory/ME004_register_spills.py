@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, ms
+from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule
 from advisor.rules.ncu_kernels import (
     NCU_REQUIRES,
     KernelGroup,
@@ -104,18 +104,18 @@ class RegisterSpills(Rule):
         per_thread = local * SECTOR_BYTES / threads if threads else None
         spills = g.total("spill_instructions")
         gain = estimate_gain(
+            ctx,
             g,
             lambda r: _share((r,)) * (num(r, "mem_pct") or 0.0) / 100.0,
             "local share of L1/TEX sectors x memory throughput (% of peak)",
             {},
-            float(ctx.opt("max_gain_fraction")),
         )
         regs = num(g.rep, "registers_per_thread")
         return self.finding(
             f"{g.short_name}: {100 * share:.0f}% of the sectors it moves are local memory "
             f"({local * SECTOR_BYTES / 1e9:.2f} GB, {per_thread or 0:.0f} bytes per thread, "
             f"{int(spills or 0):,} spill instructions) at {regs or 0:.0f} registers per thread; "
-            f"keeping the values in registers could save about {ms(gain.ns)} of {ms(g.duration_ns)}",
+            f"keeping the values in registers could save {gain.saving()}",
             window=g.window,
             evidence=[
                 Evidence("local_share_pct", round(100 * share, 1), "%", OF_L1),

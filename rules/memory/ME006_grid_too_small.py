@@ -3,22 +3,26 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from advisor.perf.kernel_class import LATENCY_BOUND_PCT, WAVES_SMALL_GRID, ClassifiedKernel, classify_run
-from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, ms
+from advisor.perf.kernel_class import LATENCY_BOUND_PCT, WAVES_SMALL_GRID, ClassifiedKernel
+from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule
 from advisor.rules.ncu_kernels import (
     NCU_REQUIRES,
+    OF_WARPS,
     KernelGroup,
+    as_int,
+    busiest,
+    classified_groups,
     estimate_gain,
-    group_launches,
+    launch_row,
     maybe,
     nsight_speedups,
     num,
-    profiled_ns,
+    r2,
     share_evidence,
+    sol_evidence,
 )
 
 NSIGHT_RULES = ("LaunchConfiguration",)
-OF_WARPS = "the SM's warp slots (max warps per SM)"
 
 
 class GridTooSmall(Rule):
@@ -89,10 +93,8 @@ class GridTooSmall(Rule):
     }
 
     def check(self, ctx: Context) -> Outcome:
-        kernels = {ck.launch.ncu_id: ck for ck in classify_run(ctx.run)}
-        groups = group_launches(_row(ck) for ck in kernels.values())
-        total = profiled_ns(groups)
-        measured = [g for g in groups if num(g.rep, "waves") is not None]
+        launches = classified_groups(ctx, _row)
+        measured = [g for g in launches.groups if num(g.rep, "waves") is not None]
         if not measured:
             return Clean("the report has no launch statistics (capture with ncu --set full)")
         firing = [g for g in measured if self._fires(ctx, g.rep)]
@@ -104,7 +106,7 @@ class GridTooSmall(Rule):
                 (Evidence("fewest_waves_per_sm", round(num(few.rep, "waves") or 0.0, 2), "wave"),),
             )
         nsight = nsight_speedups(ctx, NSIGHT_RULES)
-        return Fired(tuple(self._finding(ctx, g, total, nsight) for g in firing))
+        return Fired(tuple(self._finding(ctx, g, launches.total_ns, nsight) for g in firing))
 
     def _fires(self, ctx: Context, r: dict[str, Any]) -> bool:
         waves, sm, mem = num(r, "waves"), num(r, "sm_pct"), num(r, "mem_pct")
@@ -116,26 +118,25 @@ class GridTooSmall(Rule):
         r = g.rep
         waves, blocks, sms = num(r, "waves") or 0.0, num(r, "blocks"), num(r, "sms")
         gain = estimate_gain(
+            ctx,
             g,
-            lambda x: min(1.0 - (num(x, "waves") or 0.0), 1.0 - _busiest(x) / 100.0),
+            lambda x: min(1.0 - (num(x, "waves") or 0.0), 1.0 - busiest(x) / 100.0),
             "min(1 - waves per SM, 1 - busiest SOL throughput)",
             nsight,
-            float(ctx.opt("max_gain_fraction")),
         )
         used = f"{blocks:.0f} blocks for {sms:.0f} SMs" if blocks is not None and sms else f"{waves:.2f} waves"
         return self.finding(
             f"{g.short_name}: {used} ({waves:.2f} waves per SM); SM {num(r, 'sm_pct'):.1f}% and memory "
-            f"{num(r, 'mem_pct'):.1f}% of peak. A grid sized from the device could save about {ms(gain.ns)} "
-            f"of {ms(g.duration_ns)}",
+            f"{num(r, 'mem_pct'):.1f}% of peak. A grid sized from the device could save "
+            f"{gain.saving()}",
             window=g.window,
             evidence=[
                 Evidence("waves_per_sm", round(waves, 3), "wave"),
                 *maybe("grid_blocks", int(blocks) if blocks is not None else None, "block"),
                 *maybe("sm_count", int(sms) if sms else None, "SM"),
-                *maybe("block_threads", _int(num(r, "block_threads")), "thread"),
-                *maybe("achieved_occupancy_pct", _r(num(r, "achieved")), "%", OF_WARPS),
-                *maybe("sm_throughput_pct", _r(num(r, "sm_pct")), "%", "SM peak sustained (SOL)"),
-                *maybe("memory_throughput_pct", _r(num(r, "mem_pct")), "%", "max of L1/L2/DRAM peak (SOL)"),
+                *maybe("block_threads", as_int(num(r, "block_threads")), "thread"),
+                *maybe("achieved_occupancy_pct", r2(num(r, "achieved")), "%", OF_WARPS),
+                *sol_evidence(r),
                 *share_evidence(g, total),
                 *gain.evidence,
             ],
@@ -154,37 +155,5 @@ class GridTooSmall(Rule):
 
 
 def _row(ck: ClassifiedKernel) -> dict[str, Any]:
-    la = ck.launch
-    grid = [d for d in la.grid if d is not None]
-    block = [d for d in la.block if d is not None]
-    return {
-        "ncu_id": la.ncu_id,
-        "name": la.name,
-        "device_id": la.device_id,
-        "duration_ns": la.duration_ns,
-        "grid_x": la.grid[0],
-        "grid_y": la.grid[1],
-        "grid_z": la.grid[2],
-        "block_x": la.block[0],
-        "block_y": la.block[1],
-        "block_z": la.block[2],
-        "blocks": float(math.prod(grid)) if grid else None,
-        "block_threads": float(math.prod(block)) if block else None,
-        "sms": la.m("sm_count"),
-        "waves": la.m("waves_per_sm"),
-        "achieved": la.m("achieved_occupancy_pct"),
-        "sm_pct": la.m("sm_throughput_pct"),
-        "mem_pct": la.m("memory_throughput_pct"),
-    }
-
-
-def _busiest(r: dict[str, Any]) -> float:
-    return max(num(r, "sm_pct") or 0.0, num(r, "mem_pct") or 0.0)
-
-
-def _r(v: float | None) -> float | None:
-    return round(v, 2) if v is not None else None
-
-
-def _int(v: float | None) -> int | None:
-    return int(v) if v is not None else None
+    grid = [d for d in ck.launch.grid if d is not None]
+    return launch_row(ck, blocks=float(math.prod(grid)) if grid else None, sms=ck.launch.m("sm_count"))

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.cli.output import emit
+
+if TYPE_CHECKING:
+    from advisor.model.store import Run
 
 NAME = "analyze"
 HELP = "analyze one or more traces"
@@ -17,6 +20,9 @@ def register(p: argparse.ArgumentParser) -> None:
                    help=".nsys-rep/.qdrep, nsys .sqlite[.gz], Kineto .json[.gz] or a directory of rank traces, "
                         ".ncu-rep, ncu CSV")
     p.add_argument("--format", choices=("text", "json", "md"), default="text")
+    p.add_argument("--ncu", metavar="REPORT",
+                   help="an Nsight Compute report (.ncu-rep[.xz] or ncu CSV) of the same program: its kernels are "
+                        "joined to the timeline, the ncu rules weigh their gains by each kernel's timeline time")
     p.add_argument("--nsys", help="nsys executable used to export .nsys-rep/.qdrep (default: nsys on PATH)")
     p.add_argument("--top", type=int, default=10, help="how many top kernels to list (default 10)")
     p.add_argument("--no-cache", action="store_true", help="parse again instead of reusing the cache")
@@ -55,6 +61,18 @@ def rule_options(items: list[str]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _open_ncu(args: argparse.Namespace) -> Run:
+    """The --ncu report as a Run; one timeline PATH only (the report is of one program)."""
+    from advisor.errors import InputError
+    from advisor.ingest import open_run
+    from advisor.parsers.base import ParseOptions
+
+    if len(args.paths) != 1:
+        raise InputError("--ncu joins one Nsight Compute report to one timeline trace",
+                         f"pass exactly one PATH with --ncu (got {len(args.paths)})")
+    return open_run(args.ncu, ParseOptions(nsys=args.nsys), use_cache=not args.no_cache)
+
+
 def selection(items: list[str] | None) -> set[str] | None:
     return {s.strip() for item in items for s in item.split(",") if s.strip()} if items else None
 
@@ -66,16 +84,21 @@ def run(args: argparse.Namespace) -> int:
     from advisor.ingest import open_run
     from advisor.parsers.base import ParseOptions
 
+    ncu = _open_ncu(args) if args.ncu else None
     runs = []
-    for path in args.paths:
-        progress = Progress(f"reading {path}", enabled=args.progress)
-        r = open_run(path, ParseOptions(nsys=args.nsys, progress=progress), use_cache=not args.no_cache)
-        progress.done()
-        try:
-            runs.append(analyze_run(r, top=args.top, rules=not args.no_rules,
-                                    rule_options=rule_options(args.rule_option), select=selection(args.select)))
-        finally:
-            r.close()
+    try:
+        for path in args.paths:
+            progress = Progress(f"reading {path}", enabled=args.progress)
+            r = open_run(path, ParseOptions(nsys=args.nsys, progress=progress), use_cache=not args.no_cache)
+            progress.done()
+            try:
+                runs.append(analyze_run(r, top=args.top, rules=not args.no_rules, ncu=ncu,
+                                        rule_options=rule_options(args.rule_option), select=selection(args.select)))
+            finally:
+                r.close()
+    finally:
+        if ncu is not None:
+            ncu.close()
     doc = document(runs)
     if args.format == "json":
         out = json.dumps(doc, indent=2, default=str) + "\n"

@@ -1,0 +1,87 @@
+"""`analyze TRACE --ncu REPORT`: join an Nsight Compute report to the timeline of the same program.
+
+The join itself is advisor.perf.ncu_join (k-th profiled launch of a kernel configuration with the
+k-th timeline launch of it). This module checks the two inputs are what they claim, and renders
+the join for the document: how many profiled launches matched, how much of the timeline's kernel
+time an ncu verdict now stands for, and for every launch that matched nothing, why.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from advisor.errors import InputError
+from advisor.model.store import Run
+from advisor.perf.ncu_join import JoinResult, base_name, join
+from advisor.rules.base import pct
+
+TIMELINE_OF = "kernel time in the timeline (sum of all kernel durations)"
+PROFILED_OF = "profiled launches in the ncu report"
+
+
+def join_timeline(ncu: Run, timeline: Run) -> JoinResult:
+    """The join, or InputError when --ncu is not an ncu report or the trace has no kernels."""
+    source = ncu.info.get("source_path") or "the --ncu input"
+    if not ncu.count("ncu_kernels"):
+        raise InputError(
+            f"{source}: --ncu needs an Nsight Compute report with profiled kernels (format {ncu.info.get('format')})",
+            "pass a .ncu-rep written by `ncu -o`, or a CSV from `ncu --import R.ncu-rep --csv --page raw`",
+        )
+    if not timeline.count("kernels"):
+        raise InputError(
+            f"{timeline.info.get('source_path') or 'the trace'}: --ncu joins ncu kernels to a timeline, "
+            "but this trace has no kernels",
+            "pass an nsys report/SQLite or a Kineto trace of the same program with CUDA activity",
+        )
+    return join(ncu, timeline)
+
+
+def join_section(ncu: Run, joined: JoinResult) -> dict[str, Any]:
+    """The join as the document shows it; every percentage names its denominator."""
+    kernels = [
+        {
+            "kernel": g.name,
+            "short_name": base_name(g.name),
+            "grid": list(g.grid),
+            "block": list(g.block),
+            "class": g.kernel_class,
+            "ncu_launches": len(g.ncu),
+            "timeline_launches": g.count,
+            "timeline_ns": g.total_ns,
+            "time_share_pct": pct(g.total_ns, joined.timeline_kernel_ns),
+            "time_share_pct_of": TIMELINE_OF,
+        }
+        for g in joined.groups
+        if g.ncu
+    ]
+    unmatched = [
+        {
+            "kernel": m.ncu.launch.name,
+            "short_name": base_name(m.ncu.launch.name),
+            "ncu_id": m.ncu.launch.ncu_id,
+            "grid": list(m.ncu.launch.grid),
+            "block": list(m.ncu.launch.block),
+            "timeline": "not available",
+            "reason": joined.reasons.get(m.ncu.launch.ncu_id, "not matched"),
+        }
+        for m in joined.unmatched()
+    ]
+    covered = sum(g.total_ns for g in joined.groups if g.ncu)
+    return {
+        "path": ncu.info.get("source_path"),
+        "format": ncu.info.get("format"),
+        "tool_version": ncu.info.get("tool_version"),
+        "profiled_launches": joined.ncu_instances,
+        "matched": joined.matched,
+        "matched_pct": pct(joined.matched, joined.ncu_instances),
+        "matched_pct_of": PROFILED_OF,
+        "covered_ns": covered,
+        "covered_pct": pct(covered, joined.timeline_kernel_ns),
+        "covered_pct_of": TIMELINE_OF,
+        "timeline_kernel_ns": joined.timeline_kernel_ns,
+        "match_levels": joined.summary()["match_levels"],
+        "kernels": kernels,
+        "unmatched": unmatched,
+        "how": "k-th profiled launch of a (name, grid, block) with the k-th timeline launch of it; the ncu rules "
+        "weigh the fraction Nsight Compute measured as recoverable by every timeline launch of the matched kernel",
+    }
