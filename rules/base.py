@@ -14,10 +14,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from advisor import metrics
 from advisor.model.store import Run
+
+if TYPE_CHECKING:
+    from advisor.perf.ncu_join import JoinResult
 
 Category = Literal["io", "launch", "sync", "idle", "memory", "compute", "communication"]
 Status = Literal["preview", "stable"]
@@ -52,6 +55,8 @@ CAPTURE_HINTS: dict[str, str] = {
     "ncu_kernels": "ncu --set full -o report <app> (Nsight Compute report)",
     "ncu_metrics": "ncu --set full -o report <app> (Nsight Compute report)",
     "threads": "nsys profile --trace=osrt (thread names)",
+    "um_faults": "nsys profile --trace=cuda --cuda-um-cpu-page-faults=true --cuda-um-gpu-page-faults=true",
+    "um_migrations": "nsys profile --trace=cuda (unified-memory migrations come with CUDA tracing)",
 }
 
 
@@ -211,6 +216,9 @@ class Context:
     run: Run
     options: Mapping[str, OptionValue]
     _cache: dict[str, Any] = field(default_factory=dict)
+    # Nsight Compute rules only: the ncu run joined to a timeline run (analyze --ncu); gains then
+    # weigh the ncu-measured inefficiency by the matched kernels' time in the timeline.
+    timeline: JoinResult | None = None
 
     def opt(self, name: str) -> Any:
         return self.options[name]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 I8, I16, I32, I64 = pa.int8(), pa.int16(), pa.int32(), pa.int64()
 F64, STR, BOOL = pa.float64(), pa.string(), pa.bool_()
@@ -237,6 +237,34 @@ TABLES: dict[str, Table] = {
             C("total_allocated_bytes", I64, "allocator's running allocated total"),
             C("total_reserved_bytes", I64, "allocator's reserved total"),
             C("address", I64, "pointer"),
+        ),
+        _t(
+            "um_faults",
+            "Unified-memory page faults (nsys --cuda-um-cpu-page-faults / --cuda-um-gpu-page-faults): a processor "
+            "touched a managed page it did not hold, and the driver migrated or mapped it on demand.",
+            C("kind", STR, "cpu | gpu: the processor that faulted", True),
+            C("device_id", I32, "devices.device_id of the GPU that faulted; null for CPU faults"),
+            C("pid", I64, "process"),
+            C("tid", I64, "host thread of a CPU fault, where the export records it (nsys records only the process)"),
+            C("start_ns", I64, "GPU: start of the fault group's handling; CPU: time of the fault", True),
+            C("end_ns", I64, "GPU: end of the fault group's handling; CPU: equal to start_ns (an instant)", True),
+            C("address", I64, "virtual address of the faulting page"),
+            C("fault_count", I64, "faults in this row: nsys groups a GPU's faults on one page (1 for a CPU fault)",
+              True),
+            C("access", STR, "GPU faults: read | write | atomic | prefetch | unknown; null for CPU faults"),
+        ),
+        _t(
+            "um_migrations",
+            "Unified-memory page migrations the driver performed (nsys unified HtoD/DtoH/DtoD copies, with their "
+            "cause). The same transfers also appear in memops as copies: this table says why they moved.",
+            C("device_id", I32, "devices.device_id of the GPU side of the transfer", True),
+            C("start_ns", I64, "start", True),
+            C("end_ns", I64, "end", True),
+            C("direction", STR, "HtoD | DtoH | DtoD | unknown", True),
+            C("cause", STR, "fault | user_prefetch | speculative_prefetch | eviction | access_counters | unknown",
+              True),
+            C("bytes", I64, "bytes migrated"),
+            C("address", I64, "virtual base address of the pages moved"),
         ),
         _t(
             "threads",
