@@ -1,5 +1,5 @@
 -- metric: device_pids
--- doc: Host processes that feed each device: the launching api_calls row (by correlation id, launch before execution) or kernels.pid when that pid has host events; pairs under 10% of the device's kernels are dropped as id collisions between ranks.
+-- doc: Host processes that feed each device: the launching api_calls row (by correlation id, launch before execution, same process when kernels.pid names a host process: correlation ids repeat across the ranks of a merged run) or kernels.pid when that pid has host events; pairs under 10% of the device's kernels are dropped as id collisions between ranks.
 -- materialize: true
 -- uses: kernel_names
 WITH host_pids AS (
@@ -15,6 +15,7 @@ by_corr AS (
     SELECT k.device_id, a.pid, count(*) AS n
     FROM m_kernel_names k
     JOIN api_calls a ON a.correlation_id = k.correlation_id AND a.start_ns <= k.start_ns
+        AND (k.pid IS NULL OR k.pid NOT IN (SELECT pid FROM host_pids) OR a.pid = k.pid)
     WHERE k.correlation_id IS NOT NULL AND a.pid IS NOT NULL
     GROUP BY ALL
 ),

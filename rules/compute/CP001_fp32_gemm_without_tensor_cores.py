@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from advisor.perf.peaks import roofs_for
 from advisor.rules.base import (
     Clean,
     Context,
@@ -58,8 +59,9 @@ class Fp32GemmWithoutTensorCores(Rule):
     the rule assumes tensor cores exist.
 
     ## Options
-    `min_share_pct` (FP32 GEMM time as % of kernel time), `expected_speedup` (assumed speedup of
-    the tensor-core path for the estimate).
+    `min_share_pct` (FP32 GEMM time as % of kernel time), `expected_speedup` (speedup of
+    the tensor-core path for the estimate; 0, the default, takes the device's TF32 tensor-core /
+    FP32 peak ratio from the trace's device attributes or the datasheet table, 2x when unknown).
     """
 
     code = "CP001"
@@ -71,15 +73,19 @@ class Fp32GemmWithoutTensorCores(Rule):
     options = {
         "min_share_pct": Option(5.0, "FP32 SIMT GEMM time as % of kernel time to fire", "-"),
         "expected_speedup": Option(
-            2.0, "assumed speedup of the tensor-core path (x)", "book ckl: AMP 1.5-3.5x; we take the conservative end"
+            0.0,
+            "speedup of the tensor-core path (x); 0 = the device's TF32 tensor-core / FP32 peak ratio",
+            "H100 SXM: 494.5 / 67 TFLOP/s = 7.4x, A100: 156 / 19.5 = 8x (datasheets, docs/peaks.md); "
+            "2x when the device's peaks are unknown (book ckl: AMP 1.5-3.5x, conservative end)",
         ),
     }
 
     def check(self, ctx: Context) -> Outcome:
         rows = [r for r in ctx.metric("gemm_precision") if _has_tensor_cores(r)]
-        speedup = float(ctx.opt("expected_speedup"))
+        override = float(ctx.opt("expected_speedup"))
+        devices = {int(d["device_id"]): d for d in ctx.run.sql_dicts("SELECT * FROM devices")}
         fired = [
-            self._finding(r, speedup)
+            self._finding(r, *_speedup(devices.get(int(r["device_id"])), override))
             for r in rows
             if r["n_fp32"] and pct(r["fp32_ns"], r["kernel_ns"]) >= float(ctx.opt("min_share_pct"))
         ]
@@ -88,7 +94,7 @@ class Fp32GemmWithoutTensorCores(Rule):
         fp32 = sum(int(r["fp32_ns"]) for r in rows)
         return Clean(f"FP32 SIMT GEMM time {ms(fp32)}", (Evidence("fp32_gemm_time", fp32, "ns"),))
 
-    def _finding(self, r: dict[str, Any], speedup: float) -> Finding:
+    def _finding(self, r: dict[str, Any], speedup: float, basis: str) -> Finding:
         fp32, total = int(r["fp32_ns"]), int(r["kernel_ns"])
         return self.finding(
             f"device {r['device_id']}: {r['n_fp32']} FP32 SIMT GEMM/conv kernels took {ms(fp32)}, "
@@ -101,10 +107,11 @@ class Fp32GemmWithoutTensorCores(Rule):
                 Evidence("gemm_time", int(r["gemm_ns"]), "ns"),
                 Evidence("compute_capability", str(r["compute_capability"] or "unknown"), "cc"),
                 Evidence("top_kernel", str(r["top_fp32_kernel"])[:200], "name"),
+                Evidence("tensor_core_speedup", round(speedup, 2), "x", basis),
             ],
             est_gain_ns=fp32 * (1 - 1 / speedup),
-            gain_basis=f"FP32 SIMT GEMM/conv kernel time x (1 - 1/{speedup}) for an assumed {speedup}x tensor-core "
-            "speedup (option expected_speedup)",
+            gain_basis=f"FP32 SIMT GEMM/conv kernel time x (1 - 1/{speedup:.2f}): {basis}; an upper bound for "
+            "compute-bound GEMMs, small or memory-bound ones gain less",
             fixes=(
                 Fix(
                     "use tensor cores",
@@ -115,6 +122,26 @@ class Fp32GemmWithoutTensorCores(Rule):
             ),
             location=f"device={r['device_id']}",
         )
+
+
+_FALLBACK_SPEEDUP = 2.0
+
+
+def _speedup(device: dict[str, Any] | None, override: float) -> tuple[float, str]:
+    """The tensor-core speedup to assume for a device, and where it comes from."""
+    if override > 0:
+        return override, f"{override:g}x set by option expected_speedup"
+    roofs = roofs_for(device)
+    tc, fp32 = roofs.compute.get("tf32_tc"), roofs.compute.get("fp32")
+    if tc is not None and fp32 is not None and fp32.peak > 0 and tc.peak > fp32.peak:
+        name = (device or {}).get("name") or f"device {(device or {}).get('device_id')}"
+        return tc.peak / fp32.peak, (
+            f"TF32 tensor-core peak / FP32 peak of {name} ({tc.peak / 1e12:.1f} / {fp32.peak / 1e12:.1f} TFLOP/s, "
+            f"{tc.source})"
+        )
+    return _FALLBACK_SPEEDUP, (
+        f"{_FALLBACK_SPEEDUP:g}x assumed: the trace names no device whose TF32 and FP32 peaks are known"
+    )
 
 
 def _has_tensor_cores(r: dict[str, Any]) -> bool:

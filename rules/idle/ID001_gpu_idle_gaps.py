@@ -4,6 +4,7 @@ from typing import Any
 
 from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
 from advisor.rules.blocking import SYNC_CALLS, overlappable_idle
+from advisor.rules.launch.LA012_torch_compile_graph_breaks import graph_gap_idle
 from advisor.rules.steps import step_windows
 
 FIXES = {
@@ -108,8 +109,9 @@ class GpuIdleGaps(Rule):
         for r in rows:
             per.setdefault(int(r["device_id"]), []).append(r)
         after_sync = overlappable_idle(ctx, SYNC_CALLS, classes=CLAIMABLE)
+        between_graphs = graph_gap_idle(ctx)
         findings = [
-            self._finding(dev, causes, spans[dev], after_sync.get(dev, 0))
+            self._finding(dev, causes, spans[dev], after_sync.get(dev, 0), between_graphs.get(dev, 0))
             for dev, causes in sorted(per.items())
             if pct(sum(c["idle_ns"] for c in causes), spans[dev]["span_ns"]) >= float(ctx.opt("min_idle_pct"))
         ]
@@ -125,9 +127,12 @@ class GpuIdleGaps(Rule):
             ),
         )
 
-    def _finding(self, dev: int, causes: list[dict[str, Any]], span: dict[str, Any], after_sync: int) -> Finding:
+    def _finding(
+        self, dev: int, causes: list[dict[str, Any]], span: dict[str, Any], after_sync: int, between_graphs: int
+    ) -> Finding:
         idle = sum(int(c["idle_ns"]) for c in causes)
-        residual = max(0, sum(int(c["idle_ns"]) for c in causes if str(c["cause"]) not in DEDICATED) - after_sync)
+        claimable = sum(int(c["idle_ns"]) for c in causes if str(c["cause"]) not in DEDICATED)
+        residual = max(0, claimable - after_sync - between_graphs)
         top = causes[0]  # the metric orders causes by idle time
         of = str(span["of"])
         evidence = [
@@ -137,6 +142,7 @@ class GpuIdleGaps(Rule):
             Evidence("top_cause", str(top["cause"]), "cause"),
             Evidence("idle_not_claimed", residual, "ns"),
             Evidence("idle_after_syncs", after_sync, "ns"),
+            Evidence("idle_between_compiled_graphs", between_graphs, "ns"),
         ]
         evidence += [
             Evidence(f"idle_{c['cause']}", pct(c["idle_ns"], idle), "%", f"idle time in gaps on device {dev}")
@@ -151,8 +157,9 @@ class GpuIdleGaps(Rule):
             est_gain_ns=residual,
             gain_basis="GPU idle time in gaps >= min_gap_us (inside the marked steps when the trace has them) "
             "whose host activity no dedicated rule prices: idle while the host was in the DataLoader (IO005), "
-            "reading files (IO003) or synchronizing (LA002/IO004), and the host-only time after syncs that LA002 "
-            "prices as overlappable, is left to those rules; an upper bound reached "
+            "reading files (IO003) or synchronizing (LA002/IO004), the host-only time after syncs that LA002 "
+            "prices as overlappable, and the idle between torch.compile graphs that LA012 prices, is left to those "
+            "rules; an upper bound reached "
             "only if the host kept the GPU fed",
             fixes=tuple(FIXES[str(c["cause"])] for c in causes if str(c["cause"]) in FIXES)[:3],
             location=f"device={dev}",

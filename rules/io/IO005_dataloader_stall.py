@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from advisor.rules.base import Clean, Context, Evidence, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
+from advisor.rules.steps import step_windows
 
 
 class DataloaderStall(Rule):
@@ -60,6 +61,10 @@ class DataloaderStall(Rule):
         if not rows:
             return Clean("no DataLoader ops recorded")
         idle = self._input_idle(ctx)
+        in_steps = self._loader_off_critical_path(ctx)
+        gain, basis = idle, _IDLE_BASIS
+        if in_steps is not None:
+            gain, basis = max(idle, in_steps), _STEP_BASIS
         findings = []
         for i, r in enumerate(rows):
             denom_ns = int(r["step_ns"] or (r["end_ns"] - r["start_ns"]))
@@ -78,10 +83,14 @@ class DataloaderStall(Rule):
                         Evidence("loader_share", share, "%", denom),
                         Evidence("steps", int(r["n_steps"] or 0), "count"),
                         Evidence("gpu_idle_on_input", idle, "ns"),
+                        *(
+                            [Evidence("loader_time_bounded_by_step_idle", in_steps, "ns")]
+                            if in_steps is not None
+                            else []
+                        ),
                     ],
-                    est_gain_ns=idle,
-                    gain_basis="GPU idle time in gaps whose overlapping host activity was the DataLoader; loader time "
-                    "that already overlaps GPU work gives nothing back",
+                    est_gain_ns=gain,
+                    gain_basis=basis,
                     fixes=(
                         Fix(
                             "load data in parallel and ahead",
@@ -96,7 +105,32 @@ class DataloaderStall(Rule):
             return Clean("DataLoader time below the threshold", (Evidence("gpu_idle_on_input", idle, "ns"),))
         return Fired(tuple(findings))
 
+    def _loader_off_critical_path(self, ctx: Context) -> int | None:
+        """Per marked step: min(DataLoader time in the step, step time minus GPU busy time), summed; None
+        without steps. Idle is the step's time not busy (a step may begin before the device's first activity)."""
+        windows = {w.win_id: w for w in step_windows(ctx.run)}
+        if not windows:
+            return None
+        total = 0
+        for r in ctx.metric("loader_in_steps"):
+            w = windows.get(int(r["win_id"]))
+            if w is not None:
+                busy = sum(ns for cls, ns in w.ns.items() if not cls.startswith("idle_"))
+                total += min(int(r["loader_ns"]), max(0, w.span_ns - busy))
+        return total
+
     def _input_idle(self, ctx: Context) -> int:
         if not ctx.run.count("kernels"):
             return 0
         return sum(int(r["idle_ns"]) for r in ctx.metric("idle_by_cause", min_gap_ns=0) if r["cause"] == "input")
+
+
+_IDLE_BASIS = (
+    "GPU idle time in gaps whose overlapping host activity was the DataLoader; loader time that already overlaps "
+    "GPU work gives nothing back"
+)
+_STEP_BASIS = (
+    "per marked step, min(DataLoader time in the step, step time minus GPU busy time in it), summed (at least the GPU idle "
+    "while the host was in the DataLoader): with loading in workers ahead of the step, the step shrinks by the "
+    "loader time but not below the GPU's busy time; an upper bound if the workers cannot keep up"
+)

@@ -15,10 +15,14 @@ Definitions (also printed in docs/accuracy.md):
   the iterations in the trace: steps plus marked warm-up iterations (ranges `step`/`ProfilerStep#N`
   and `warmup`), since findings are measured over the whole capture, warm-up included.
 - measured gain per step: PROVENANCE step_time_ms baseline_median - optimized_median (no profiler).
+- a pair with an Nsight Compute capture of the same program (fixtures/ncu/<workload>_<variant>/)
+  is analyzed with it joined, the same path as `advisor analyze TRACE --ncu REPORT`: the ncu rules
+  weigh their findings by the kernel's timeline time and the verdict uses ncu classes.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import tomllib
 from collections.abc import Callable, Iterator
@@ -26,15 +30,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from advisor import metrics
 from advisor.engine.findings import RuleReport, classify, run_rules
+from advisor.engine.ncu import join_timeline
 from advisor.model.store import Run
-from advisor.rules.steps import WARMUP_PATTERN, step_count
+from advisor.rules.steps import WARMUP_PATTERN, step_count, step_windows
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
 HERE = Path(__file__).resolve().parent
 TIMELINE_FORMATS = ("nsys", "kineto")  # ncu-only captures carry no timeline
 DATA_SUFFIXES = (".sqlite.gz", ".json.gz")
+NCU_SUFFIXES = (".ncu-rep.xz", ".raw.csv.gz")  # the report when ncu_report is installed, else its CSV export
 ABSENT_RATIO = 0.25
 CHECKS = ("class", "top", "absent")
 
@@ -46,6 +53,7 @@ class Variant:
     folder: Path
     files: tuple[Path, ...]
     provenance: dict[str, Any]
+    ncu: Path | None = None  # an Nsight Compute capture of the same program, joined when present
 
 
 @dataclass(frozen=True)
@@ -58,6 +66,11 @@ class Pair:
     @property
     def prov(self) -> dict[str, Any]:
         return self.baseline.provenance
+
+    @property
+    def inputs(self) -> str:
+        """What the advisor reads: the timeline format, plus 'ncu' when an ncu capture is joined."""
+        return f"{self.fmt} + ncu" if self.baseline.ncu and self.optimized.ncu else self.fmt
 
     @property
     def code(self) -> str:
@@ -76,6 +89,12 @@ class Pair:
         st = self.prov["step_time_ms"]
         return float(st["baseline_median"]) - float(st["optimized_median"])
 
+    @property
+    def measured_pct(self) -> float:
+        """The measured gain as a share of the unprofiled baseline step."""
+        base = float(self.prov["step_time_ms"]["baseline_median"])
+        return 100.0 * self.measured_ms / base if base > 0 else 0.0
+
 
 @dataclass
 class PairResult:
@@ -88,7 +107,29 @@ class PairResult:
     iterations_optimized: int
     predicted_ms: float | None  # the pair's rule on the baseline, per iteration
     optimized_rule_ms: dict[str, float]  # absent rules on the optimized run, per iteration
+    traced_baseline_ms: float | None = None  # one iteration in the trace (under the profiler)
+    traced_optimized_ms: float | None = None
     hits: dict[str, bool] = field(default_factory=dict)
+
+    @property
+    def traced_gain_ms(self) -> float | None:
+        if self.traced_baseline_ms is None or self.traced_optimized_ms is None:
+            return None
+        return self.traced_baseline_ms - self.traced_optimized_ms
+
+    @property
+    def traced_ratio(self) -> float | None:
+        g = self.traced_gain_ms
+        if self.predicted_ms is None or g is None or g <= 0:
+            return None
+        return self.predicted_ms / g
+
+    @property
+    def predicted_pct(self) -> float | None:
+        """The prediction as a share of the traced baseline iteration (the profiler slows both alike)."""
+        if self.predicted_ms is None or not self.traced_baseline_ms:
+            return None
+        return 100.0 * self.predicted_ms / self.traced_baseline_ms
 
     @property
     def ratio(self) -> float | None:
@@ -109,7 +150,20 @@ def known_misses() -> dict[str, dict[str, Any]]:
 
 def _variant(folder: Path) -> Variant:
     files = tuple(sorted(f for f in folder.iterdir() if f.name.endswith(DATA_SUFFIXES)))
-    return Variant(folder, files, json.loads((folder / "PROVENANCE.json").read_text()))
+    return Variant(folder, files, json.loads((folder / "PROVENANCE.json").read_text()), ncu_capture(folder.name))
+
+
+def ncu_capture(scenario: str) -> Path | None:
+    """fixtures/ncu/<scenario>/ as a report (or, without the ncu_report module, its CSV export)."""
+    folder = FIXTURES / "ncu" / scenario
+    if not folder.is_dir():
+        return None
+    suffixes = NCU_SUFFIXES if importlib.util.find_spec("ncu_report") else NCU_SUFFIXES[1:]
+    for suffix in suffixes:
+        found = sorted(folder.glob(f"*{suffix}"))
+        if found:
+            return found[0]
+    return None
 
 
 def discover() -> list[Pair]:
@@ -154,6 +208,19 @@ def iterations(run: Run) -> int:
     return int(max(1, steps + warm))
 
 
+def traced_iteration_ms(run: Run) -> float | None:
+    """One iteration as the trace shows it: the mean marked step (on the device with the most steps),
+    else the longest device span over the iterations; None when the trace has no GPU activity."""
+    per: dict[int, list[int]] = {}
+    for w in step_windows(run):
+        per.setdefault(w.device_id, []).append(w.span_ns)
+    if per:
+        spans = max(per.values(), key=len)
+        return sum(spans) / len(spans) / 1e6
+    span = max((int(r["span_ns"]) for r in metrics.query(run, "device_spans")), default=None)
+    return None if span is None else span / 1e6 / iterations(run)
+
+
 def rule_gain_ns(report: RuleReport, rule: str) -> int | None:
     """The rule's findings summed per device, the largest device; None when it did not fire."""
     per: dict[int | None, int] = {}
@@ -163,16 +230,27 @@ def rule_gain_ns(report: RuleReport, rule: str) -> int | None:
     return max(per.values()) if per else None
 
 
+def analyze(v: Variant, open_run: Callable[[Path], Run], scratch: Path, joined: bool) -> tuple[Run, RuleReport, str]:
+    """The variant's timeline run, its rule report and its verdict class; with its ncu capture joined
+    when `joined` (what `advisor analyze TRACE --ncu REPORT` does: engine.analyze.analyze_run)."""
+    run = open_run(input_path(v, scratch))
+    if not joined or v.ncu is None:
+        return run, run_rules(run), classify(run).run.class_
+    ncu = open_run(v.ncu)
+    join = join_timeline(ncu, run)
+    return run, run_rules(run, ncu=ncu, joined=join), classify(run, ncu=join).run.class_
+
+
 def evaluate(pair: Pair, open_run: Callable[[Path], Run], scratch: Path) -> PairResult:
-    base = open_run(input_path(pair.baseline, scratch))
-    opt = open_run(input_path(pair.optimized, scratch))
-    rb, ro = run_rules(base), run_rules(opt)
+    joined = pair.inputs.endswith("ncu")
+    base, rb, base_class = analyze(pair.baseline, open_run, scratch, joined)
+    opt, ro, _ = analyze(pair.optimized, open_run, scratch, joined)
     nb, no = iterations(base), iterations(opt)
     absent = [rule_names().get(a, a) for a in pair.optimized.provenance["expected"]["absent"]] or [pair.rule]
     gain_b = rule_gain_ns(rb, pair.rule)
     res = PairResult(
         pair=pair,
-        baseline_class=classify(base).run.class_,
+        baseline_class=base_class,
         baseline_top=rb.findings[0].name if rb.findings else "",
         baseline_findings=[(f.name, f.est_gain_ns / 1e6 / nb) for f in rb.findings],
         optimized_findings=[(f.name, f.est_gain_ns / 1e6 / no) for f in ro.findings],
@@ -180,6 +258,8 @@ def evaluate(pair: Pair, open_run: Callable[[Path], Run], scratch: Path) -> Pair
         iterations_optimized=no,
         predicted_ms=None if gain_b is None else gain_b / 1e6 / nb,
         optimized_rule_ms={a: (rule_gain_ns(ro, a) or 0) / 1e6 / no for a in absent},
+        traced_baseline_ms=traced_iteration_ms(base),
+        traced_optimized_ms=traced_iteration_ms(opt),
     )
     exp = pair.prov["expected"]
     res.hits["class"] = res.baseline_class == exp["class"]
@@ -221,6 +301,9 @@ def render(results: list[PairResult], misses: dict[str, dict[str, Any]]) -> str:
     ratios = sorted(r.ratio for r in results if r.ratio is not None)
     within = sum(0.5 <= x <= 2.0 for x in ratios)
     median = ratios[len(ratios) // 2] if ratios else None
+    traced = sorted(r.traced_ratio for r in results if r.traced_ratio is not None)
+    t_within = sum(0.5 <= x <= 2.0 for x in traced)
+    t_median = traced[len(traced) // 2] if traced else None
     lines = [
         "# Accuracy on the reference workloads",
         "",
@@ -229,7 +312,9 @@ def render(results: list[PairResult], misses: dict[str, dict[str, Any]]) -> str:
         "",
         "Each pair under `reference_workloads/` has a baseline with one anti-pattern and an optimized",
         "variant with the fix, captured on a real GPU (see [reference_workloads.md](reference_workloads.md)).",
-        "The advisor runs on the baseline's and the optimized run's timeline trace (nsys or Kineto).",
+        "The advisor runs on the baseline's and the optimized run's timeline trace (nsys or Kineto); where the",
+        "pair also has an Nsight Compute capture of the same program, it is joined (format `nsys + ncu`, the path",
+        "of `advisor analyze TRACE --ncu REPORT`): the ncu rules weigh their findings by the kernel's timeline time.",
         "",
         "- **class**: the baseline's verdict class equals the expected class.",
         "- **top**: the baseline's first finding (ranked by estimated gain) is the pair's rule.",
@@ -239,6 +324,13 @@ def render(results: list[PairResult], misses: dict[str, dict[str, Any]]) -> str:
         "largest device), divided by the iterations in the trace (marked steps plus warm-up iterations: "
         "findings cover the whole capture).",
         "- **measured / step**: baseline minus optimized median step time without a profiler (PROVENANCE.json).",
+        "- **traced / step**: the same difference read from the two traces (mean marked step, else device span over "
+        "the iterations): what the fix saved under the profiler. The profiler slows launch-heavy code most (every "
+        "kernel launch and framework op is recorded), so launch-bound pairs save more in the trace than without it; "
+        "`ratio (traced)` compares the prediction with this, the figure the trace itself can support.",
+        "- **predicted % / measured %**: the prediction as a share of the traced baseline step, and the measured gain "
+        "as a share of the unprofiled baseline step: shares carry over between profiled and unprofiled runs better "
+        "than milliseconds.",
         "- A miss listed in `tests/golden/known_misses.toml` shows as `miss (known)`; the reasons are below.",
         "",
         "## Summary",
@@ -248,20 +340,25 @@ def render(results: list[PairResult], misses: dict[str, dict[str, Any]]) -> str:
         f"absent-after-fix hits: {count['absent']}/{n}",
         f"- pairs with a predicted gain: {len(ratios)}/{n}; predicted/measured within 0.5x-2x: {within}/{len(ratios)}; "
         f"median ratio {_fmt(median)}",
+        f"- against the gain read from the traces: within 0.5x-2x: {t_within}/{len(traced)}; median ratio "
+        f"{_fmt(t_median)}",
         "",
         "## Pairs",
         "",
         "| pair | format | chapter | pattern | rule | expected class | baseline verdict | top finding | class | top "
-        "| absent | predicted / step (ms) | measured / step (ms) | ratio |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| absent | predicted / step (ms) | measured / step (ms) | ratio | traced / step (ms) | ratio (traced) "
+        "| predicted % | measured % |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         p = r.pair
         lines.append(
-            f"| {p.workload} | {p.fmt} | {p.prov['chapter']} | {p.pattern} | {p.rule} | {p.prov['expected']['class']} "
+            f"| {p.workload} | {p.inputs} | {p.prov['chapter']} | {p.pattern} | {p.rule} "
+            f"| {p.prov['expected']['class']} "
             f"| {r.baseline_class} | {r.baseline_top or '(none)'} | {_mark(r, 'class', misses)} "
             f"| {_mark(r, 'top', misses)} | {_mark(r, 'absent', misses)} | {_fmt(r.predicted_ms)} "
-            f"| {_fmt(p.measured_ms)} | {_fmt(r.ratio)} |"
+            f"| {_fmt(p.measured_ms)} | {_fmt(r.ratio)} | {_fmt(r.traced_gain_ms)} | {_fmt(r.traced_ratio)} "
+            f"| {_fmt(r.predicted_pct)} | {_fmt(p.measured_pct)} |"
         )
     lines += ["", "## Known misses", ""]
     by_name = {r.pair.workload: r for r in results}
