@@ -284,6 +284,12 @@ class _Facts:
     devices: dict[int, _Device]
 
 
+def graph_gap_idle(ctx: Context) -> dict[int, int]:
+    """Per device with graph breaks: the GPU idle between compiled graphs of one call, which this rule
+    prices; gpu-idle-gaps (ID001) leaves it out of its own estimate."""
+    return {d.device_id: d.gap_idle_ns for d in _facts(ctx).devices.values() if d.median(d.breaks) >= 1}
+
+
 def _facts(ctx: Context) -> _Facts:
     """Measured once per rule run (applies() and check() share it)."""
     cached = ctx._cache.get("LA012")
