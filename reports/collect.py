@@ -59,13 +59,18 @@ def idle_gaps(run: Run, limit: int = MAX_GAPS) -> list[dict[str, Any]]:
     )
 
 
-def collect(run: Run, top: int = 10, bins: int = TIMELINE_BINS) -> ReportInputs:
-    """Everything `build_run_report` needs, computed once from the run."""
-    ncu = run.count("ncu_kernels")
+def collect(run: Run, top: int = 10, bins: int = TIMELINE_BINS, ncu: Run | None = None) -> ReportInputs:
+    """Everything `build_run_report` needs, computed once from the run.
+
+    ncu: an Nsight Compute run of the same program (report --ncu), joined to the timeline `run` as
+    `advisor analyze --ncu` does; its kernels feed the roofline and the join section.
+    """
+    profiled = ncu if ncu is not None else run
+    n_ncu = profiled.count("ncu_kernels")
     return ReportInputs(
-        doc=analyze_run(run, top=top),
+        doc=analyze_run(run, top=top, ncu=ncu),
         timeline=timeline_bins(run, bins),
-        roofline=roofline_points(run) if ncu else [],
-        ncu_kernels=ncu,
+        roofline=roofline_points(profiled) if n_ncu else [],
+        ncu_kernels=n_ncu,
         gaps=idle_gaps(run),
     )

@@ -131,6 +131,27 @@ class RooflineRow:
 
 
 @dataclass(frozen=True)
+class NcuJoinRow:
+    name: str
+    full_name: str
+    kernel_class: str
+    ncu_launches: str
+    timeline_launches: str
+    timeline_time: str
+    share: str
+
+
+@dataclass(frozen=True)
+class NcuJoin:
+    """How an Nsight Compute report was joined to the timeline (report --ncu)."""
+
+    facts: tuple[Fact, ...]
+    kernels: tuple[NcuJoinRow, ...]
+    unmatched: tuple[Fact, ...]
+    how: str
+
+
+@dataclass(frozen=True)
 class RunReport:
     """Everything run.html shows about one run; `*_missing` says why a section is empty."""
 
@@ -159,6 +180,7 @@ class RunReport:
     devices: tuple[tuple[Fact, ...], ...]
     counts: tuple[Fact, ...]
     notes: tuple[Fact, ...]
+    ncu_join: NcuJoin | None = None
 
 
 @dataclass(frozen=True)
@@ -212,7 +234,36 @@ def build_run_report(inp: ReportInputs) -> RunReport:
         devices=tuple(_device(d) for d in doc.get("devices") or []),
         counts=tuple(Fact(k, f"{v:,}") for k, v in sorted((doc.get("counts") or {}).items()) if v),
         notes=notes_facts(doc["input"].get("notes") or {}),
+        ncu_join=_ncu_join(doc.get("ncu")),
     )
+
+
+def _ncu_join(j: Mapping[str, Any] | None) -> NcuJoin | None:
+    """The join section of `analyze --ncu`; every percentage with its denominator."""
+    if not j:
+        return None
+    facts = (
+        Fact("Nsight Compute", f"{j.get('format') or '?'} {j.get('tool_version') or ''}".strip()),
+        Fact("profiled launches matched", f"{j['matched']:,} of {j['profiled_launches']:,} "
+                                          f"({fmt_pct(j['matched_pct'])} of the {j['matched_pct_of']})"),
+        Fact("timeline kernel time covered", f"{fmt_ns(j['covered_ns'])} ({fmt_pct(j['covered_pct'])} of the "
+                                             f"{j['covered_pct_of']})"),
+    )
+    rows = tuple(
+        NcuJoinRow(
+            name=shorten(str(k["short_name"])),
+            full_name=str(k["kernel"]),
+            kernel_class=str(k.get("class") or "-"),
+            ncu_launches=f"{k['ncu_launches']:,}",
+            timeline_launches=f"{k['timeline_launches']:,}",
+            timeline_time=fmt_ns(k["timeline_ns"]),
+            share=f"{fmt_pct(k['time_share_pct'])} of the {k['time_share_pct_of']}",
+        )
+        for k in j.get("kernels") or []
+    )
+    unmatched = tuple(Fact(shorten(str(u["short_name"])), f"not available: {u['reason']}")
+                      for u in j.get("unmatched") or [])
+    return NcuJoin(facts, rows, unmatched, str(j.get("how") or ""))
 
 
 # ------------------------------------------------------------------ verdict and findings

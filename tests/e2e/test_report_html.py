@@ -224,3 +224,23 @@ def test_report_of_largest_fixture_stays_small(tmp_path: Path) -> None:
     text = html.read_text(encoding="utf-8")
     assert "http://" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "")
     assert "https://" not in text
+
+
+@pytest.mark.slow
+def test_report_with_ncu_joined(page: Page, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """report --ncu: the timeline report gains the ncu roofline and a join section whose numbers are the
+    same as analyze --ncu's JSON (one staged_axpy launch profiled, 20 in the nsys timeline)."""
+    monkeypatch.chdir(ROOT / "fixtures")
+    nsys = Path("nsys/ME003_low_occupancy_baseline/ME003_low_occupancy_baseline.sqlite.gz")
+    ncu = Path("ncu/ME003_low_occupancy_baseline/ME003_low_occupancy_baseline.ncu-rep.xz")
+    html = tmp_path / "report.html"
+    assert main(["report", str(nsys), "--ncu", str(ncu), "-o", str(html)]) == 0
+    _open(page, html)
+    doc = page.js("JSON.parse(document.getElementById('advisor-document').textContent)")
+    join = doc["ncu"]
+    assert (join["profiled_launches"], join["matched"]) == (1, 1)
+    assert join["kernels"][0]["short_name"] == "staged_axpy" and join["kernels"][0]["timeline_launches"] == 20
+    section = page.js("document.getElementById('ncu').innerText")
+    assert "1 of 1" in section and "of the kernel time in the timeline" in section and "staged_axpy" in section
+    assert page.js("document.querySelectorAll('#fig-roofline svg circle').length") > 0
+    assert any(f["code"] == "ME003" for f in doc["findings"])

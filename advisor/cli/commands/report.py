@@ -19,6 +19,9 @@ def register(p: argparse.ArgumentParser) -> None:
                    help=".nsys-rep/.qdrep, nsys .sqlite[.gz], Kineto .json[.gz] or a directory of rank traces, "
                         ".ncu-rep, ncu CSV")
     p.add_argument("-o", "--output", help="HTML file to write (default: stdout)")
+    p.add_argument("--ncu", metavar="REPORT",
+                   help="an Nsight Compute report (.ncu-rep[.xz] or ncu CSV) of the same program, joined to the "
+                        "timeline as in `advisor analyze --ncu`: ncu rules, roofline and a join section")
     p.add_argument("--top", type=int, default=10, help="how many top kernels to list (default 10)")
     p.add_argument("--bins", type=int, default=240, help="time bins of the timeline overview (default 240)")
     p.add_argument("--nsys", help="nsys executable used to export .nsys-rep/.qdrep (default: nsys on PATH)")
@@ -40,9 +43,12 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress(f"reading {args.path}", enabled=args.progress)
     r = open_run(args.path, ParseOptions(nsys=args.nsys, progress=progress), use_cache=not args.no_cache)
     progress.done()
+    ncu = open_run(args.ncu, ParseOptions(nsys=args.nsys), use_cache=not args.no_cache) if args.ncu else None
     try:
-        inputs = collect(r, top=args.top, bins=args.bins)
+        inputs = collect(r, top=args.top, bins=args.bins, ncu=ncu)
     finally:
         r.close()
-    emit(render_run_html(inputs), args.output, inputs=[args.path])
+        if ncu is not None:
+            ncu.close()
+    emit(render_run_html(inputs), args.output, inputs=[args.path] + ([args.ncu] if args.ncu else []))
     return 0
