@@ -8,9 +8,13 @@ format without further computation.
 from __future__ import annotations
 
 import json
+from functools import cache
+from pathlib import Path
 from typing import Any
 
+from advisor.engine import timeline
 from advisor.engine.timeline import device_time
+from advisor.metrics import derived
 from advisor.model.schema import TABLES
 from advisor.model.store import Run
 from advisor.redact import redact
@@ -188,13 +192,28 @@ def ranges_summary(run: Run, limit: int = 15) -> dict[str, Any]:
 
 
 def summarize(run: Run, top: int = 10) -> dict[str, Any]:
-    """The per-run part of the `analyze` JSON (findings and verdict are added by the caller)."""
-    return {
-        "input": input_info(run),
-        "devices": devices(run),
-        "counts": counts(run),
-        "capture": capture_span(run),
-        "time": time_split(run),
-        "top_kernels": top_kernels(run, top),
-        "ranges": ranges_summary(run),
-    }
+    """The per-run part of the `analyze` JSON (findings and verdict are added by the caller).
+
+    Everything but `input` is a pure function of the cached tables, so it is computed once per cache
+    entry and kept there (`metrics.derived`): at 10M rows it costs minutes, reading it back milliseconds.
+    `input` names the path the run was opened under, which may differ between opens of the same bytes.
+    """
+    key = _code_key()
+    facts = derived.load_json(run, f"summary-top{top}", key)
+    if not isinstance(facts, dict):
+        facts = {
+            "devices": devices(run),
+            "counts": counts(run),
+            "capture": capture_span(run),
+            "time": time_split(run),
+            "top_kernels": top_kernels(run, top),
+            "ranges": ranges_summary(run),
+        }
+        derived.save_json(run, f"summary-top{top}", key, facts)
+    return {"input": input_info(run), **facts}
+
+
+@cache
+def _code_key() -> str:
+    """Fingerprint of the code the facts come from (this module and the device-time split)."""
+    return derived.fingerprint(Path(__file__).read_bytes(), Path(timeline.__file__).read_bytes())

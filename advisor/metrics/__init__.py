@@ -5,7 +5,8 @@ DuckDB shell on its own. A file starts with `--` header lines:
 
     -- metric: gpu_islands
     -- doc: Busy intervals per device: the union of kernels and memops, one row per island.
-    -- materialize: true            (optional: computed once per run into TEMP TABLE m_<name>)
+    -- materialize: true            (optional: computed once per run into TEMP TABLE m_<name>, and
+                                     kept in the run's cache entry for the next analyze: metrics.derived)
     -- uses: gpu_ops, kernel_names  (optional: materialized metrics this one reads)
 
 Parameters are DuckDB named parameters (`$min_gap_ns`); `query()` passes only the ones the SQL
@@ -16,6 +17,7 @@ never raw exporter tables.
 
 from __future__ import annotations
 
+import json
 import re
 import weakref
 from dataclasses import dataclass
@@ -23,6 +25,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from advisor.metrics import derived
 from advisor.model.store import Run
 
 _PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
@@ -30,6 +33,8 @@ _HEADER = re.compile(r"^--\s*(\w+):\s*(.*)$")
 
 # run -> names of the materialized metrics already built on its connection
 _BUILT: weakref.WeakKeyDictionary[Run, set[str]] = weakref.WeakKeyDictionary()
+# run -> which windows metric and parameters its TEMP TABLE m_windows now holds (see shares())
+_WINDOWS: weakref.WeakKeyDictionary[Run, str] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -72,10 +77,11 @@ def get(name: str) -> Metric:
     return Metric(name, head.get("doc", ""), text, head.get("materialize") == "true", uses)
 
 
-def names() -> list[str]:
+@cache
+def names() -> tuple[str, ...]:
     """Every metric shipped in this package."""
     root = resources.files(__package__)
-    return sorted(p.name[:-4] for p in root.iterdir() if p.name.endswith(".sql"))
+    return tuple(sorted(p.name[:-4] for p in root.iterdir() if p.name.endswith(".sql")))
 
 
 def ensure(run: Run, name: str) -> None:
@@ -84,25 +90,67 @@ def ensure(run: Run, name: str) -> None:
     if name in built:
         return
     metric = get(name)
+    keep = metric.materialize and not metric.params
+    if keep and derived.load_table(run, metric.table, metric.table, _code_key()):
+        built.add(name)  # what it uses is built when something else asks for it
+        return
     for dep in metric.uses:
         ensure(run, dep)
     if metric.materialize:
         run.sql(f"CREATE OR REPLACE TEMP TABLE {metric.table} AS {_body(metric.sql)}")
+        if keep:
+            derived.save_table(run, metric.table, metric.table, _code_key())
     built.add(name)
+
+
+@cache
+def _code_key() -> str:
+    """Fingerprint of every metric's SQL: a kept table is reused only by the code that computed it (a
+    metric may read others, so one changed file retires them all)."""
+    root = resources.files(__package__)
+    return derived.fingerprint(*(root.joinpath(f"{n}.sql").read_text() for n in names()))
 
 
 def query(run: Run, name: str, **params: Any) -> list[dict[str, Any]]:
     """Rows of metric `name` on `run`; `params` may hold extra keys the SQL does not use."""
     metric = get(name)
-    for dep in metric.uses:
-        ensure(run, dep)
     if metric.materialize:
         ensure(run, name)
         return run.sql_dicts(f"SELECT * FROM {metric.table}")
     missing = [p for p in metric.params if p not in params]
     if missing:
         raise TypeError(f"metric {name} needs parameters {missing}")
-    return run.sql_dicts(metric.sql, {p: params[p] for p in metric.params})
+    used = {p: params[p] for p in metric.params}
+    stem = _result_name(run, metric, used)
+    if stem is not None:
+        rows = derived.load_json(run, stem, _code_key())
+        if isinstance(rows, list):
+            return rows
+    for dep in metric.uses:
+        ensure(run, dep)
+    result = run.sql_dicts(metric.sql, used)
+    if stem is not None and len(result) <= _KEEP_ROWS:
+        derived.save_json(run, stem, _code_key(), result)
+    return result
+
+
+# Rows of a parametrized metric are kept per (metric, parameters) up to this many; larger results are
+# recomputed (a JSON file of them would cost about as much to read back).
+_KEEP_ROWS = 250_000
+_TEMP = re.compile(r"\bm_[A-Za-z0-9_]+")
+
+
+def _result_name(run: Run, metric: Metric, params: dict[str, Any]) -> str | None:
+    """Name under which the rows of `metric` with `params` are kept, or None when they depend on state
+    other than the tables, the materialized metrics and `params` (a temp table a rule built)."""
+    state = ""
+    for table in set(_TEMP.findall(metric.sql)):
+        if table == "m_windows" and run in _WINDOWS:
+            state = _WINDOWS[run]
+        elif not (table[2:] in names() and get(table[2:]).materialize):
+            return None
+    digest = derived.fingerprint(metric.name, json.dumps(params, sort_keys=True, default=repr), state)
+    return f"q_{metric.name}.{digest[:16]}"
 
 
 @dataclass(frozen=True)
@@ -127,13 +175,17 @@ def shares(run: Run, windows_metric: str, **params: Any) -> list[Window]:
     device_id, start_ns, end_ns, label and any extra columns, kept in `Window.extra`) and return
     the class times per window."""
     metric = get(windows_metric)
-    for dep in metric.uses:
-        ensure(run, dep)
-    ensure(run, "timeline")
-    run.sql(
-        f"CREATE OR REPLACE TEMP TABLE m_windows AS {_body(metric.sql)}",
-        {p: params[p] for p in metric.params},
-    )
+    used = {p: params[p] for p in metric.params}
+    _WINDOWS.pop(run, None)
+    stem = _result_name(run, metric, used)
+    if stem is None or not derived.load_table(run, "m_windows", stem, _code_key()):
+        for dep in metric.uses:
+            ensure(run, dep)
+        run.sql(f"CREATE OR REPLACE TEMP TABLE m_windows AS {_body(metric.sql)}", used)
+        if stem is not None:
+            derived.save_table(run, "m_windows", stem, _code_key())
+    if stem is not None:
+        _WINDOWS[run] = stem
     per: dict[int, dict[str, int]] = {}
     for row in query(run, "window_shares"):
         per.setdefault(int(row["win_id"]), {})[str(row["cls"])] = int(row["ns"] or 0)

@@ -15,7 +15,7 @@ marked AS (
 chains AS (
     SELECT device_id, stream_id, chain, count(*) AS n, sum(dur_ns) AS kernel_ns, max(dur_ns) AS max_ns,
         sum(CASE WHEN row_number_in_chain > 1 THEN greatest(gap_before, 0) ELSE 0 END) AS gap_ns,
-        min(start_ns) AS start_ns, max(end_ns) AS end_ns, string_agg(DISTINCT name, ' | ') AS names
+        min(start_ns) AS start_ns, max(end_ns) AS end_ns, string_agg(DISTINCT name, ' | ' ORDER BY name) AS names
     FROM (SELECT *, row_number() OVER (PARTITION BY device_id, stream_id, chain ORDER BY start_ns)
               AS row_number_in_chain FROM marked WHERE ew)
     GROUP BY device_id, stream_id, chain

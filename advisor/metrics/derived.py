@@ -1,0 +1,127 @@
+"""Results computed once per cache entry and kept in it: materialized metric tables and the summary.
+
+Why: they are pure functions of the cached model tables, yet at millions of rows they cost seconds to
+minutes of CPU on every `analyze`. Each file name carries a fingerprint of the code that computed it
+(the metric SQL, the summary's source) and of the DuckDB and schema versions, so any change to those
+makes the old file invisible instead of stale. Files are written under a temporary name and renamed
+into place, so a reader never sees half a file; a failure to read or write (read-only cache, damaged
+file) only means the result is computed again. Uncached runs (`Run.derived_dir` is None) keep nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from advisor.model.schema import SCHEMA_VERSION
+from advisor.model.store import Run
+
+# DuckDB types Parquet cannot hold exactly: written as the lossless type, read back as the original.
+_WIDE = {"HUGEINT": "DECIMAL(38,0)", "UHUGEINT": "DECIMAL(38,0)"}
+
+
+def fingerprint(*parts: str | bytes) -> str:
+    """A short key over the code that computes a result and the engine and schema it ran on."""
+    h = hashlib.sha256(f"{duckdb.__version__}\0{SCHEMA_VERSION}".encode())
+    for p in parts:
+        h.update(b"\0")
+        h.update(p.encode() if isinstance(p, str) else p)
+    return h.hexdigest()[:20]
+
+
+def _path(run: Run, name: str, key: str, suffix: str) -> Path | None:
+    d = run.derived_dir
+    return None if d is None else d / f"{name}-{key}{suffix}"
+
+
+def _replace(target: Path, write: Any) -> None:
+    """Write through `write(tmp_path)` and rename into place; drop older versions of the same name."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    stem = target.name.rsplit("-", 1)[0]
+    for old in target.parent.glob(f"{stem}-*"):
+        if old.name != target.name and old.suffix == target.suffix:
+            old.unlink(missing_ok=True)
+
+
+def load_json(run: Run, name: str, key: str) -> Any | None:
+    """The JSON value saved for (`name`, `key`) on this run, or None."""
+    path = _path(run, name, key, ".json")
+    if path is None:
+        return None
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def save_json(run: Run, name: str, key: str, value: Any) -> None:
+    """Keep `value` for (`name`, `key`) when it survives a JSON round trip unchanged (else keep nothing)."""
+    path = _path(run, name, key, ".json")
+    if path is None:
+        return
+    try:
+        text = json.dumps(value)
+        if json.loads(text) != value:  # tuples, non-string keys: not exactly representable, so not kept
+            return
+        _replace(path, lambda tmp: tmp.write_text(text))
+    except (OSError, TypeError, ValueError):
+        pass
+
+
+def load_table(run: Run, table: str, name: str, key: str) -> bool:
+    """Create TEMP TABLE `table` from the copy saved as (`name`, `key`), with the column types it had."""
+    path = _path(run, name, key, ".parquet")
+    types = load_json(run, name + ".types", key)
+    if path is None or not isinstance(types, list) or not path.is_file():
+        return False
+    cols = ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' for c, t in types)
+    try:
+        run.sql(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT {cols} FROM read_parquet({_quote(path)})")
+    except duckdb.Error:
+        run.sql(f"DROP TABLE IF EXISTS {table}")
+        return False
+    return True
+
+
+def save_table(run: Run, table: str, name: str, key: str) -> None:
+    """Keep TEMP TABLE `table` as Parquet (as `name`, `key`), in its row order, plus its column types."""
+    path = _path(run, name, key, ".parquet")
+    if path is None:
+        return
+    types = [(str(r[0]), str(r[1])) for r in run.sql_rows(f"DESCRIBE {table}")]
+    wide = [c for c, t in types if t in _WIDE]
+    narrow = set()
+    if wide:  # 128-bit sums usually fit in 64 bits: store those as BIGINT (cheaper to read back than DECIMAL)
+        fits = ", ".join(f'coalesce(min("{c}") >= -9223372036854775808 AND max("{c}") <= 9223372036854775807, true)'
+                         for c in wide)
+        row = run.sql_rows(f"SELECT {fits} FROM {table}")[0]
+        narrow = {c for c, ok in zip(wide, row, strict=True) if ok}
+    cols = ", ".join(
+        f'CAST("{c}" AS {"BIGINT" if c in narrow else _WIDE[t]}) AS "{c}"' if t in _WIDE else f'"{c}"'
+        for c, t in types
+    )
+    try:
+        _replace(
+            path,
+            lambda tmp: run.sql(
+                f"COPY (SELECT {cols} FROM {table}) TO {_quote(tmp)} (FORMAT parquet, COMPRESSION zstd)"
+            ),
+        )
+        save_json(run, name + ".types", key, [list(t) for t in types])
+    except (OSError, duckdb.Error):
+        pass
+
+
+def _quote(path: Path) -> str:
+    return "'" + str(path).replace("'", "''") + "'"
