@@ -267,14 +267,17 @@ def _sum_ns(parts: Iterable[Mapping[str, int]]) -> dict[str, int]:
 
 def decide(ns: Mapping[str, int], span_ns: int, of: str) -> Verdict:
     """The class with the most time among the timeline classes, the cause in words, and the shares."""
-    shares = tuple(sorted((Share(k, int(v), of, span_ns) for k, v in ns.items() if v > 0), key=lambda s: -s.ns))
+    # ties break by name, so equal times give the same verdict and order on every run
+    shares = tuple(
+        sorted((Share(k, int(v), of, span_ns) for k, v in ns.items() if v > 0), key=lambda s: (-s.ns, s.name))
+    )
     scores: dict[VerdictClass, int] = {}
     for k, v in ns.items():
         if k in CLASS_OF:
             scores[CLASS_OF[k]] = scores.get(CLASS_OF[k], 0) + int(v)
     if not scores or not span_ns:
         return Verdict("unknown", "no GPU activity in this window", NAME_BASIS, "low", shares)
-    ranked = sorted(scores.items(), key=lambda kv: -kv[1])
+    ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
     best, best_ns = ranked[0]
     second_ns = ranked[1][1] if len(ranked) > 1 else 0
     other = int(ns.get("kernel_other", 0))
@@ -284,7 +287,8 @@ def decide(ns: Mapping[str, int], span_ns: int, of: str) -> Verdict:
 
 def _cause(best: VerdictClass, ns: Mapping[str, int], span_ns: int, of: str) -> str:
     parts = sorted(
-        ((k, v) for k, v in ns.items() if CLASS_OF.get(k) == best and pct(v, span_ns) >= 0.1), key=lambda kv: -kv[1]
+        ((k, v) for k, v in ns.items() if CLASS_OF.get(k) == best and pct(v, span_ns) >= 0.1),
+        key=lambda kv: (-kv[1], kv[0]),
     )
     said = "; ".join(f"{SHARE_TEXT[k]} {pct(v, span_ns)}%" for k, v in parts[:3])
     lead = {
