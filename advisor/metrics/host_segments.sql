@@ -1,5 +1,5 @@
 -- metric: host_segments
--- doc: What each host process was doing over time: one segment per pair of consecutive distinct event times, its class by priority input (DataLoader ops or annotated ranges) > sync (synchronize calls, synchronous memcpy/memset) > io (OS reads) > wait (OS waits) > launch (other CUDA/HIP API calls) > host (framework ops); segments where none runs are left out.
+-- doc: What each host process was doing over time: one segment per pair of consecutive distinct event times, its class by priority input (DataLoader ops or annotated ranges) > sync (synchronize calls, synchronous memcpy/memset) > io (OS reads) > wait (OS waits) [OS reads and waits only on threads that call the CUDA/HIP API, when the process has such threads: a helper thread blocked in poll() holds nothing back] > launch (other CUDA/HIP API calls) > host (framework ops); segments where none runs are left out.
 -- materialize: true
 WITH units (c, a, b) AS (  -- one open activity of class c, as an increment of the packed counters
     VALUES ('input', 1::HUGEINT << 84, 0::HUGEINT), ('sync', 1::HUGEINT << 42, 0::HUGEINT), ('io', 1::HUGEINT, 0::HUGEINT),
@@ -24,6 +24,9 @@ api_cls AS (  -- class per distinct (name, api): the regexps run once per name, 
         FROM (SELECT DISTINCT name_id, api FROM api_calls) k LEFT JOIN strings s ON s.string_id = k.name_id
     ) k
 ),
+gpu_threads AS (  -- threads that call the CUDA/HIP API: their OS reads and waits hold the GPU's work back
+    SELECT DISTINCT pid, tid FROM api_calls WHERE api IS DISTINCT FROM 'osrt' AND tid IS NOT NULL AND pid IS NOT NULL
+),
 op_cls AS (
     SELECT k.name_id, CASE WHEN regexp_matches(lower(s.value), 'dataloader') THEN 'input' ELSE 'host' END AS c
     FROM (SELECT DISTINCT name_id FROM cpu_ops) k LEFT JOIN strings s ON s.string_id = k.name_id
@@ -34,6 +37,9 @@ acts AS (
     JOIN api_cls k ON k.name_id IS NOT DISTINCT FROM a.name_id AND k.api IS NOT DISTINCT FROM a.api
     JOIN units u ON u.c = k.c
     WHERE a.end_ns >= a.start_ns AND a.pid IS NOT NULL
+      AND (a.api IS DISTINCT FROM 'osrt' OR a.tid IS NULL
+           OR (a.pid, a.tid) IN (SELECT (pid, tid) FROM gpu_threads)
+           OR a.pid NOT IN (SELECT pid FROM gpu_threads))
     UNION ALL
     SELECT o.pid, o.start_ns, o.end_ns, u.a, u.b
     FROM cpu_ops o JOIN op_cls k ON k.name_id IS NOT DISTINCT FROM o.name_id JOIN units u ON u.c = k.c
