@@ -14,17 +14,19 @@ import json
 import lzma
 import os
 import stat
+import threading
 import time
 import zlib
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 
 from advisor.errors import AdvisorError, InputError, LimitExceeded, SchemaError, UnsupportedFormat
 from advisor.model.schema import SCHEMA_VERSION, TABLES
 from advisor.model.store import Run, default_cache_dir, read_entry_meta, write_entry
-from advisor.model.validate import check_time_order, conform
+from advisor.model.validate import FileCheck, check_file, check_time_order, conform
 from advisor.parsers.base import ParsedRun, ParseOptions
 from advisor.parsers.limits import CHUNK, MAX_RATIO, RATIO_GRACE_BYTES, human, inflate, too_big
 
@@ -234,12 +236,33 @@ def _conform(name: str, table: pa.Table, path: Path) -> pa.Table:
                           "the trace holds out-of-range values; re-export it", path=str(path)) from None
 
 
-def to_model_tables(parsed: ParsedRun, path: Path, fmt: str, sha: str) -> dict[str, pa.Table]:
-    """Conform every table to the schema and build the `runs` row."""
+def _check_file(name: str, file: Path, path: Path) -> FileCheck:
+    """check_file(), with a damaged or unreadable file as a clean error naming the input."""
+    try:
+        return check_file(name, file, str(path))
+    except duckdb.Error as e:
+        raise SchemaError(f"{path}: the {name} table written while parsing is unreadable ({_first(e)})",
+                          "the trace looks damaged; re-export it", path=str(path)) from None
+
+
+def _first(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
+
+
+def to_model_tables(
+    parsed: ParsedRun, path: Path, fmt: str, sha: str
+) -> tuple[dict[str, pa.Table], dict[str, tuple[Path, int]]]:
+    """Conform every table to the schema (check every written file) and build the `runs` row.
+
+    Returns the Arrow tables and the checked Parquet files with their row counts.
+    """
     tables = {name: _conform(name, t, path) for name, t in parsed.tables.items() if name != "runs"}
+    checks = {name: _check_file(name, f, path) for name, f in parsed.files.items() if name != "runs"}
     notes = dict(parsed.notes)
     for name in ("kernels", "memops", "api_calls", "ranges", "cpu_ops"):
-        if name in tables and (bad := check_time_order(name, tables[name])):
+        bad = check_time_order(name, tables[name]) if name in tables else 0
+        bad = checks[name].end_before_start if name in checks else bad
+        if bad:
             notes[f"{name}_end_before_start"] = bad
     starts, ends = [], []
     for name in ("kernels", "memops", "api_calls", "ranges", "cpu_ops", "sync"):
@@ -249,6 +272,10 @@ def to_model_tables(parsed: ParsedRun, path: Path, fmt: str, sha: str) -> dict[s
 
             starts.append(pc.min(t["start_ns"]).as_py())
             ends.append(pc.max(t["end_ns"]).as_py())
+        c = checks.get(name)
+        if c is not None and c.rows:
+            starts.append(c.min_start_ns)
+            ends.append(c.max_end_ns)
     run = dict(parsed.run)
     run.update(
         source_path=str(path),
@@ -261,7 +288,31 @@ def to_model_tables(parsed: ParsedRun, path: Path, fmt: str, sha: str) -> dict[s
         notes=json.dumps(notes, sort_keys=True, default=str),
     )
     tables["runs"] = conform("runs", pa.Table.from_pylist([run]), str(path))
-    return tables
+    return tables, {name: (parsed.files[name], c.rows) for name, c in checks.items()}
+
+
+class _Sha256:
+    """The input's full sha256, computed in a thread while the parse runs (hashlib releases the GIL)."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._digest: str | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="advisor-sha256", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._digest = full_sha256(self._path)
+        except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread by result()
+            self._error = e
+
+    def result(self) -> str:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._digest is not None
+        return self._digest
 
 
 def open_run(
@@ -293,21 +344,26 @@ def open_run(
     work = root / ".work" / key
     work.mkdir(parents=True, exist_ok=True)
     options.work_dir = work
+    sha = _Sha256(p)
     try:
-        parsed = parse(p, fmt, options)
-        tables = to_model_tables(parsed, p, fmt, full_sha256(p))
-    except AdvisorError as e:
-        _naming_input(e, p)
-        raise
-    except MemoryError:
-        raise InputError(f"{p}: ran out of memory while parsing", "see docs/limits.md") from None
+        try:
+            parsed = parse(p, fmt, options)
+            tables, files = to_model_tables(parsed, p, fmt, sha.result())
+        except AdvisorError as e:
+            _naming_input(e, p)
+            raise
+        except MemoryError:
+            raise InputError(f"{p}: ran out of memory while parsing", "see docs/limits.md") from None
+        meta = {"source": str(p), "format": fmt, "parse_seconds": round(time.perf_counter() - t0, 3)}
+        if not use_cache:
+            import pyarrow.parquet as pq
+
+            tables.update({n: conform(n, pq.read_table(f), str(p)) for n, (f, _) in files.items()})
+            rows = {n: {"rows": tables[n].num_rows if n in tables else 0} for n in TABLES}
+            return Run.from_tables(tables, meta | {"files": rows})
+        written = write_entry(root, key, tables, meta, files)  # moves the files out of the work dir
     finally:
         _rmtree_quiet(work)
-    meta = {"source": str(p), "format": fmt, "parse_seconds": round(time.perf_counter() - t0, 3)}
-    if not use_cache:
-        rows = {n: {"rows": tables[n].num_rows if n in tables else 0} for n in TABLES}
-        return Run.from_tables(tables, meta | {"files": rows})
-    written = write_entry(root, key, tables, meta)
     final_meta = read_entry_meta(written)
     if final_meta is None:  # pragma: no cover - would mean the filesystem lost our rename
         raise AdvisorError(f"cache entry {written} is unreadable right after writing", "clear the cache dir")

@@ -26,7 +26,7 @@ class ParseOptions:
     nsys: str | None = None  # path to the nsys executable for .nsys-rep
     work_dir: Path | None = None  # where a parser may write intermediates (inside the cache, never near input)
     progress: ProgressFn = no_progress
-    # decompressed-size limit (Kineto JSON, gzip'd SQLite): $ADVISOR_MAX_BYTES or 8 GiB; see parsers/limits.py
+    # decompressed-size limit (Kineto JSON, gzip'd SQLite): $ADVISOR_MAX_BYTES or 16 GiB; see parsers/limits.py
     max_json_bytes: int = field(default_factory=max_bytes)
 
 
@@ -38,12 +38,17 @@ class ParsedRun:
     `runs` row fields the parser knows (format, tool, tool_version, ...; ingest adds source_*).
     `captured` names the model tables this capture recorded at all, even when empty.
     `notes` are format facts worth keeping (quirks, dropped rows), serialized to runs.notes.
+    `files` maps model table names to Parquet files the parser already wrote into its work dir (a
+    table is in `tables` or in `files`, never both): large tables go to disk without passing through
+    Python, and ingest checks each file against the schema (`advisor.model.validate.check_file`,
+    the same guarantees as `conform`) before moving it into the cache entry.
     """
 
     tables: dict[str, pa.Table]
     run: dict[str, Any]
     captured: set[str] = field(default_factory=set)
     notes: dict[str, Any] = field(default_factory=dict)
+    files: dict[str, Path] = field(default_factory=dict)
 
 
 class Interner:

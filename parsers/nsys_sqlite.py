@@ -8,32 +8,42 @@ Everything that differs between nsys versions (table and column names, enum code
 classes to drop) lives in `mappings/nsys.toml`, so supporting a new export schema is a data change.
 The input is attached READ_ONLY and never written; a WAL-mode file (whose read-only open would need a
 `-shm` file beside it) is first copied into `options.work_dir`.
+
+Memory is bounded for exports of any size (`_parse_export`): one group of sources at a time is
+loaded into temp tables, shaped, written and dropped; each model table goes from DuckDB straight to
+a Parquet file in the work dir (`Output`), checked by ingest against the schema; DuckDB runs under a
+memory cap and spills into the cache's work area (`_bound_memory`).
 """
 
 from __future__ import annotations
 
+import atexit
+import os
 import shutil
 import threading
 import tomllib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 import pyarrow as pa
 
 from advisor.errors import InputError, SchemaError, ToolMissing
 from advisor.model.schema import TABLES
+from advisor.model.validate import duck_type
+from advisor.parsers import nsys_um
 from advisor.parsers.base import ParsedRun, ParseOptions
 from advisor.parsers.limits import MAX_STRING_CHARS
 
 FORMAT = "nsys-sqlite"
 TOOL = "Nsight Systems"
 REEXPORT_HINT = "re-export the report with `nsys export --type sqlite` from a current Nsight Systems"
+T = TypeVar("T")
 _WAL_HEADER_OFFSET = 18  # SQLite header bytes 18/19: file format write/read version, 2 = WAL
 
 
@@ -76,6 +86,27 @@ def _database() -> duckdb.DuckDBPyConnection:
 
 
 _ATTACH_LOCK = threading.Lock()  # the alias `src` is database-wide: one attached export at a time
+MEMORY_LIMIT = "1GB"  # DuckDB's share of a parse ($ADVISOR_DUCKDB_MEMORY overrides); the rest spills to disk
+_spill_dir: list[Path] = []  # set once per process: DuckDB cannot switch temp directories after using one
+
+
+def _bound_memory(con: duckdb.DuckDBPyConnection, options: ParseOptions) -> None:
+    """Cap DuckDB's memory and let it spill into the cache's work area (never the current directory).
+
+    DuckDB's default is 80% of RAM with spill files in `./.tmp`: a 2 GB export then held ~11 GB.
+    The spill directory is per process (DuckDB refuses to switch once it has used one), next to the
+    parse's work dir, and removed at exit. Without a work dir nothing is capped (nowhere to spill).
+    """
+    if _spill_dir:
+        _spill_dir[0].mkdir(parents=True, exist_ok=True)  # DuckDB makes only the last level itself
+        return
+    if options.work_dir is None:
+        return
+    spill = options.work_dir.parent / f"duckdb-spill-{os.getpid()}"
+    con.execute(f"SET temp_directory = '{_sql_str(str(spill))}'")
+    con.execute(f"SET memory_limit = '{_sql_str(os.environ.get('ADVISOR_DUCKDB_MEMORY') or MEMORY_LIMIT)}'")
+    _spill_dir.append(spill)
+    atexit.register(shutil.rmtree, spill, ignore_errors=True)
 
 
 def connect() -> duckdb.DuckDBPyConnection:
@@ -92,6 +123,7 @@ def attached(path: Path, options: ParseOptions) -> Iterator[duckdb.DuckDBPyConne
     with _ATTACH_LOCK:
         con = connect()
         try:
+            _bound_memory(con, options)
             try:
                 con.execute(f"ATTACH '{_sql_str(str(source))}' AS src (TYPE sqlite, READ_ONLY)")
             except duckdb.Error as e:
@@ -134,6 +166,7 @@ class Export:
     meta: dict[str, str] = field(default_factory=dict)
     meta_table: str | None = None
     temps: set[str] = field(default_factory=set)  # temp tables created so far (cheaper than asking DuckDB)
+    views: set[str] = field(default_factory=set)  # those of them that are views
 
     @classmethod
     def inspect(cls, path: Path, con: duckdb.DuckDBPyConnection) -> Export:
@@ -177,10 +210,19 @@ class Export:
         except (duckdb.Error, UnicodeDecodeError) as e:
             raise self.read_error(e) from None
 
-    def create(self, name: str, sql: str) -> None:
-        """CREATE TEMP TABLE name AS sql, remembered for `has()`."""
-        self.run(f"CREATE TEMP TABLE {name} AS {sql}")
+    def create(self, name: str, sql: str, view: bool = False) -> None:
+        """CREATE TEMP TABLE (or VIEW) name AS sql, remembered for `has()` and `drop()`."""
+        self.run(f"CREATE TEMP {'VIEW' if view else 'TABLE'} {name} AS {sql}")
         self.temps.add(name)
+        if view:
+            self.views.add(name)
+
+    def drop(self, name: str) -> None:
+        """Drop a temp table as soon as nothing needs it: its rows leave DuckDB's memory (and spill files)."""
+        if name in self.temps:
+            self.run(f"DROP {'VIEW' if name in self.views else 'TABLE'} IF EXISTS {name}")
+            self.temps.discard(name)
+            self.views.discard(name)
 
     def run(self, sql: str) -> None:
         try:
@@ -203,6 +245,74 @@ class Export:
             REEXPORT_HINT,
             path=str(self.path),
         )
+
+
+# --------------------------------------------------------------------------------------------- output
+
+
+PARQUET_OPTIONS = f"FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE {1 << 20}"  # as the cache's own writer
+
+
+@dataclass
+class Output:
+    """Where model tables go: Parquet files written by DuckDB into the work dir, else Arrow tables.
+
+    With a work dir (every `open_run`), a table never passes through Python: DuckDB casts each column
+    to its model type in the SELECT and streams the rows to Parquet; ingest then checks the file
+    against the schema (`advisor.model.validate.check_file`). Without one, Arrow tables as before.
+    """
+
+    exp: Export
+    work_dir: Path | None
+    tables: dict[str, pa.Table] = field(default_factory=dict)
+    files: dict[str, Path] = field(default_factory=dict)
+
+    def emit(self, name: str, sql: str) -> str:
+        """Write model table `name` from `sql`; return a relation that reads it back (cheap, columnar)."""
+        typed = model_select(self.exp, name, sql)
+        if self.work_dir is None:
+            self.tables[name] = self._guard(name, lambda: self.exp.arrow(typed))
+            self.exp.con.register(f"model_{name}", self.tables[name])
+            return f"model_{name}"
+        target = self.work_dir / f"{name}.parquet"
+        self._guard(name, lambda: self.exp.run(f"COPY ({typed}) TO '{_sql_str(str(target))}' ({PARQUET_OPTIONS})"))
+        self.files[name] = target
+        return f"read_parquet('{_sql_str(str(target))}')"
+
+    def _guard(self, name: str, fn: Callable[[], T]) -> T:
+        """A value that does not fit its model type (damaged input) fails as conform() would: SchemaError."""
+        try:
+            return fn()
+        except InputError as e:
+            if "Conversion Error" not in e.message:
+                raise
+            raise SchemaError(
+                f"{self.exp.path}: a {name} value does not fit the model ({e.message.split('(', 1)[-1][:160]}",
+                "the trace holds out-of-range values; re-export it",
+                path=str(self.exp.path),
+            ) from None
+
+
+def model_select(exp: Export, name: str, sql: str) -> str:
+    """`sql` reshaped to exactly the model columns of `name`, in order, cast to the model types.
+
+    A column the query lacks becomes a typed NULL (a required one then fails the null check); a
+    column the model lacks is a parser bug, as in `conform`.
+    """
+    try:
+        have = exp.con.sql(sql).columns  # binds the query, runs nothing
+    except (duckdb.Error, UnicodeDecodeError) as e:
+        raise exp.read_error(e) from None
+    spec = TABLES[name]
+    unknown = set(have) - {c.name for c in spec.columns}
+    if unknown:
+        raise SchemaError(f"parser produced unknown columns {sorted(unknown)} for table {name}", path=str(exp.path))
+    cols = [
+        f"CAST({_q(c.name)} AS {duck_type(c.dtype)}) AS {_q(c.name)}" if c.name in have
+        else f"NULL::{duck_type(c.dtype)} AS {_q(c.name)}"
+        for c in spec.columns
+    ]
+    return f"SELECT {', '.join(cols)} FROM ({sql})"
 
 
 # --------------------------------------------------------------------------------------------- SQL
@@ -269,14 +379,19 @@ def in_list(values: list[Any]) -> str:
 # --------------------------------------------------------------------------------------------- tables
 
 
-def load_events(exp: Export, notes: dict[str, Any]) -> set[str]:
-    """Materialize the mapped event sources as DuckDB temp tables; return the captured model tables."""
+def load_events(exp: Export, notes: dict[str, Any], sources: list[str], view: bool = False) -> set[str]:
+    """Mapped event sources as temp tables `raw_<source>`; return the captured model tables.
+
+    With `view`, a view instead: the export is read once, by the query that writes the model table,
+    and nothing is materialized (later steps read that model table's output instead).
+    """
     captured: set[str] = set()
-    for source, spec in mapping()["sources"].items():
+    for source in sources:
+        spec = mapping()["sources"][source]
         sql = select_source(exp, source)
         if sql is None:
             continue
-        exp.create(f"raw_{source}", sql)
+        exp.create(f"raw_{source}", sql, view=view)
         captured.update(spec["captures"])
         table = exp.resolve(spec["table"])
         if spec.get("skip_event_classes") and table and "eventClass" in exp.columns[table]:
@@ -328,13 +443,16 @@ def _api_by_name_sql() -> str:
     return f"CASE {' '.join(whens)} ELSE 'other' END"
 
 
-def sync_sql(exp: Export) -> str:
-    """Sync rows; the waiting host thread comes from the API call with the same correlation id."""
+def sync_sql(exp: Export, api_calls: str | None) -> str:
+    """Sync rows; the waiting host thread comes from the API call with the same correlation id.
+
+    `api_calls` reads the written model table: only CUDA runtime/driver calls carry correlation ids.
+    """
     tid = "NULL"
     join = ""
-    if has(exp, "raw_cuda_api"):
+    if api_calls is not None:
         join = (
-            " LEFT JOIN (SELECT pid, correlation_id, any_value(tid) AS tid FROM raw_cuda_api"
+            f" LEFT JOIN (SELECT pid, correlation_id, any_value(tid) AS tid FROM {api_calls}"
             " WHERE correlation_id IS NOT NULL GROUP BY ALL) a"
             " ON a.pid = s.pid AND a.correlation_id = s.correlation_id"
         )
@@ -360,6 +478,8 @@ def build_ranges(exp: Export, notes: dict[str, Any]) -> None:
     _nvtx_select(exp, nv, notes)
     _nvtx_text_ids(exp)
     _nvtx_order(exp)
+    for temp in ("nvtx_sel", "nvtx_domains", "raw_nvtx"):  # nvtx_rng holds all that is needed now
+        exp.drop(temp)
     _nvtx_push_pop_nesting(exp, notes)
     _nvtx_other_nesting(exp)
 
@@ -374,7 +494,7 @@ def _nvtx_select(exp: Export, nv: Mapping[str, Any], notes: dict[str, Any]) -> N
         WHERE n.event_type = {int(nv["domain_create_type"])} GROUP BY ALL""",
     )
     last = exp.rows("SELECT max(greatest(start_ns, coalesce(end_ns, start_ns))) FROM raw_nvtx")[0][0] or 0
-    exp.create(
+    exp.create(  # a view: nvtx_rng reads it once, no copy of the NVTX rows is materialized for it
         "nvtx_sel",
         f"""
         SELECT n.* EXCLUDE (end_ns, domain_id),
@@ -382,14 +502,16 @@ def _nvtx_select(exp: Export, nv: Mapping[str, Any], notes: dict[str, Any]) -> N
                     ELSE coalesce(n.end_ns, {int(last)}) END AS end_ns,
                n.event_type IN ({in_list(nv["mark_types"])}) AS is_mark,
                n.event_type IN ({in_list(nv["push_pop_types"])}) AS is_pp,
-               n.end_ns IS NULL AND n.event_type NOT IN ({in_list(nv["mark_types"])}) AS was_open,
                (n.global_tid >> 24) & 16777215 AS pid, n.global_tid & 16777215 AS tid, d.domain
         FROM raw_nvtx n
         LEFT JOIN nvtx_domains d
           ON d.domain_id = n.domain_id AND d.pid = (n.global_tid >> 24) & 16777215 AND n.domain_id <> 0
         WHERE n.event_type IN ({in_list(nv["range_types"] + nv["mark_types"])})""",
+        view=True,
     )
-    open_ranges = exp.rows("SELECT count(*) FROM nvtx_sel WHERE was_open")[0][0]
+    open_ranges = exp.rows(f"""
+        SELECT count(*) FROM raw_nvtx WHERE end_ns IS NULL
+          AND event_type IN ({in_list(nv["range_types"])}) AND event_type NOT IN ({in_list(nv["mark_types"])})""")[0][0]
     if open_ranges:
         notes["nvtx_open_ranges_closed_at_trace_end"] = int(open_ranges)
 
@@ -411,7 +533,7 @@ def _nvtx_order(exp: Export) -> None:
         """
         SELECT row_number() OVER (ORDER BY n.global_tid, n.start_ns, n.end_ns DESC, n.is_pp DESC,
                                            n.is_mark, n.event_type) - 1 AS range_id,
-               n.pid, n.tid, n.global_tid, n.is_mark, n.is_pp, n.start_ns, n.end_ns,
+               n.global_tid, n.is_pp, n.start_ns, n.end_ns,
                coalesce(n.text_id, t.id) AS name_id, n.domain
         FROM nvtx_sel n LEFT JOIN nvtx_text t ON t.text = coalesce(n.text, '')""",
     )
@@ -424,33 +546,31 @@ def _nvtx_push_pop_nesting(exp: Export, notes: dict[str, Any]) -> None:
         "nvtx_pp",
         """
         WITH ev AS (
-            SELECT global_tid, start_ns AS t, 1 AS k, range_id, 1 AS delta FROM nvtx_rng WHERE is_pp
+            SELECT global_tid, start_ns AS t, 1 AS k, range_id, 1 AS delta, start_ns, end_ns FROM nvtx_rng WHERE is_pp
             UNION ALL
-            SELECT global_tid, end_ns, CASE WHEN end_ns > start_ns THEN 0 ELSE 2 END, range_id, -1
+            SELECT global_tid, end_ns, CASE WHEN end_ns > start_ns THEN 0 ELSE 2 END, range_id, -1, NULL, NULL
             FROM nvtx_rng WHERE is_pp),
         run AS (
-            SELECT range_id, k, sum(delta) OVER (PARTITION BY global_tid ORDER BY t, k, range_id
-                                                ROWS UNBOUNDED PRECEDING) - delta AS open_before
+            SELECT range_id, k, global_tid, start_ns, end_ns,
+                   sum(delta) OVER (PARTITION BY global_tid ORDER BY t, k, range_id
+                                    ROWS UNBOUNDED PRECEDING) - delta AS open_before
             FROM ev)
-        SELECT r.range_id, r.global_tid, r.start_ns, r.end_ns, run.open_before AS depth
-        FROM nvtx_rng r JOIN run ON run.range_id = r.range_id AND run.k = 1""",
+        SELECT range_id, global_tid, start_ns, end_ns, open_before AS depth FROM run WHERE k = 1""",
     )
+    # The nesting sanity check rides on the ASOF result (the candidate's times come with it): a parent
+    # that does not contain its child means a lost pop; keep the range, drop the claim that it nests.
     exp.create(
         "nvtx_parent",
         """
-        SELECT c.range_id, c.depth, p.range_id AS parent_id
+        SELECT c.range_id, c.depth,
+               CASE WHEN p.end_ns < c.end_ns OR p.start_ns > c.start_ns THEN NULL ELSE p.range_id END AS parent_id,
+               coalesce(p.end_ns < c.end_ns OR p.start_ns > c.start_ns, false) AS not_nested
         FROM nvtx_pp c ASOF LEFT JOIN nvtx_pp p
           ON p.global_tid = c.global_tid AND p.depth = c.depth - 1 AND c.range_id > p.range_id""",
     )
-    broken = exp.rows("""
-        SELECT count(*) FROM nvtx_parent x JOIN nvtx_pp c USING (range_id) JOIN nvtx_pp p ON p.range_id = x.parent_id
-        WHERE p.end_ns < c.end_ns OR p.start_ns > c.start_ns""")[0][0]
-    if broken:  # a lost pop: keep the range, drop the claim that it nests
+    broken = exp.rows("SELECT count(*) FILTER (WHERE not_nested) FROM nvtx_parent")[0][0]
+    if broken:
         notes["nvtx_push_pop_ranges_not_nested"] = int(broken)
-        exp.run("""
-            UPDATE nvtx_parent x SET parent_id = NULL FROM nvtx_pp c, nvtx_pp p
-            WHERE c.range_id = x.range_id AND p.range_id = x.parent_id
-              AND (p.end_ns < c.end_ns OR p.start_ns > c.start_ns)""")
 
 
 def _nvtx_other_nesting(exp: Export) -> None:
@@ -470,18 +590,18 @@ def _nvtx_other_nesting(exp: Export) -> None:
             break
     exp.run("""
         INSERT INTO nvtx_parent
-        SELECT o.range_id, coalesce(x.depth + 1, 0), o.cand
+        SELECT o.range_id, coalesce(x.depth + 1, 0), o.cand, false
         FROM nvtx_other o LEFT JOIN nvtx_parent x ON x.range_id = o.cand""")
 
 
 def ranges_sql() -> str:
     return """
-        SELECT r.range_id, pr.parent_id, pr.depth, 'nvtx' AS source, r.domain, r.name_id, r.pid, r.tid,
-               r.start_ns, r.end_ns
+        SELECT r.range_id, pr.parent_id, pr.depth, 'nvtx' AS source, r.domain, r.name_id,
+               (r.global_tid >> 24) & 16777215 AS pid, r.global_tid & 16777215 AS tid, r.start_ns, r.end_ns
         FROM nvtx_rng r JOIN nvtx_parent pr USING (range_id) ORDER BY r.range_id"""
 
 
-def collectives_sql() -> str:
+def collectives_sql(kernels: str) -> str:
     spec = mapping()["collectives"]
     fn = "split_part(s.value, '(', 1)"
     is_coll = " OR ".join(f"starts_with(s.value, '{_sql_str(p)}')" for p in spec["name_prefixes"])
@@ -489,7 +609,7 @@ def collectives_sql() -> str:
     return f"""
         SELECT k.device_id, k.stream_id, k.start_ns, k.end_ns, CASE {whens} ELSE 'other' END AS kind,
                k.name_id, 'kernel' AS source
-        FROM raw_kernels k JOIN src.StringIds s ON s.id = k.name_id WHERE {is_coll}"""
+        FROM {kernels} k JOIN src.StringIds s ON s.id = k.name_id WHERE {is_coll}"""
 
 
 def memory_events_sql() -> str:
@@ -571,8 +691,7 @@ def devices_sql(exp: Export, used: list[str], host: str | None) -> str | None:
 
 def _device_columns() -> dict[str, str]:
     """Model device columns with their DuckDB types (sources disagree on types: TEXT vs INTEGER)."""
-    duck = {pa.int32(): "INTEGER", pa.int64(): "BIGINT", pa.float64(): "DOUBLE", pa.string(): "VARCHAR"}
-    return {c.name: duck[c.dtype] for c in TABLES["devices"].columns}
+    return {c.name: duck_type(c.dtype) for c in TABLES["devices"].columns}
 
 
 def _device_info(exp: Export, table: str, spec: Mapping[str, Any], idx: int) -> int:
@@ -644,53 +763,123 @@ def parse(path: Path, options: ParseOptions) -> ParsedRun:
 
 
 def _parse_export(exp: Export, options: ParseOptions) -> ParsedRun:
+    """Build the model tables one source group at a time, dropping each group's temp tables when done.
+
+    Only one group's raw rows are alive at once (kernels, then memops, API calls + sync, NVTX, ...);
+    the string ids and device ids the model references are collected as each group passes.
+    """
     notes: dict[str, Any] = {"export_schema": exp.version, "meta_table": exp.meta_table}
-    options.progress(0, 4, "reading nsys export")
-    captured = load_events(exp, notes)
-    options.progress(1, 4, "shaping events")
-    queries: dict[str, str | None] = {}
-    id_queries: list[str] = []
-    used_devices: list[str] = []
+    out = Output(exp, options.work_dir)
+    exp.create("used_ids", "SELECT NULL::BIGINT AS id LIMIT 0")
+    exp.create("used_devices", "SELECT NULL::BIGINT AS device_id LIMIT 0")
+    captured: set[str] = set()
+    groups = [
+        ("reading kernels", _kernels),
+        ("reading memory operations", _memops),
+        ("reading API calls", _api_calls),
+        ("nesting NVTX ranges", _ranges),
+        ("reading memory usage, GPU metrics, unified memory, threads", _the_rest),
+    ]
+    for i, (label, group) in enumerate(groups):
+        options.progress(i, len(groups) + 1, label)
+        captured |= group(exp, out, notes)
+    run = run_row(exp)
+    any_device = exp.rows("SELECT count(*) FROM used_devices")[0][0] > 0
+    if devices := devices_sql(exp, ["SELECT device_id FROM used_devices"] if any_device else [], run.get("host")):
+        captured.add("devices")
+        out.emit("devices", devices)
+    _note_host_gpus(exp, notes)
+    any_id = exp.rows("SELECT count(*) FROM used_ids")[0][0] > 0
+    out.emit("strings", strings_sql(exp, ["SELECT id FROM used_ids"] if any_id else []))
+    for temp in sorted(exp.temps):
+        exp.drop(temp)
+    options.progress(1, 1, "done")
+    return ParsedRun(tables=out.tables, run=run, captured=captured, notes=notes, files=out.files)
+
+
+def _kernels(exp: Export, out: Output, notes: dict[str, Any]) -> set[str]:
+    """Kernels and the collectives among them (NCCL kernels by name)."""
+    captured = load_events(exp, notes, ["kernels"], view=True)
     if has(exp, "raw_kernels"):
-        queries["kernels"] = kernels_sql(exp)
-        queries["collectives"] = collectives_sql()
-        id_queries += ["SELECT name_id AS id FROM raw_kernels", "SELECT short_name_id AS id FROM raw_kernels"]
-        used_devices.append("SELECT device_id FROM raw_kernels")
-    queries["memops"] = memops_sql(exp)
+        kernels = out.emit("kernels", kernels_sql(exp))
+        out.emit("collectives", collectives_sql(kernels))
+        _use_ids(exp, f"SELECT name_id FROM {kernels} UNION SELECT short_name_id FROM {kernels}")
+        _use_devices(exp, f"SELECT device_id FROM {kernels}")
+    exp.drop("raw_kernels")
+    return captured
+
+
+def _memops(exp: Export, out: Output, notes: dict[str, Any]) -> set[str]:
+    """Memcpy and memset rows, one `memops` table."""
+    captured = load_events(exp, notes, ["memcpy", "memset"], view=True)
+    if sql := memops_sql(exp):
+        _use_devices(exp, f"SELECT device_id FROM {out.emit('memops', sql)}")
     for src in ("memcpy", "memset"):
-        if has(exp, f"raw_{src}"):
-            used_devices.append(f"SELECT device_id FROM raw_{src}")
-    queries["api_calls"] = api_sql(exp)
-    for source, spec in mapping()["sources"].items():
-        if "api" in spec and has(exp, f"raw_{source}"):
-            id_queries.append(f"SELECT name_id AS id FROM raw_{source}")
+        exp.drop(f"raw_{src}")
+    return captured
+
+
+def _api_sources() -> list[str]:
+    return [src for src, spec in mapping()["sources"].items() if "api" in spec]
+
+
+def _api_calls(exp: Export, out: Output, notes: dict[str, Any]) -> set[str]:
+    """Host API calls of every traced library, and sync (whose waiting thread is the API call's)."""
+    captured = load_events(exp, notes, [*_api_sources(), "sync"], view=True)
+    api_calls = None
+    if sql := api_sql(exp):
+        api_calls = out.emit("api_calls", sql)
+        _use_ids(exp, f"SELECT name_id FROM {api_calls}")
     if has(exp, "raw_sync"):
-        queries["sync"] = sync_sql(exp)
-        used_devices.append("SELECT device_id FROM raw_sync")
+        sync = out.emit("sync", sync_sql(exp, api_calls))
+        _use_devices(exp, f"SELECT device_id FROM {sync}")
+    for src in [*_api_sources(), "sync"]:
+        exp.drop(f"raw_{src}")
+    return captured
+
+
+def _ranges(exp: Export, out: Output, notes: dict[str, Any]) -> set[str]:
+    """NVTX ranges with their nesting (the biggest group on NVTX-heavy exports)."""
+    captured = load_events(exp, notes, ["nvtx"])
     if has(exp, "raw_nvtx"):
         build_ranges(exp, notes)
-        queries["ranges"] = ranges_sql()
-        id_queries.append("SELECT name_id AS id FROM nvtx_rng")
+        out.emit("ranges", ranges_sql())
+        _use_ids(exp, "SELECT name_id FROM nvtx_rng")
+        for temp in ("raw_nvtx", "nvtx_domains", "nvtx_sel", "nvtx_rng", "nvtx_pp", "nvtx_parent", "nvtx_other"):
+            exp.drop(temp)  # nvtx_text stays: `strings` needs it
+    return captured
+
+
+def _the_rest(exp: Export, out: Output, notes: dict[str, Any]) -> set[str]:
+    """The small tables: memory usage events, GPU metrics, unified memory, thread names."""
+    done = {"kernels", "memcpy", "memset", "nvtx", "sync", *_api_sources()}
+    captured = load_events(exp, notes, [src for src in mapping()["sources"] if src not in done], view=True)
     if has(exp, "raw_memory_usage"):
-        queries["memory_events"] = memory_events_sql()
-    queries["gpu_metrics"] = gpu_metrics_sql(exp)
-    if queries["gpu_metrics"]:
+        out.emit("memory_events", memory_events_sql())
+        exp.drop("raw_memory_usage")
+    if gpu_metrics := gpu_metrics_sql(exp):
         captured.add("gpu_metrics")
         notes["gpu_metrics_device_from"] = mapping()["gpu_metrics"]["device_expr"]
-        used_devices.append(f"SELECT device_id FROM ({queries['gpu_metrics']})")
-    queries["threads"] = threads_sql(exp)
-    if queries["threads"]:
+        out.emit("gpu_metrics", gpu_metrics)
+        _use_devices(exp, f"SELECT device_id FROM ({gpu_metrics})")
+    um = nsys_um.queries(exp, notes)  # unified-memory faults and migrations (parsers/nsys_um.py)
+    for name, sql in um.items():
+        out.emit(name, sql)
+    captured.update(um)
+    if threads := threads_sql(exp):
         captured.add("threads")
-    run = run_row(exp)
-    queries["devices"] = devices_sql(exp, used_devices, run.get("host"))
-    if queries["devices"]:
-        captured.add("devices")
-    _note_host_gpus(exp, notes)
-    options.progress(2, 4, "fetching model tables")
-    tables = {name: exp.arrow(sql) for name, sql in queries.items() if sql}
-    tables["strings"] = exp.arrow(strings_sql(exp, id_queries))
-    options.progress(4, 4, "done")
-    return ParsedRun(tables=tables, run=run, captured=captured, notes=notes)
+        out.emit("threads", threads)
+    return captured
+
+
+def _use_ids(exp: Export, sql: str) -> None:
+    """Remember string ids the model references (the `strings` table keeps only those)."""
+    exp.run(f"INSERT INTO used_ids SELECT DISTINCT * FROM ({sql})")
+
+
+def _use_devices(exp: Export, sql: str) -> None:
+    """Remember device ids the events use (the `devices` table lists those)."""
+    exp.run(f"INSERT INTO used_devices SELECT DISTINCT * FROM ({sql})")
 
 
 def _note_host_gpus(exp: Export, notes: dict[str, Any]) -> None:

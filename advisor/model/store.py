@@ -45,8 +45,18 @@ def _file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def write_entry(cache_root: Path, key: str, tables: Mapping[str, pa.Table], meta: dict[str, Any]) -> Path:
-    """Atomically write a cache entry; return its directory. An existing valid entry wins."""
+def write_entry(
+    cache_root: Path,
+    key: str,
+    tables: Mapping[str, pa.Table],
+    meta: dict[str, Any],
+    files: Mapping[str, tuple[Path, int]] | None = None,
+) -> Path:
+    """Atomically write a cache entry; return its directory. An existing valid entry wins.
+
+    `files` maps table names to (Parquet file, row count) already written and checked against the
+    schema (`advisor.model.validate.check_file`); they are moved into the entry, not rewritten.
+    """
     import pyarrow.parquet as pq  # cold path only: a warm re-open never pays for it
 
     final = cache_root / key
@@ -54,14 +64,20 @@ def write_entry(cache_root: Path, key: str, tables: Mapping[str, pa.Table], meta
         return final
     cache_root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=cache_root))
+    given = files or {}
     try:
-        files: dict[str, dict[str, Any]] = {}
+        written: dict[str, dict[str, Any]] = {}
         for name in TABLES:
-            table = tables.get(name, empty(name))
             target = tmp / f"{name}.parquet"
-            pq.write_table(table, target, compression="zstd", row_group_size=1 << 20)
-            files[name] = {"rows": table.num_rows, "bytes": target.stat().st_size, "sha256": _file_sha256(target)}
-        full_meta = dict(meta, schema_version=SCHEMA_VERSION, files=files)
+            if name in given:
+                source, rows = given[name]
+                shutil.move(source, target)  # same file system when the work dir is in the cache (a rename)
+            else:
+                table = tables.get(name, empty(name))
+                pq.write_table(table, target, compression="zstd", row_group_size=1 << 20)
+                rows = table.num_rows
+            written[name] = {"rows": rows, "bytes": target.stat().st_size, "sha256": _file_sha256(target)}
+        full_meta = dict(meta, schema_version=SCHEMA_VERSION, files=written)
         (tmp / META).write_text(json.dumps(full_meta, sort_keys=True))
         try:
             os.rename(tmp, final)
@@ -154,6 +170,12 @@ class Run:
             return int(self.meta["files"][table]["rows"])
         row = self._con.execute(f"SELECT count(*) FROM {table}").fetchone()
         return int(row[0]) if row else 0
+
+    @property
+    def derived_dir(self) -> Path | None:
+        """Where files computed from this run's tables are kept (summary, materialized metrics), inside
+        its cache entry so they live and die with it; None for an uncached run. Not created here."""
+        return None if self.entry is None else self.entry / "derived"
 
     @property
     def captured(self) -> set[str]:

@@ -1,6 +1,14 @@
-"""Check and conform parser output to the model schema."""
+"""Check and conform parser output to the model schema.
+
+Two ways in, one set of guarantees: Arrow tables go through `conform`; Parquet files a parser wrote
+itself (nsys, straight from DuckDB) go through `check_file`. Either way a model table has exactly
+the model's columns in order, with the model's types, and no null in a required column.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -47,3 +55,62 @@ def check_time_order(name: str, table: pa.Table) -> int:
         return 0
     bad = pc.less(table.column("end_ns"), table.column("start_ns"))
     return int(pc.sum(bad).as_py() or 0)
+
+
+# model Arrow type -> the DuckDB type it is stored and read back as (the schema uses only these)
+DUCK_TYPES: dict[pa.DataType, str] = {
+    pa.int32(): "INTEGER",
+    pa.int64(): "BIGINT",
+    pa.float64(): "DOUBLE",
+    pa.string(): "VARCHAR",
+}
+
+
+def duck_type(dtype: pa.DataType) -> str:
+    return DUCK_TYPES[dtype]
+
+
+@dataclass(frozen=True)
+class FileCheck:
+    """What `check_file` learnt while checking: row count and the time facts ingest needs."""
+
+    rows: int
+    end_before_start: int  # as check_time_order
+    min_start_ns: int | None
+    max_end_ns: int | None
+
+
+def check_file(name: str, path: Path, source: str = "") -> FileCheck:
+    """Check a parser-written Parquet file of model table `name`; the guarantees of `conform`.
+
+    Columns: exactly the model's, in order, each with the model's type (as DuckDB reads it back,
+    which is how every analysis reads the cache). Required columns: no nulls. One scan of the
+    required and time columns, so it costs a fraction of writing the file.
+    """
+    import duckdb
+
+    spec = TABLES[name]
+    lit = "'" + str(path).replace("'", "''") + "'"
+    con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    try:
+        got = [(r[0], r[1]) for r in con.execute(f"DESCRIBE SELECT * FROM read_parquet({lit})").fetchall()]
+        want = [(c.name, duck_type(c.dtype)) for c in spec.columns]
+        if got != want:
+            raise SchemaError(f"parser wrote table {name} with columns {got}, the model has {want}", path=source)
+        have = {c.name for c in spec.columns}
+        times = "start_ns" in have and "end_ns" in have
+        aggs = ["count(*)"]
+        aggs += [f'count(*) FILTER (WHERE "{c.name}" IS NULL)' for c in spec.columns if c.required]
+        aggs += ["count(*) FILTER (WHERE end_ns < start_ns)", "min(start_ns)", "max(end_ns)"] if times else []
+        row = con.execute(f"SELECT {', '.join(aggs)} FROM read_parquet({lit})").fetchone()
+    finally:
+        con.close()
+    assert row is not None
+    rows, rest = int(row[0]), list(row[1:])
+    for col in (c for c in spec.columns if c.required):
+        nulls = int(rest.pop(0))
+        if nulls:
+            raise SchemaError(f"{nulls} rows of {name}.{col.name} are empty but the column is required", path=source)
+    if not times:
+        return FileCheck(rows, 0, None, None)
+    return FileCheck(rows, int(rest[0]), rest[1], rest[2])
