@@ -36,12 +36,23 @@ _SIZE_RE = re.compile(r"\s*(\d+)\s*([kmgt]?)i?b?\s*", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
-def parse_size(text: str) -> int:
-    """'8G', '512MiB', '1000000' -> bytes; InputError for anything else."""
+def parse_size(text: str, env: str = MAX_BYTES_ENV) -> int:
+    """'8G', '512MiB', '1000000' -> bytes; InputError (naming the variable `env`) for anything else."""
     m = _SIZE_RE.fullmatch(text)
     if m is None or int(m.group(1)) <= 0:
-        raise InputError(f"{MAX_BYTES_ENV}={text!r} is not a size", "give bytes or a K/M/G/T suffix, e.g. 16G")
+        raise InputError(f"{env}={text!r} is not a size", "give bytes or a K/M/G/T suffix, e.g. 16G")
     return int(m.group(1)) * _UNITS[m.group(2).lower()]
+
+
+DUCKDB_MEMORY_ENV = "ADVISOR_DUCKDB_MEMORY"
+# DuckDB's memory while it builds the model from an nsys export; past it, DuckDB spills to the cache's work dir.
+DEFAULT_DUCKDB_MEMORY = 1 << 30
+
+
+def duckdb_memory() -> int:
+    """DuckDB's memory cap for an nsys parse: $ADVISOR_DUCKDB_MEMORY when set, else DEFAULT_DUCKDB_MEMORY."""
+    env = os.environ.get(DUCKDB_MEMORY_ENV)
+    return parse_size(env, DUCKDB_MEMORY_ENV) if env else DEFAULT_DUCKDB_MEMORY
 
 
 def max_bytes() -> int:

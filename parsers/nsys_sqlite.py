@@ -38,7 +38,7 @@ from advisor.model.schema import TABLES
 from advisor.model.validate import duck_type
 from advisor.parsers import nsys_um
 from advisor.parsers.base import ParsedRun, ParseOptions
-from advisor.parsers.limits import MAX_STRING_CHARS
+from advisor.parsers.limits import MAX_STRING_CHARS, duckdb_memory
 
 FORMAT = "nsys-sqlite"
 TOOL = "Nsight Systems"
@@ -86,7 +86,6 @@ def _database() -> duckdb.DuckDBPyConnection:
 
 
 _ATTACH_LOCK = threading.Lock()  # the alias `src` is database-wide: one attached export at a time
-MEMORY_LIMIT = "1GB"  # DuckDB's share of a parse ($ADVISOR_DUCKDB_MEMORY overrides); the rest spills to disk
 _spill_dir: list[Path] = []  # set once per process: DuckDB cannot switch temp directories after using one
 
 
@@ -104,7 +103,7 @@ def _bound_memory(con: duckdb.DuckDBPyConnection, options: ParseOptions) -> None
         return
     spill = options.work_dir.parent / f"duckdb-spill-{os.getpid()}"
     con.execute(f"SET temp_directory = '{_sql_str(str(spill))}'")
-    con.execute(f"SET memory_limit = '{_sql_str(os.environ.get('ADVISOR_DUCKDB_MEMORY') or MEMORY_LIMIT)}'")
+    con.execute(f"SET memory_limit = '{max(1, duckdb_memory() >> 20)}MiB'")  # $ADVISOR_DUCKDB_MEMORY; see limits.py
     _spill_dir.append(spill)
     atexit.register(shutil.rmtree, spill, ignore_errors=True)
 

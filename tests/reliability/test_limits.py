@@ -13,7 +13,16 @@ import pytest
 from advisor.errors import InputError, LimitExceeded
 from advisor.ingest import open_run
 from advisor.parsers.base import ParseOptions
-from advisor.parsers.limits import DEFAULT_MAX_BYTES, MAX_BYTES_ENV, MAX_RATIO, MAX_STRING_CHARS, parse_size
+from advisor.parsers.limits import (
+    DEFAULT_DUCKDB_MEMORY,
+    DEFAULT_MAX_BYTES,
+    DUCKDB_MEMORY_ENV,
+    MAX_BYTES_ENV,
+    MAX_RATIO,
+    MAX_STRING_CHARS,
+    duckdb_memory,
+    parse_size,
+)
 from tests.conftest import ROOT, real_path
 from tests.reliability.surfaces import cli
 
@@ -129,3 +138,12 @@ def test_limits_are_documented() -> None:
     assert MAX_BYTES_ENV in doc
     assert f"{DEFAULT_MAX_BYTES >> 30} GiB" in doc
     assert f"{MAX_RATIO}" in doc and f"{MAX_STRING_CHARS:,}" in doc.replace("\u202f", ",")
+    assert DUCKDB_MEMORY_ENV in doc and f"default {DEFAULT_DUCKDB_MEMORY >> 30} GiB" in doc
+
+
+def test_bad_duckdb_memory_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(DUCKDB_MEMORY_ENV, "lots")
+    with pytest.raises(InputError, match="ADVISOR_DUCKDB_MEMORY='lots' is not a size"):
+        duckdb_memory()
+    monkeypatch.setenv(DUCKDB_MEMORY_ENV, "3G")
+    assert duckdb_memory() == 3 << 30
