@@ -2,7 +2,7 @@
 
 The report must stay small for any trace size, so only aggregates leave DuckDB: the analyze
 document (top-N tables), `timeline_bins` (bins x devices x classes), the MAX_GAPS longest idle gaps
-with their attributed cause, and at most ROOFLINE_LIMIT ncu kernels for the speed-of-light scatter.
+with their attributed cause, and at most views.ROOFLINE_LIMIT ncu kernels for the speed-of-light scatter.
 """
 
 from __future__ import annotations
@@ -11,33 +11,12 @@ from typing import Any
 
 from advisor import metrics
 from advisor.engine.analyze import analyze_run
-from advisor.engine.views import timeline_bins
+from advisor.engine.views import roofline_points, timeline_bins
 from advisor.model.store import Run
 from advisor.reports.context import ReportInputs
 
 TIMELINE_BINS = 240
-ROOFLINE_LIMIT = 60
 MAX_GAPS = 3000
-SOL_COMPUTE = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
-SOL_MEMORY = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"
-
-# TODO(lead): belongs in advisor/engine/views.py as roofline_points(run) once the engine owner agrees.
-_ROOFLINE_SQL = """
-SELECT k.ncu_id, s.value AS name, k.duration_ns,
-       max(CASE WHEN m.metric = $1 THEN m.value END) AS compute_pct,
-       max(CASE WHEN m.metric = $2 THEN m.value END) AS memory_pct
-FROM ncu_kernels k
-JOIN strings s ON s.string_id = k.name_id
-LEFT JOIN ncu_metrics m ON m.ncu_id = k.ncu_id AND m.metric IN ($1, $2)
-GROUP BY ALL
-ORDER BY k.duration_ns DESC NULLS LAST, k.ncu_id
-LIMIT $3
-"""
-
-
-def roofline_points(run: Run, limit: int = ROOFLINE_LIMIT) -> list[dict[str, Any]]:
-    """The longest ncu-profiled kernels with their SOL compute and memory throughput (% of peak)."""
-    return run.sql_dicts(_ROOFLINE_SQL, [SOL_COMPUTE, SOL_MEMORY, limit])
 
 
 def idle_gaps(run: Run, limit: int = MAX_GAPS) -> list[dict[str, Any]]:

@@ -114,3 +114,26 @@ def kernel_time_by_range(run: Run, limit: int = 20) -> dict[str, Any]:
     attributed = {"kernels": int(rows[0][5]), "kernel_ns": int(rows[0][6])} if rows else {"kernels": 0, "kernel_ns": 0}
     items = [{"name": n, "kernels": int(c), "kernel_ns": int(ns)} for n, c, ns, *_ in rows]
     return {"launched": launched, "launched_ns": launched_ns, "attributed": attributed, "items": items}
+
+
+# Nsight Compute speed-of-light metrics: SM and memory throughput as % of the sustained peak.
+ROOFLINE_LIMIT = 60
+SOL_COMPUTE = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
+SOL_MEMORY = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"
+
+_ROOFLINE_SQL = """
+SELECT k.ncu_id, s.value AS name, k.duration_ns,
+       max(CASE WHEN m.metric = $1 THEN m.value END) AS compute_pct,
+       max(CASE WHEN m.metric = $2 THEN m.value END) AS memory_pct
+FROM ncu_kernels k
+JOIN strings s ON s.string_id = k.name_id
+LEFT JOIN ncu_metrics m ON m.ncu_id = k.ncu_id AND m.metric IN ($1, $2)
+GROUP BY ALL
+ORDER BY k.duration_ns DESC NULLS LAST, k.ncu_id
+LIMIT $3
+"""
+
+
+def roofline_points(run: Run, limit: int = ROOFLINE_LIMIT) -> list[dict[str, Any]]:
+    """The longest ncu-profiled kernels with their SOL compute and memory throughput (% of peak)."""
+    return run.sql_dicts(_ROOFLINE_SQL, [SOL_COMPUTE, SOL_MEMORY, limit])
