@@ -7,7 +7,10 @@ WITH k AS (
     FROM m_kernel_names
 ),
 g AS (SELECT device_id, stream_id, rn FROM k WHERE family = 'gemm'),
-s AS (SELECT device_id, stream_id, rn FROM k WHERE regexp_matches(lower(name), 'softmax')),
+s AS (  -- the regexp runs once per distinct name
+    SELECT device_id, stream_id, rn FROM k
+    WHERE name IN (SELECT DISTINCT name FROM m_kernel_names WHERE regexp_matches(lower(name), 'softmax'))
+),
 prev AS (
     SELECT s.device_id, s.stream_id, s.rn AS s_rn, g.rn AS lo
     FROM s ASOF JOIN g ON s.device_id = g.device_id AND s.stream_id = g.stream_id AND s.rn > g.rn
@@ -24,7 +27,8 @@ chains AS (
 members AS (
     SELECT c.device_id, c.stream_id, c.lo, c.hi, k.rn, k.start_ns, k.end_ns, k.dur_ns, k.name,
         k.start_ns - lag(k.end_ns) OVER (PARTITION BY c.device_id, c.stream_id, c.lo ORDER BY k.rn) AS gap_ns
-    FROM chains c JOIN k ON k.device_id = c.device_id AND k.stream_id = c.stream_id AND k.rn BETWEEN c.lo AND c.hi
+    FROM (SELECT *, unnest(range(lo, hi + 1)) AS m_rn FROM chains) c  -- a chain is short: list its members, equi-join
+    JOIN k ON k.device_id = c.device_id AND k.stream_id = c.stream_id AND k.rn = c.m_rn
 ),
 per_chain AS (
     SELECT device_id, stream_id, lo,

@@ -43,7 +43,12 @@ acts AS (
     UNION ALL
     SELECT o.pid, o.start_ns, o.end_ns, u.a, u.b
     FROM cpu_ops o JOIN op_cls k ON k.name_id IS NOT DISTINCT FROM o.name_id JOIN units u ON u.c = k.c
+    LEFT JOIN cpu_ops p ON p.op_id = o.parent_id
     WHERE o.end_ns >= o.start_ns AND o.pid IS NOT NULL
+      -- a framework op inside its parent adds nothing: the parent (host or input, which outranks host)
+      -- already covers it; most ops are nested, so this keeps the window pass to the outer ones
+      AND (k.c <> 'host' OR p.op_id IS NULL OR p.pid IS DISTINCT FROM o.pid OR p.end_ns < p.start_ns
+           OR o.start_ns < p.start_ns OR o.end_ns > p.end_ns)
     UNION ALL
     SELECT r.pid, r.start_ns, r.end_ns, 1::HUGEINT << 84, 0::HUGEINT
     FROM ranges r JOIN strings s ON s.string_id = r.name_id
@@ -55,11 +60,11 @@ ev AS (  -- open counts of three classes packed in one HUGEINT, 42 bits each (a 
     UNION ALL
     SELECT pid, end_ns AS t, -a, -b FROM acts
 ),
-delta AS (SELECT pid, t, sum(a) AS a, sum(b) AS b FROM ev GROUP BY pid, t),
-state AS (
+state AS (  -- ordered by (pid, t): each process's counters are back to 0 after its last event, so one running
+            -- sum over all processes is each process's own; of tied times only the last row counts (t_next > t)
     SELECT pid, t, sum(a) OVER w AS n_a, sum(b) OVER w AS n_b, lead(t) OVER w AS t_next
-    FROM delta
-    WINDOW w AS (PARTITION BY pid ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+    FROM ev
+    WINDOW w AS (ORDER BY pid, t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
 ),
 segs AS (
     SELECT pid, t AS start_ns, t_next AS end_ns,
