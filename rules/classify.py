@@ -175,7 +175,7 @@ def classify(
         measured = ncu_classes(run, ncu)
     if measured is not None:
         return _with_basis(_classify(run, max_ranges, max_range_depth, measured.shift), measured.basis)
-    return _classify(run, max_ranges, max_range_depth, lambda ws: ws)
+    return _classify(run, max_ranges, max_range_depth, None)
 
 
 def _with_basis(v: RunVerdict, basis: str) -> RunVerdict:
@@ -189,7 +189,13 @@ def _with_basis(v: RunVerdict, basis: str) -> RunVerdict:
     )
 
 
-def _classify(run: Run, max_ranges: int, max_range_depth: int, shift: Shift) -> RunVerdict:
+def _same(ws: list[metrics.Window]) -> list[metrics.Window]:
+    return ws
+
+
+def _classify(run: Run, max_ranges: int, max_range_depth: int, ncu_shift: Shift | None) -> RunVerdict:
+    """ncu_shift: moves profiled kernels' time to the class Nsight Compute measured (None: no ncu)."""
+    shift = ncu_shift or _same
     ranks = {int(r["device_id"]): r["rank"] for r in metrics.query(run, "device_spans")}
     steps = shift(step_windows(run))
     if steps:
@@ -209,7 +215,7 @@ def _classify(run: Run, max_ranges: int, max_range_depth: int, shift: Shift) -> 
         run_verdict = decide(
             total, span, f"sum of device spans ({len(device_windows)} device(s), first to last GPU activity on each)"
         )
-    return RunVerdict(run_verdict, devices, _ranges(run, max_ranges, max_range_depth, shift))
+    return RunVerdict(run_verdict, devices, _ranges(run, max_ranges, max_range_depth, ncu_shift))
 
 
 def _from_steps(steps: list[metrics.Window], ranks: Mapping[int, Any]) -> tuple[Verdict, tuple[DeviceVerdict, ...]]:
@@ -239,22 +245,30 @@ def _in_steps(ns: Mapping[str, int], span_ns: int, of: str) -> Verdict:
     return replace(v, basis=v.basis + STEP_NOTE)
 
 
-def _ranges(run: Run, max_ranges: int, max_depth: int, shift: Shift) -> tuple[RangeVerdict, ...]:
+def _ranges(run: Run, max_ranges: int, max_depth: int, ncu_shift: Shift | None) -> tuple[RangeVerdict, ...]:
     if not run.count("ranges"):
         return ()
-    windows = shift(metrics.shares(run, "windows_ranges", max_names=max_ranges, max_depth=max_depth))
-    by_name: dict[str, list[metrics.Window]] = {}
-    for w in windows:
-        by_name.setdefault(w.label, []).append(w)
+    if ncu_shift is None:  # per-name sums straight from DuckDB: a trace may hold millions of range instances
+        groups = [
+            (g.label, g.n_instances, g.span_ns, g.ns)
+            for g in metrics.shares_by_label(run, "windows_ranges", max_names=max_ranges, max_depth=max_depth)
+        ]
+    else:  # the shift works per window
+        windows = ncu_shift(metrics.shares(run, "windows_ranges", max_names=max_ranges, max_depth=max_depth))
+        by_name: dict[str, list[metrics.Window]] = {}
+        for w in windows:
+            by_name.setdefault(w.label, []).append(w)
+        groups = [
+            (name, len({w.extra.get("range_id") for w in ws}), sum(w.span_ns for w in ws), _sum_ns(w.ns for w in ws))
+            for name, ws in by_name.items()
+        ]
     out = []
-    for name, ws in by_name.items():
-        total = sum(w.span_ns for w in ws)
-        count = len({w.extra.get("range_id") for w in ws})
+    for name, count, total, ns in groups:
         of = f"total time of the {count} '{name}' range instance(s) on the devices they feed"
-        v = decide(_sum_ns(w.ns for w in ws), total, of)
+        v = decide(ns, total, of)
         v = replace(v, basis=v.basis + RANGE_NOTE, confidence="low")
         out.append(RangeVerdict(name, count, total, v))
-    return tuple(sorted(out, key=lambda r: -r.total_ns))
+    return tuple(sorted(out, key=lambda r: (-r.total_ns, r.name)))
 
 
 def _sum_ns(parts: Iterable[Mapping[str, int]]) -> dict[str, int]:

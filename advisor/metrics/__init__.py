@@ -170,10 +170,9 @@ class Window:
         return self.end_ns - self.start_ns
 
 
-def shares(run: Run, windows_metric: str, **params: Any) -> list[Window]:
-    """Clip the run's timeline to each window of `windows_metric` (a metric returning win_id,
-    device_id, start_ns, end_ns, label and any extra columns, kept in `Window.extra`) and return
-    the class times per window."""
+def _build_windows(run: Run, windows_metric: str, params: dict[str, Any]) -> tuple[Metric, str | None]:
+    """TEMP TABLE m_windows from `windows_metric` (or its kept copy); returns the metric and the name its
+    results are kept under (None when they cannot be kept)."""
     metric = get(windows_metric)
     used = {p: params[p] for p in metric.params}
     _WINDOWS.pop(run, None)
@@ -186,6 +185,14 @@ def shares(run: Run, windows_metric: str, **params: Any) -> list[Window]:
             derived.save_table(run, "m_windows", stem, _code_key())
     if stem is not None:
         _WINDOWS[run] = stem
+    return metric, stem
+
+
+def shares(run: Run, windows_metric: str, **params: Any) -> list[Window]:
+    """Clip the run's timeline to each window of `windows_metric` (a metric returning win_id,
+    device_id, start_ns, end_ns, label and any extra columns, kept in `Window.extra`) and return
+    the class times per window."""
+    _build_windows(run, windows_metric, params)
     per: dict[int, dict[str, int]] = {}
     for row in query(run, "window_shares"):
         per.setdefault(int(row["win_id"]), {})[str(row["cls"])] = int(row["ns"] or 0)
@@ -201,6 +208,45 @@ def shares(run: Run, windows_metric: str, **params: Any) -> list[Window]:
             per.get(int(r["win_id"]), {}),
             {k: v for k, v in r.items() if k not in base},
         )
+        for r in rows
+    ]
+
+
+@dataclass(frozen=True)
+class LabelShares:
+    """The windows of one label (a range name) together: how many, how many distinct instances
+    (range_id, when the windows metric has one), their total time and each timeline class's time."""
+
+    label: str
+    n_windows: int
+    n_instances: int
+    span_ns: int
+    ns: dict[str, int]
+
+
+def shares_by_label(run: Run, windows_metric: str, **params: Any) -> list[LabelShares]:
+    """`shares` summed per label inside DuckDB: for windows metrics with millions of windows (one per
+    NVTX range instance and device) where only the per-name totals are wanted."""
+    metric, stem = _build_windows(run, windows_metric, params)
+    key = None if stem is None else f"l_{stem}"
+    rows = derived.load_json(run, key, _code_key()) if key is not None else None
+    if not isinstance(rows, list):
+        ensure(run, "timeline")
+        cols = {c[0] for c in run.sql_rows("DESCRIBE m_windows")}
+        inst = "count(DISTINCT range_id)" if "range_id" in cols else "count(*)"
+        totals = run.sql_dicts(
+            f"SELECT label, count(*) AS n, {inst} AS inst, sum(end_ns - start_ns) AS span FROM m_windows GROUP BY label"
+        )
+        by_cls = run.sql_dicts(
+            f"SELECT w.label, s.cls, sum(s.ns) AS ns FROM ({_body(get('window_shares').sql)}\n) s "
+            "JOIN m_windows w USING (win_id) GROUP BY ALL"
+        )
+        rows = [{**t, "ns": {str(c["cls"]): int(c["ns"] or 0) for c in by_cls if c["label"] == t["label"]}}
+                for t in totals]
+        if key is not None:
+            derived.save_json(run, key, _code_key(), rows)
+    return [
+        LabelShares(str(r["label"]), int(r["n"]), int(r["inst"]), int(r["span"] or 0), dict(r["ns"]))
         for r in rows
     ]
 
