@@ -293,5 +293,7 @@ def pct(part: float, whole: float) -> float:
 
 
 def ms(ns: float) -> str:
-    """Nanoseconds as a short millisecond string for messages."""
-    return f"{ns / 1e6:.3f} ms" if ns < 1e8 else f"{ns / 1e6:.1f} ms"
+    """Nanoseconds as a short string for messages: milliseconds, seconds from 10 s up."""
+    if abs(ns) >= 1e10:
+        return f"{ns / 1e9:.2f} s"
+    return f"{ns / 1e6:.3f} ms" if abs(ns) < 1e8 else f"{ns / 1e6:.1f} ms"
