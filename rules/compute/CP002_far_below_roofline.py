@@ -7,6 +7,7 @@ from advisor.perf.peaks import PRECISION_LABEL
 from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule
 from advisor.rules.ncu_kernels import (
     DIVERGENT_THREADS,
+    MAX_GAIN_FRACTION_OPTION,
     NCU_REQUIRES,
     KernelGroup,
     busiest,
@@ -99,7 +100,7 @@ class FarBelowRoofline(Rule):
             "share of the roof a fixed kernel is assumed to reach (advisor's estimate)",
             "advisor: cuBLAS-class kernels reach 60-90% of the FP32 roof",
         ),
-        "max_gain_fraction": Option(0.9, "cap on the fraction of a kernel's time credited to the fix", "advisor"),
+        "max_gain_fraction": MAX_GAIN_FRACTION_OPTION,
     }
 
     def check(self, ctx: Context) -> Outcome:

@@ -6,6 +6,7 @@ from advisor.perf.kernel_class import ClassifiedKernel
 from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule
 from advisor.rules.ncu_kernels import (
     DIVERGENT_THREADS,
+    MAX_GAIN_FRACTION_OPTION,
     NCU_REQUIRES,
     KernelGroup,
     as_int,
@@ -94,7 +95,7 @@ class WarpDivergence(Rule):
             "fire when a kernel averages fewer active threads per warp instruction than this (of 32)",
             "Nsight Compute ThreadDivergence threshold = 24",
         ),
-        "max_gain_fraction": Option(0.9, "cap on the fraction of a kernel's time credited to the fix", "advisor"),
+        "max_gain_fraction": MAX_GAIN_FRACTION_OPTION,
     }
 
     def check(self, ctx: Context) -> Outcome:

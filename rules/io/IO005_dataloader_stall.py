@@ -130,7 +130,7 @@ _IDLE_BASIS = (
     "GPU work gives nothing back"
 )
 _STEP_BASIS = (
-    "per marked step, min(DataLoader time in the step, step time minus GPU busy time in it), summed (at least the GPU idle "
-    "while the host was in the DataLoader): with loading in workers ahead of the step, the step shrinks by the "
-    "loader time but not below the GPU's busy time; an upper bound if the workers cannot keep up"
+    "per marked step, min(DataLoader time in the step, step time minus GPU busy time in it), summed (at least the "
+    "GPU idle while the host was in the DataLoader): with loading in workers ahead of the step, the step shrinks "
+    "by the loader time but not below the GPU's busy time; an upper bound if the workers cannot keep up"
 )

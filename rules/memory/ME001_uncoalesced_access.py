@@ -4,6 +4,7 @@ from typing import Any
 
 from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule
 from advisor.rules.ncu_kernels import (
+    MAX_GAIN_FRACTION_OPTION,
     NCU_REQUIRES,
     KernelGroup,
     estimate_gain,
@@ -78,7 +79,7 @@ class UncoalescedAccess(Rule):
             "Nsight Compute UncoalescedGlobalAccess reports any excess with a speedup; we add a floor so a "
             "3% excess (the tiled GEMM's edge loads) stays quiet",
         ),
-        "max_gain_fraction": Option(0.9, "cap on the fraction of a kernel's time credited to the fix", "advisor"),
+        "max_gain_fraction": MAX_GAIN_FRACTION_OPTION,
     }
 
     def check(self, ctx: Context) -> Outcome:

@@ -6,6 +6,7 @@ from advisor.perf.kernel_class import LATENCY_BOUND_PCT, ClassifiedKernel
 from advisor.perf.ncu_read import OCCUPANCY_LIMITS
 from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule
 from advisor.rules.ncu_kernels import (
+    MAX_GAIN_FRACTION_OPTION,
     NCU_REQUIRES,
     OF_WARPS,
     KernelGroup,
@@ -96,7 +97,7 @@ class LowOccupancy(Rule):
             "Nsight Compute SOLBottleneck latency_bound_threshold = 60",
         ),
         "target_occupancy_pct": Option(50.0, "occupancy the fix is assumed to reach (advisor's estimate)", "advisor"),
-        "max_gain_fraction": Option(0.9, "cap on the fraction of a kernel's time credited to the fix", "advisor"),
+        "max_gain_fraction": MAX_GAIN_FRACTION_OPTION,
     }
 
     def check(self, ctx: Context) -> Outcome:

@@ -4,6 +4,7 @@ from typing import Any
 
 from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule
 from advisor.rules.ncu_kernels import (
+    MAX_GAIN_FRACTION_OPTION,
     NCU_REQUIRES,
     KernelGroup,
     estimate_gain,
@@ -77,7 +78,7 @@ class RegisterSpills(Rule):
             "access patterns at any volume. The floor keeps cuBLAS's few spilled registers "
             "(0.1% in the CP001 TF32 GEMM) quiet",
         ),
-        "max_gain_fraction": Option(0.9, "cap on the fraction of a kernel's time credited to the fix", "advisor"),
+        "max_gain_fraction": MAX_GAIN_FRACTION_OPTION,
     }
 
     def check(self, ctx: Context) -> Outcome:

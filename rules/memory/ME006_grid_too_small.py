@@ -6,6 +6,7 @@ from typing import Any
 from advisor.perf.kernel_class import LATENCY_BOUND_PCT, WAVES_SMALL_GRID, ClassifiedKernel
 from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule
 from advisor.rules.ncu_kernels import (
+    MAX_GAIN_FRACTION_OPTION,
     NCU_REQUIRES,
     OF_WARPS,
     KernelGroup,
@@ -89,7 +90,7 @@ class GridTooSmall(Rule):
             "only kernels whose SM and memory throughput are both under this % of peak",
             "Nsight Compute SOLBottleneck latency_bound_threshold = 60",
         ),
-        "max_gain_fraction": Option(0.9, "cap on the fraction of a kernel's time credited to the fix", "advisor"),
+        "max_gain_fraction": MAX_GAIN_FRACTION_OPTION,
     }
 
     def check(self, ctx: Context) -> Outcome:
