@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import gzip
 import os
-import re
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
 from advisor.errors import InputError, LimitExceeded
+from advisor.model import limits as model_limits
 
 MAX_BYTES_ENV = "ADVISOR_MAX_BYTES"
 MAX_STRING_CHARS = 1 << 20  # longer names (kernel, NVTX, op) are cut to this many characters
@@ -32,27 +32,11 @@ DEFAULT_MAX_BYTES = 16 << 30
 MAX_RATIO = 250
 RATIO_GRACE_BYTES = 64 << 20
 CHUNK = 1 << 22
-_SIZE_RE = re.compile(r"\s*(\d+)\s*([kmgt]?)i?b?\s*", re.IGNORECASE)
-_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
 def parse_size(text: str, env: str = MAX_BYTES_ENV) -> int:
     """'8G', '512MiB', '1000000' -> bytes; InputError (naming the variable `env`) for anything else."""
-    m = _SIZE_RE.fullmatch(text)
-    if m is None or int(m.group(1)) <= 0:
-        raise InputError(f"{env}={text!r} is not a size", "give bytes or a K/M/G/T suffix, e.g. 16G")
-    return int(m.group(1)) * _UNITS[m.group(2).lower()]
-
-
-DUCKDB_MEMORY_ENV = "ADVISOR_DUCKDB_MEMORY"
-# DuckDB's memory while it builds the model from an nsys export; past it, DuckDB spills to the cache's work dir.
-DEFAULT_DUCKDB_MEMORY = 1 << 30
-
-
-def duckdb_memory() -> int:
-    """DuckDB's memory cap for an nsys parse: $ADVISOR_DUCKDB_MEMORY when set, else DEFAULT_DUCKDB_MEMORY."""
-    env = os.environ.get(DUCKDB_MEMORY_ENV)
-    return parse_size(env, DUCKDB_MEMORY_ENV) if env else DEFAULT_DUCKDB_MEMORY
+    return model_limits.parse_size(text, env)
 
 
 def max_bytes() -> int:

@@ -34,11 +34,12 @@ import duckdb
 import pyarrow as pa
 
 from advisor.errors import InputError, SchemaError, ToolMissing
+from advisor.model.limits import memory_sql
 from advisor.model.schema import TABLES
 from advisor.model.validate import duck_type
-from advisor.parsers import nsys_um
+from advisor.parsers import nsys_nvtx, nsys_um
 from advisor.parsers.base import ParsedRun, ParseOptions
-from advisor.parsers.limits import MAX_STRING_CHARS, duckdb_memory
+from advisor.parsers.limits import MAX_STRING_CHARS
 
 FORMAT = "nsys-sqlite"
 TOOL = "Nsight Systems"
@@ -103,7 +104,7 @@ def _bound_memory(con: duckdb.DuckDBPyConnection, options: ParseOptions) -> None
         return
     spill = options.work_dir.parent / f"duckdb-spill-{os.getpid()}"
     con.execute(f"SET temp_directory = '{_sql_str(str(spill))}'")
-    con.execute(f"SET memory_limit = '{max(1, duckdb_memory() >> 20)}MiB'")  # $ADVISOR_DUCKDB_MEMORY; see limits.py
+    con.execute(memory_sql())  # $ADVISOR_DUCKDB_MEMORY; see advisor/model/limits.py
     _spill_dir.append(spill)
     atexit.register(shutil.rmtree, spill, ignore_errors=True)
 
@@ -462,144 +463,6 @@ def sync_sql(exp: Export, api_calls: str | None) -> str:
     )
 
 
-def build_ranges(exp: Export, notes: dict[str, Any]) -> None:
-    """NVTX ranges and marks with domain names and per-thread nesting (parent_id, depth), in DuckDB.
-
-    Push/pop ranges form a stack per thread, so their depth is a sweep (starts minus ends before
-    the range's start) and their parent the last range one level up (an ASOF join): O(n log n),
-    where a containment self-join is quadratic in ranges per thread. Start/end ranges and marks are
-    never parents (NVTX does not nest them); they hang under the innermost push/pop range that
-    contains them on their thread. Open ranges are closed at the last NVTX timestamp, as nsys's
-    reports do, and counted in notes. Skipped event types (domain create, thread names, ...) only
-    feed the domain names.
-    """
-    nv = mapping()["nvtx"]
-    _nvtx_select(exp, nv, notes)
-    _nvtx_text_ids(exp)
-    _nvtx_order(exp)
-    for temp in ("nvtx_sel", "nvtx_domains", "raw_nvtx"):  # nvtx_rng holds all that is needed now
-        exp.drop(temp)
-    _nvtx_push_pop_nesting(exp, notes)
-    _nvtx_other_nesting(exp)
-
-
-def _nvtx_select(exp: Export, nv: Mapping[str, Any], notes: dict[str, Any]) -> None:
-    exp.create(
-        "nvtx_domains",
-        f"""
-        SELECT n.domain_id, (n.global_tid >> 24) & 16777215 AS pid,
-               any_value(coalesce(n.text, s.value)) AS domain
-        FROM raw_nvtx n LEFT JOIN src.StringIds s ON s.id = n.text_id
-        WHERE n.event_type = {int(nv["domain_create_type"])} GROUP BY ALL""",
-    )
-    last = exp.rows("SELECT max(greatest(start_ns, coalesce(end_ns, start_ns))) FROM raw_nvtx")[0][0] or 0
-    exp.create(  # a view: nvtx_rng reads it once, no copy of the NVTX rows is materialized for it
-        "nvtx_sel",
-        f"""
-        SELECT n.* EXCLUDE (end_ns, domain_id),
-               CASE WHEN n.event_type IN ({in_list(nv["mark_types"])}) THEN n.start_ns
-                    ELSE coalesce(n.end_ns, {int(last)}) END AS end_ns,
-               n.event_type IN ({in_list(nv["mark_types"])}) AS is_mark,
-               n.event_type IN ({in_list(nv["push_pop_types"])}) AS is_pp,
-               (n.global_tid >> 24) & 16777215 AS pid, n.global_tid & 16777215 AS tid, d.domain
-        FROM raw_nvtx n
-        LEFT JOIN nvtx_domains d
-          ON d.domain_id = n.domain_id AND d.pid = (n.global_tid >> 24) & 16777215 AND n.domain_id <> 0
-        WHERE n.event_type IN ({in_list(nv["range_types"] + nv["mark_types"])})""",
-        view=True,
-    )
-    open_ranges = exp.rows(f"""
-        SELECT count(*) FROM raw_nvtx WHERE end_ns IS NULL
-          AND event_type IN ({in_list(nv["range_types"])}) AND event_type NOT IN ({in_list(nv["mark_types"])})""")[0][0]
-    if open_ranges:
-        notes["nvtx_open_ranges_closed_at_trace_end"] = int(open_ranges)
-
-
-def _nvtx_text_ids(exp: Export) -> None:
-    """Inline NVTX texts (no textId) get string ids above the export's own."""
-    exp.create(
-        "nvtx_text",
-        """
-        SELECT text, (SELECT coalesce(max(id), 0) FROM src.StringIds) + row_number() OVER (ORDER BY text) AS id
-        FROM (SELECT DISTINCT coalesce(text, '') AS text FROM nvtx_sel WHERE text_id IS NULL)""",
-    )
-
-
-def _nvtx_order(exp: Export) -> None:
-    """range_id = position in (thread, start, end desc, push/pop first): a parent precedes its children."""
-    exp.create(
-        "nvtx_rng",
-        """
-        SELECT row_number() OVER (ORDER BY n.global_tid, n.start_ns, n.end_ns DESC, n.is_pp DESC,
-                                           n.is_mark, n.event_type) - 1 AS range_id,
-               n.global_tid, n.is_pp, n.start_ns, n.end_ns,
-               coalesce(n.text_id, t.id) AS name_id, n.domain
-        FROM nvtx_sel n LEFT JOIN nvtx_text t ON t.text = coalesce(n.text, '')""",
-    )
-
-
-def _nvtx_push_pop_nesting(exp: Export, notes: dict[str, Any]) -> None:
-    # At one timestamp, ends sort before starts (a range ending at t does not contain one starting
-    # at t), except a zero-length range's own end, which sorts after every start at t.
-    exp.create(
-        "nvtx_pp",
-        """
-        WITH ev AS (
-            SELECT global_tid, start_ns AS t, 1 AS k, range_id, 1 AS delta, start_ns, end_ns FROM nvtx_rng WHERE is_pp
-            UNION ALL
-            SELECT global_tid, end_ns, CASE WHEN end_ns > start_ns THEN 0 ELSE 2 END, range_id, -1, NULL, NULL
-            FROM nvtx_rng WHERE is_pp),
-        run AS (
-            SELECT range_id, k, global_tid, start_ns, end_ns,
-                   sum(delta) OVER (PARTITION BY global_tid ORDER BY t, k, range_id
-                                    ROWS UNBOUNDED PRECEDING) - delta AS open_before
-            FROM ev)
-        SELECT range_id, global_tid, start_ns, end_ns, open_before AS depth FROM run WHERE k = 1""",
-    )
-    # The nesting sanity check rides on the ASOF result (the candidate's times come with it): a parent
-    # that does not contain its child means a lost pop; keep the range, drop the claim that it nests.
-    exp.create(
-        "nvtx_parent",
-        """
-        SELECT c.range_id, c.depth,
-               CASE WHEN p.end_ns < c.end_ns OR p.start_ns > c.start_ns THEN NULL ELSE p.range_id END AS parent_id,
-               coalesce(p.end_ns < c.end_ns OR p.start_ns > c.start_ns, false) AS not_nested
-        FROM nvtx_pp c ASOF LEFT JOIN nvtx_pp p
-          ON p.global_tid = c.global_tid AND p.depth = c.depth - 1 AND c.range_id > p.range_id""",
-    )
-    broken = exp.rows("SELECT count(*) FILTER (WHERE not_nested) FROM nvtx_parent")[0][0]
-    if broken:
-        notes["nvtx_push_pop_ranges_not_nested"] = int(broken)
-
-
-def _nvtx_other_nesting(exp: Export) -> None:
-    """Start/end ranges and marks: innermost containing push/pop range on the thread (ASOF, then up)."""
-    exp.create(
-        "nvtx_other",
-        """
-        SELECT c.range_id, c.start_ns, c.end_ns, p.range_id AS cand
-        FROM (SELECT * FROM nvtx_rng WHERE NOT is_pp) c ASOF LEFT JOIN nvtx_pp p
-          ON p.global_tid = c.global_tid AND c.range_id > p.range_id""",
-    )
-    for _ in range(10_000):  # bounded by the deepest push/pop stack
-        changed = exp.rows("""
-            UPDATE nvtx_other o SET cand = x.parent_id FROM nvtx_pp p, nvtx_parent x
-            WHERE p.range_id = o.cand AND x.range_id = p.range_id AND p.end_ns < o.end_ns""")[0][0]
-        if not changed:
-            break
-    exp.run("""
-        INSERT INTO nvtx_parent
-        SELECT o.range_id, coalesce(x.depth + 1, 0), o.cand, false
-        FROM nvtx_other o LEFT JOIN nvtx_parent x ON x.range_id = o.cand""")
-
-
-def ranges_sql() -> str:
-    return """
-        SELECT r.range_id, pr.parent_id, pr.depth, 'nvtx' AS source, r.domain, r.name_id,
-               (r.global_tid >> 24) & 16777215 AS pid, r.global_tid & 16777215 AS tid, r.start_ns, r.end_ns
-        FROM nvtx_rng r JOIN nvtx_parent pr USING (range_id) ORDER BY r.range_id"""
-
-
 def collectives_sql(kernels: str) -> str:
     spec = mapping()["collectives"]
     fn = "split_part(s.value, '(', 1)"
@@ -841,11 +704,10 @@ def _ranges(exp: Export, out: Output, notes: dict[str, Any]) -> set[str]:
     """NVTX ranges with their nesting (the biggest group on NVTX-heavy exports)."""
     captured = load_events(exp, notes, ["nvtx"])
     if has(exp, "raw_nvtx"):
-        build_ranges(exp, notes)
-        out.emit("ranges", ranges_sql())
+        nsys_nvtx.build_ranges(exp, mapping()["nvtx"], notes)
+        out.emit("ranges", nsys_nvtx.ranges_sql())
         _use_ids(exp, "SELECT name_id FROM nvtx_rng")
-        for temp in ("raw_nvtx", "nvtx_domains", "nvtx_sel", "nvtx_rng", "nvtx_pp", "nvtx_parent", "nvtx_other"):
-            exp.drop(temp)  # nvtx_text stays: `strings` needs it
+        exp.drop("nvtx_rng")  # nvtx_text stays: `strings` needs it
     return captured
 
 

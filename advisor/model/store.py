@@ -9,7 +9,9 @@ match `meta.json` is treated as absent and rebuilt.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from advisor.model.limits import memory_sql
 from advisor.model.schema import SCHEMA_VERSION, TABLES, empty
 
 if TYPE_CHECKING:
@@ -124,7 +127,7 @@ class Run:
 
     @classmethod
     def from_entry(cls, entry: Path, meta: dict[str, Any]) -> Run:
-        con = _connect()
+        con = _connect(spill=entry.parent / ".work" / f"spill-{os.getpid()}-{next(_SPILLS)}")
         for name in TABLES:
             path = str(entry / f"{name}.parquet").replace("'", "''")
             con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{path}')")
@@ -228,9 +231,19 @@ def execute(
     return con.execute(f"EXECUTE _advisor_q({', '.join(args)})")
 
 
-def _connect() -> duckdb.DuckDBPyConnection:
+_SPILLS = itertools.count()
+
+
+def _connect(spill: Path | None = None) -> duckdb.DuckDBPyConnection:
+    """A private in-memory DuckDB. With `spill` (cached runs), its memory is capped like the parse's
+    ($ADVISOR_DUCKDB_MEMORY, advisor/model/limits.py) and it spills there, inside the cache; the
+    directory goes when the process ends. DuckDB creates it only if it spills."""
     con = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
     con.execute("SET enable_progress_bar = false")  # DuckDB would draw on stdout, tearing TUIs and JSON
+    if spill is not None:
+        con.execute(memory_sql())
+        con.execute(f"SET temp_directory = '{str(spill).replace(chr(39), chr(39) * 2)}'")
+        atexit.register(shutil.rmtree, spill, ignore_errors=True)
     threads = os.environ.get("ADVISOR_THREADS")
     if threads:
         con.execute(f"SET threads = {int(threads)}")

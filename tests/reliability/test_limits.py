@@ -12,15 +12,13 @@ import pytest
 
 from advisor.errors import InputError, LimitExceeded
 from advisor.ingest import open_run
+from advisor.model.limits import DEFAULT_DUCKDB_MEMORY, DUCKDB_MEMORY_ENV, duckdb_memory
 from advisor.parsers.base import ParseOptions
 from advisor.parsers.limits import (
-    DEFAULT_DUCKDB_MEMORY,
     DEFAULT_MAX_BYTES,
-    DUCKDB_MEMORY_ENV,
     MAX_BYTES_ENV,
     MAX_RATIO,
     MAX_STRING_CHARS,
-    duckdb_memory,
     parse_size,
 )
 from tests.conftest import ROOT, real_path
@@ -147,3 +145,36 @@ def test_bad_duckdb_memory_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
         duckdb_memory()
     monkeypatch.setenv(DUCKDB_MEMORY_ENV, "3G")
     assert duckdb_memory() == 3 << 30
+
+
+def test_long_names_are_cut_to_the_documented_length(tmp_path: Path) -> None:
+    """A kernel name 8x the limit reaches the parsers (plain JSON, so no bomb check) and is stored cut."""
+    import json
+    import shutil
+    import sqlite3
+
+    long_name = "K" * (8 * MAX_STRING_CHARS)
+    doc = json.loads(gzip.decompress(real_path(KINETO).read_bytes()))
+    kernel = next(ev for ev in doc["traceEvents"] if ev.get("cat") == "kernel")
+    kernel["name"] = long_name
+    plain = tmp_path / "trace.json"
+    plain.write_text(json.dumps(doc))
+    sqlite = tmp_path / "trace.sqlite"
+    shutil.copyfile(real_path("nsys-ai/mock_rtx3080_wsl2.sqlite"), sqlite)
+    con = sqlite3.connect(sqlite)
+    con.execute("INSERT INTO StringIds (id, value) VALUES (999999, ?)", (long_name,))
+    con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET shortName = 999999, demangledName = 999999")
+    con.commit()
+    con.close()
+    for path in (plain, sqlite):
+        run = open_run(path, use_cache=False)
+        try:
+            (longest,) = run.sql_rows("SELECT max(length(value)) FROM strings")[0]
+            (named,) = run.sql_rows(
+                "SELECT count(*) FROM kernels k JOIN strings s ON s.string_id = k.name_id "
+                f"WHERE length(s.value) = {MAX_STRING_CHARS}"
+            )[0]
+        finally:
+            run.close()
+        assert longest == MAX_STRING_CHARS, path.name
+        assert named >= 1, path.name
