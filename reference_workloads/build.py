@@ -8,7 +8,7 @@ statically, and the binaries travel to the GPU machine.
 
     python3 reference_workloads/build.py            # build into build-ref/
     python3 reference_workloads/build.py --pack     # ... and pack build-ref.tar.xz
-    python3 reference_workloads/build.py --only ME002,CO002
+    python3 reference_workloads/build.py --only ME002,CP002   # codes or folder names
 
 Outputs (both ignored by git): build-ref/<workload>/{baseline,optimized},
 build-ref/BUILD_INFO.json (compiler version, flags, ptxas resource usage), and

@@ -24,7 +24,10 @@ For each workload (``reference_workloads/*/workload.toml``) and each variant
 Only the standard library is needed. Typical call on the GPU machine:
 
     source .gpu/activate.sh
-    python3 reference_workloads/capture.py --out $OUT/cap --only IO001,CO001
+    python3 reference_workloads/capture.py --out $OUT/cap --only IO001_pageable_memcpy,CP001
+
+``--only`` takes codes or folder names; a code selects every pair that has it (``IO001``
+selects both IO001 pairs, CUDA and PyTorch).
 """
 
 from __future__ import annotations

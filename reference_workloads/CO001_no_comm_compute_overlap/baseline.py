@@ -1,4 +1,4 @@
-"""CM001 baseline (2 GPUs, torchrun): data-parallel training with the gradient
+"""CO001 baseline (2 GPUs, torchrun): data-parallel training with the gradient
 all-reduce done by hand AFTER the backward pass: one dist.all_reduce per
 parameter, on the compute stream, once backward has finished. The NCCL kernels
 never overlap the backward GEMMs, so every step pays compute + communication.

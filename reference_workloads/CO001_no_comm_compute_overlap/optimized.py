@@ -1,4 +1,4 @@
-"""CM001 optimized (2 GPUs, torchrun): the same training step wrapped in
+"""CO001 optimized (2 GPUs, torchrun): the same training step wrapped in
 DistributedDataParallel (25 MB buckets): each bucket's all-reduce is launched on
 NCCL's stream as soon as its gradients are ready, while the backward pass keeps
 computing the earlier layers, so communication hides behind compute.

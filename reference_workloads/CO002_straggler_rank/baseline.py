@@ -1,4 +1,4 @@
-"""CM002 baseline (2 GPUs, torchrun): a static, uneven split of the global batch:
+"""CO002 baseline (2 GPUs, torchrun): a static, uneven split of the global batch:
 rank 1 gets 3/4 of the samples, rank 0 only 1/4. Every step rank 0 finishes its
 forward/backward early and then waits inside the gradient all-reduce for the
 straggler: its NCCL kernel spans the wait, the GPU does no useful work.
@@ -27,7 +27,7 @@ def build(args):
     model = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=args.bucket_mb)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     r, world = dist.get_rank(), dist.get_world_size()
-    assert world == 2, "CM002 is written for 2 ranks"
+    assert world == 2, "CO002 is written for 2 ranks"
     # Global batch of `global_batch` samples, split by SHARE; rank 0 takes the first rows.
     data = refwl.randn(args.global_batch, args.hidden, seed=1)
     target = refwl.randn(args.global_batch, args.hidden, seed=2)

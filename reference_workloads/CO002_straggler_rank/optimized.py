@@ -1,4 +1,4 @@
-"""CM002 optimized (2 GPUs, torchrun): the same global batch split evenly (1/2
+"""CO002 optimized (2 GPUs, torchrun): the same global batch split evenly (1/2
 each): both ranks reach the gradient all-reduce at the same time, nobody waits,
 and the step time is set by half the batch instead of three quarters.
 
@@ -26,7 +26,7 @@ def build(args):
     model = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=args.bucket_mb)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     r, world = dist.get_rank(), dist.get_world_size()
-    assert world == 2, "CM002 is written for 2 ranks"
+    assert world == 2, "CO002 is written for 2 ranks"
     # Global batch of `global_batch` samples, split by SHARE; rank 0 takes the first rows.
     data = refwl.randn(args.global_batch, args.hidden, seed=1)
     target = refwl.randn(args.global_batch, args.hidden, seed=2)

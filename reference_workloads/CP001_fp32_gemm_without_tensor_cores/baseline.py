@@ -1,4 +1,4 @@
-"""CO001 baseline: FP32 matrix products with TF32 disabled (cuBLAS "highest"
+"""CP001 baseline: FP32 matrix products with TF32 disabled (cuBLAS "highest"
 precision). On Hopper the FP32 path runs on the CUDA cores (SIMT FFMA), not on
 the tensor cores: about 50 TFLOP/s instead of several hundred."""
 

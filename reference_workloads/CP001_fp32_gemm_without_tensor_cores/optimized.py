@@ -1,4 +1,4 @@
-"""CO001 optimized: the same FP32 tensors, with TF32 allowed for matrix products
+"""CP001 optimized: the same FP32 tensors, with TF32 allowed for matrix products
 (torch.set_float32_matmul_precision("high")): cuBLAS runs the GEMMs on the tensor
 cores in TF32 (10-bit mantissa inputs, FP32 accumulate). Changes numerics slightly."""
 

@@ -1,4 +1,4 @@
-// CO002 baseline: naive FP32 GEMM, one output element per thread, every operand
+// CP002 baseline: naive FP32 GEMM, one output element per thread, every operand
 // fetched from global memory (through L1) for each multiply-add: 2 loads per FMA,
 // no data reuse in shared memory or registers. The load/store pipe and L1 bound
 // the kernel; the FMA units sit mostly idle (far below the compute roof).

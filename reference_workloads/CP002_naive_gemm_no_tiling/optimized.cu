@@ -1,9 +1,9 @@
-// CO002 optimized: shared-memory tiled, register-blocked FP32 GEMM. A block
+// CP002 optimized: shared-memory tiled, register-blocked FP32 GEMM. A block
 // computes a 128x128 tile of C from 128x8 / 8x128 slices of A and B staged in
 // shared memory; each thread keeps an 8x8 accumulator tile in registers, so each
 // value loaded from shared memory feeds 8 FMAs. Arithmetic intensity rises ~16x
 // and the kernel moves toward the FP32 compute roof (still no tensor cores: that
-// is pair CO001).
+// is pair CP001).
 #include "refwl.cuh"
 
 constexpr int BM = 128, BN = 128, BK = 8, TM = 8, TN = 8;

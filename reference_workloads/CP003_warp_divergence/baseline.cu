@@ -1,4 +1,4 @@
-// CO003 baseline: elements of four kinds interleaved in memory, processed in
+// CP003 baseline: elements of four kinds interleaved in memory, processed in
 // memory order. The 32 threads of every warp take all four branches of the
 // switch, and the warp executes the four paths one after another with only a
 // quarter of its lanes active (warp execution efficiency ~25%).

@@ -1,4 +1,4 @@
-// Shared by CO003 baseline and optimized: elements of four kinds, each kind with
+// Shared by CP003 baseline and optimized: elements of four kinds, each kind with
 // its own (structurally different) compute path. The kernel is identical in both
 // variants; only the order in which threads pick up elements differs.
 #pragma once

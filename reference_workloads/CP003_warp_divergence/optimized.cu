@@ -1,4 +1,4 @@
-// CO003 optimized: the same kernel, with threads assigned to elements grouped by
+// CP003 optimized: the same kernel, with threads assigned to elements grouped by
 // kind (an index list built once, a stable partition by kind), so every warp
 // takes a single branch and runs with all 32 lanes active.
 #include "common_div.cuh"

@@ -1,4 +1,4 @@
-"""CO004 baseline (chapter 20, stacked bottlenecks): an MLP training step with
+"""CP004 baseline (chapter 20, stacked bottlenecks): an MLP training step with
 four problems at once, largest first:
   1. FP32 GEMMs with TF32 off: the matrix products run on CUDA cores (compute);
   2. loss.item() every iteration: a host sync per iteration (launch/sync);

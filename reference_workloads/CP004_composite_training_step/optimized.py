@@ -1,4 +1,4 @@
-"""CO004 optimized (chapter 20): the same MLP training step with all four fixes:
+"""CP004 optimized (chapter 20): the same MLP training step with all four fixes:
   1. bf16 autocast: the GEMMs run on the tensor cores;
   2. the loss is accumulated on the device, no per-iteration item();
   3. AdamW(fused=True): one fused kernel for all parameters;

@@ -1,4 +1,4 @@
-"""IO005 baseline: host batches prepared as NumPy arrays (pageable memory) and
+"""IO001 baseline: host batches prepared as NumPy arrays (pageable memory) and
 moved with torch.from_numpy(batch).cuda(). Each copy is staged by the driver
 through a pinned bounce buffer ("Memcpy HtoD (Pageable -> Device)" in the
 trace), runs at a fraction of PCIe bandwidth and blocks the host, and the GPU

@@ -1,4 +1,4 @@
-"""IO005 optimized: the same batches in page-locked (pinned) host memory, moved
+"""IO001 optimized: the same batches in page-locked (pinned) host memory, moved
 with .to("cuda", non_blocking=True): the copy engine DMAs them directly at full
 PCIe bandwidth ("Memcpy HtoD (Pinned -> Device)") and the host is free to
 queue the next copy and GEMM."""

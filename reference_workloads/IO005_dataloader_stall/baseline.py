@@ -1,4 +1,4 @@
-"""IO004 baseline: a training loop fed by DataLoader(num_workers=0,
+"""IO005 baseline: a training loop fed by DataLoader(num_workers=0,
 pin_memory=False). Every batch is prepared in the training process itself, on
 the critical path: while __getitem__ runs (~1 ms per sample, 64 per batch) the
 GPU has nothing to do; then the batch is copied from pageable memory."""

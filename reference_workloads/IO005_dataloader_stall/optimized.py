@@ -1,4 +1,4 @@
-"""IO004 optimized: the same loop fed by DataLoader(num_workers=12,
+"""IO005 optimized: the same loop fed by DataLoader(num_workers=12,
 pin_memory=True, prefetch_factor=4, persistent_workers=True): twelve worker
 processes prepare batches ahead while the GPU trains, batches arrive in pinned
 memory and are copied with non_blocking=True."""

@@ -1,4 +1,4 @@
-"""Shared by IO004 baseline and optimized: a synthetic image dataset whose
+"""Shared by IO005 baseline and optimized: a synthetic image dataset whose
 __getitem__ does real CPU work (decode-like synthesis, normalization, a 3x3 box
 blur in NumPy: roughly a millisecond per 64x64 sample) and a small CNN trained on it."""
 

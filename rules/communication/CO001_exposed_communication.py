@@ -46,6 +46,7 @@ class ExposedCommunication(Rule):
     ```
     Put communication on its own stream (NCCL does so by default in DDP); raise
     `bucket_cap_mb` when many small collectives appear.
+    Reference workload: `reference_workloads/CO001_no_comm_compute_overlap/` (2 GPUs).
 
     ## Fix risk
     redesign: changing the parallelism wrapper or bucketing; numerics of the reduction order can

@@ -44,6 +44,7 @@ class RankImbalance(Rule):
     # before: tables assigned round-robin by count
     # after: assign by estimated cost (rows x dim x lookups), e.g. torchrec's planner
     ```
+    Reference workload: `reference_workloads/CO002_straggler_rank/` (2 GPUs, uneven vs even batch split).
 
     ## Fix risk
     redesign: changes sharding plans; results unchanged.

@@ -48,6 +48,8 @@ class Fp32GemmWithoutTensorCores(Rule):
     with torch.autocast("cuda", dtype=torch.bfloat16):
         out = model(x)
     ```
+    Reference workload: `reference_workloads/CP001_fp32_gemm_without_tensor_cores/` (also the largest
+    of the stacked bottlenecks in `reference_workloads/CP004_composite_training_step/`).
 
     ## Fix risk
     changes-numerics: TF32 keeps 10 mantissa bits, BF16 7; check accuracy (loss curves) after

@@ -69,6 +69,7 @@ class GpuIdleGaps(Rule):
     # sync:  before  loss.item() every step      after  read it every N steps
     # launch/host: before eager loop of small ops  after  torch.compile(model, mode="reduce-overhead")
     ```
+    Reference workload: no reference pair yet: see `reference_workloads/PENDING.md`.
 
     ## Fix risk
     safe for input/sync/launch fixes; host-side restructuring is a redesign.

@@ -39,6 +39,7 @@ class SynchronousMemcpy(Rule):
     ```
     In PyTorch: `t.to("cuda", non_blocking=True)` from pinned memory; avoid `.cpu()` / `.item()`
     inside the loop.
+    Reference workload: no reference pair yet: see `reference_workloads/PENDING.md`.
 
     ## Fix risk
     safe when the host does not read the destination before a later synchronization; otherwise

@@ -31,6 +31,7 @@ class DataloaderStall(Rule):
                         prefetch_factor=4, persistent_workers=True)
     ```
     Move per-sample Python work into vectorized transforms or onto the GPU.
+    Reference workload: `reference_workloads/IO005_dataloader_stall/`.
 
     ## Fix risk
     safe for results; more workers use more host memory and CPU cores.

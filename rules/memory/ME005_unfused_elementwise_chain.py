@@ -33,6 +33,8 @@ class UnfusedElementwiseChain(Rule):
     y = fused(x)
     ```
     Or use fused library ops (fused AdamW `foreach=True`/`fused=True`, fused layer norm).
+    Reference workloads: `reference_workloads/ME005_unfused_elementwise_chain/` (CUDA C++) and
+    `reference_workloads/ME008_unfused_elementwise_torch/` (PyTorch, torch.compile).
 
     ## Fix risk
     changes-numerics: a fused kernel may keep intermediates in registers at higher precision or
