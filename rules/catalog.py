@@ -49,9 +49,15 @@ class RuleInfo:
 
 
 def reference_dir(rule: type[Rule]) -> str | None:
-    """reference_workloads/<CODE>_<name_with_underscores>/ relative to the repo, when it exists."""
+    """The rule's reference pair relative to the repo, when there is one: reference_workloads/<CODE>_<name>/
+    (the rule's name with underscores) if it exists, else the first folder named <CODE>_* (a pair's
+    folder may name the anti-pattern in other words than the rule, e.g. CO002_straggler_rank)."""
     rel = f"reference_workloads/{rule.code}_{rule.name.replace('-', '_')}"
-    return rel if (REPO_ROOT / rel).is_dir() else None
+    if (REPO_ROOT / rel).is_dir():
+        return rel
+    root = REPO_ROOT / "reference_workloads"
+    found = sorted(d.name for d in root.glob(f"{rule.code}_*") if d.is_dir()) if root.is_dir() else []
+    return f"reference_workloads/{found[0]}" if found else None
 
 
 def info(rule: type[Rule]) -> RuleInfo:
