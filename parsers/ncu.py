@@ -41,6 +41,9 @@ MSG_TYPES = {0: "none", 1: "ok", 2: "optimization", 3: "warning", 4: "error"}
 SPEEDUP_TYPES = {0: "unknown", 1: "local", 2: "global"}
 FOCUS_SEVERITY = {0: "default", 1: "low", 2: "high"}
 DEFAULT_NVTX_DOMAIN = "<default domain>"
+# ncu_report hands back undecodable report bytes as lone surrogates ("\udc80"), which Arrow cannot encode
+SURROGATES = re.compile("[\ud800-\udfff]")
+DAMAGED_HINT = "re-capture it with `ncu -o`, or re-export it with `ncu --import <report> --export <new>`"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -167,20 +170,45 @@ def parse(path: Path, options: ParseOptions) -> ParsedRun:
             f"{path}: Nsight Compute could not open the report ({type(e).__name__}: {e})",
             "re-export it with `ncu --import <report> --export <new>` or check the file is complete",
         ) from None
-    actions, skipped = read_actions(ctx)
+    actions, dropped = _read_report(ctx, path)
+    if not actions and dropped.get("kernels_unreadable"):
+        raise InputError(
+            f"{path}: none of the report's {dropped['kernels_unreadable']} profiled kernels could be read "
+            "(the report looks damaged)",
+            DAMAGED_HINT,
+            path=str(path),
+        )
     if not actions:
         raise InputError(
-            f"{path}: the report holds no profiled kernels", "re-run ncu on a workload that launches kernels"
+            f"{path}: the report holds no profiled kernels",
+            "re-run ncu on a workload that launches kernels; if it should hold some, it is damaged: re-capture it",
+            path=str(path),
         )
     options.progress(1, 1, "loading Nsight Compute report")
     version, command = scan_version_strings(path)
     notes: dict[str, Any] = {"ncu_report_version": _safe_version(ctx), "container_blocks": blocks}
     if command:
         notes["ncu_command_line"] = command
-    if skipped:
-        notes["metrics_without_value"] = skipped
+    notes |= {k: n for k, n in dropped.items() if n}
     run = {"format": FORMAT, "tool": TOOL, "tool_version": version}
     return build_run(actions, run, notes)
+
+
+def _read_report(ctx: Any, path: Path) -> tuple[list[NcuAction], dict[str, int]]:
+    """read_actions(), with whatever ncu_report raises on a damaged report as one clean line."""
+    try:
+        return read_actions(ctx)
+    except Exception as e:  # SWIG binding: TypeError, RuntimeError, ValueError... on damaged records
+        raise InputError(
+            f"{path}: Nsight Compute could not read the report, it looks damaged ({type(e).__name__}: "
+            f"{_first_line(e)})",
+            DAMAGED_HINT,
+            path=str(path),
+        ) from None
+
+
+def _first_line(e: BaseException) -> str:
+    return _clean((str(e).strip().splitlines() or [""])[0][:160])
 
 
 def _import_ncu_report() -> Any:
@@ -325,44 +353,80 @@ def _string_end(data: bytes, start: int, at: int) -> int:
 # ------------------------------------------------------------------------------------------------
 # Reading actions through ncu_report
 # ------------------------------------------------------------------------------------------------
-def read_actions(ctx: Any) -> tuple[list[NcuAction], int]:
-    """Every action of every range, numbered in report order (what ncu calls the launch ID)."""
+def read_actions(ctx: Any) -> tuple[list[NcuAction], dict[str, int]]:
+    """Every action of every range, numbered in report order (what ncu calls the launch ID).
+
+    Also returns what was left out, for the run notes: metrics without a value, metrics whose
+    name is damaged, and launches whose record ncu_report could not parse at all (it then gives
+    neither name nor metrics; the launch keeps its number, so later IDs still match ncu's).
+    """
     actions: list[NcuAction] = []
-    skipped = 0
+    dropped = {"metrics_without_value": 0, "metrics_with_damaged_names": 0, "kernels_unreadable": 0}
+    index = 0
     for r in range(ctx.num_ranges()):
         rng = ctx.range_by_idx(r)
         for a in range(rng.num_actions()):
             act = rng.action_by_idx(a)
-            metrics, missing = read_metrics(act)
-            skipped += missing
-            actions.append(
-                NcuAction(
-                    index=len(actions),
-                    name=act.name(act.NameBase_DEMANGLED),
-                    metrics=metrics,
-                    rules=list(read_rules(act)),
-                    nvtx_context=nvtx_context(act),
+            metrics, missing, damaged = read_metrics(act)
+            dropped["metrics_without_value"] += missing
+            dropped["metrics_with_damaged_names"] += damaged
+            name = act.name(act.NameBase_DEMANGLED)
+            if name is None and not metrics:
+                dropped["kernels_unreadable"] += 1
+            else:
+                actions.append(
+                    NcuAction(
+                        index=index,
+                        name=_clean(name) or "<unknown>",
+                        metrics=metrics,
+                        rules=list(read_rules(act)),
+                        nvtx_context=nvtx_context(act),
+                    )
                 )
-            )
-    return actions, skipped
+            index += 1
+    return actions, dropped
 
 
-def read_metrics(action: Any) -> tuple[dict[str, MetricValue], int]:
+def read_metrics(action: Any) -> tuple[dict[str, MetricValue], int, int]:
     """All metrics of one action: numbers in canonical units, strings as text.
 
     Instanced metrics (per-PC source counters, PM-sampling series) keep their aggregate value
-    only, the same value `ncu --csv --page raw` prints. A metric with no value is left out.
+    only, the same value `ncu --csv --page raw` prints. A metric with no value is left out, and
+    so is one whose name a damaged report garbled: ncu_report cannot look it up (a NUL cuts the
+    name short, a surrogate-escaped byte is refused) and no analysis asks for it. Returns the
+    metrics, the count without value and the count with damaged names.
     """
     out: dict[str, MetricValue] = {}
-    missing = 0
+    missing = damaged = 0
     for name in action.metric_names():
+        if _damaged_name(name):
+            damaged += 1
+            continue
         m = action.metric_by_name(name)
-        got = _metric_value(m)
+        got = _metric_value(m) if m is not None else None
         if got is None:
             missing += 1
         else:
             out[name] = got
-    return out, missing
+    return out, missing, damaged
+
+
+def _damaged_name(name: str) -> bool:
+    return "\x00" in name or (not name.isascii() and SURROGATES.search(name) is not None)
+
+
+def _clean(text: str | None) -> str:
+    """Text from ncu_report with bytes it could not decode (surrogate escapes) shown as U+FFFD.
+
+    None (a damaged record gives no text) becomes "".
+    """
+    if not text:
+        return ""
+    return text if text.isascii() else SURROGATES.sub("\ufffd", text)
+
+
+def _opt_clean(text: Any) -> Any:
+    return _clean(text) if isinstance(text, str) else text
 
 
 def _metric_value(m: Any) -> MetricValue | None:
@@ -370,37 +434,42 @@ def _metric_value(m: Any) -> MetricValue | None:
         return None
     kind = m.kind()
     if kind == m.ValueKind_STRING:
-        return MetricValue(None, "", m.as_string())
+        text = m.as_string()
+        return MetricValue(None, "", _clean(text)) if text is not None else None
     if kind in (m.ValueKind_DOUBLE, m.ValueKind_FLOAT):
         value = float(m.as_double())
     elif kind in (m.ValueKind_UINT32, m.ValueKind_UINT64):
         value = float(m.as_uint64())
     else:
         return None
+    unit = _clean(m.unit())
     if not math.isfinite(value):
-        return MetricValue(None, canonical_unit(m.unit() or "")[0], str(value))
-    return numeric_metric(value, m.unit() or "")
+        return MetricValue(None, canonical_unit(unit)[0], str(value))
+    return numeric_metric(value, unit)
 
 
 def read_rules(action: Any) -> Iterator[RuleResult]:
     """The rule results stored in the report (ncu runs rules at capture time; we do not re-run)."""
     for r in action.rule_results():
+        rule = _clean(r.rule_identifier())
+        if not rule:  # a damaged record: nothing to attribute the result to
+            continue
         msg = r.rule_message() if r.has_rule_message() else None
         speed = r.speedup_estimation() if r.has_speedup_estimation() else None
         focus = [
             {
-                "name": f["name"],
+                "name": _opt_clean(f["name"]),
                 "value": f["value"],
                 "severity": FOCUS_SEVERITY.get(int(f["severity"])),
-                "info": f["info"],
+                "info": _opt_clean(f["info"]),
             }
             for f in r.focus_metrics()
         ]
         yield RuleResult(
-            rule=r.rule_identifier(),
-            section=r.section_identifier() or None,
+            rule=rule,
+            section=_clean(r.section_identifier()) or None,
             severity=MSG_TYPES.get(int(msg["type"])) if msg else None,
-            message=_rule_text(msg["title"], msg["message"]) if msg else None,
+            message=_clean(_rule_text(msg["title"], msg["message"])) if msg else None,
             est_speedup_pct=float(speed["speedup"]) if speed else None,
             speedup_type=SPEEDUP_TYPES.get(int(speed["type"])) if speed else None,
             focus_metrics=json.dumps(focus) if focus else None,
@@ -425,10 +494,11 @@ def nvtx_context(action: Any) -> str | None:
     parts: list[str] = []
     for dom_id in state.domains():
         dom = state.domain_by_id(dom_id)
-        prefix = "" if dom.name() == DEFAULT_NVTX_DOMAIN else f"{dom.name()}@"
+        dom_name = _clean(dom.name())
+        prefix = "" if dom_name == DEFAULT_NVTX_DOMAIN else f"{dom_name}@"
         names = [dom.push_pop_range(i).name() for i in range(len(dom.push_pop_ranges()))]
         names += [dom.start_end_range(i).name() for i in range(len(dom.start_end_ranges()))]
-        parts += [prefix + n for n in names]
+        parts += [prefix + _clean(n) for n in names]
     return " > ".join(parts) or None
 
 

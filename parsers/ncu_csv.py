@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from advisor.errors import InputError
+from advisor.errors import InputError, SchemaError
 from advisor.parsers.base import ParsedRun, ParseOptions
 from advisor.parsers.ncu import TOOL, MetricValue, NcuAction, RuleResult, build_run, mapping, numeric_metric
 
@@ -158,7 +158,7 @@ def _action(ids: dict[str, str], metrics: dict[str, MetricValue], line: int, pat
             f"{path}: line {line}: launch ID {ids['ID']!r} is not a number", "re-export with `ncu --csv`"
         ) from None
     return NcuAction(
-        index=index,
+        index=_fits_ncu_id(index, ids["ID"], line, path),
         name=ids.get("Kernel Name") or ids.get("Demangled Name") or ids.get("Function Name") or "<unknown>",
         metrics=metrics,
         stream_hint=_opt_int(ids.get("Stream")),
@@ -216,7 +216,18 @@ def _launch_id(cells: dict[str, str], line: int, path: Path) -> int:
         raise InputError(
             f"{path}: line {line}: launch ID {cells['ID']!r} is not a number", "re-export with `ncu --csv`"
         )
-    return int(value)
+    return _fits_ncu_id(int(value), cells["ID"], line, path)
+
+
+def _fits_ncu_id(index: int, cell: str, line: int, path: Path) -> int:
+    """The launch ID keys every ncu table (required int64 ncu_id): out of range is damage, not a null."""
+    if -(2**63) <= index < 2**63:
+        return index
+    raise SchemaError(
+        f"{path}: line {line}: launch ID {cell.strip()[:40]!r} does not fit the model (ncu_id is a 64-bit integer)",
+        "the CSV holds an out-of-range launch ID; re-export it with `ncu --csv`",
+        path=str(path),
+    )
 
 
 def _details_metric_name(cells: dict[str, str], labels: dict[str, str], unmapped: set[str]) -> str | None:

@@ -9,6 +9,7 @@ inserted into a copy of a real nsys SQLite export. Examples are derandomized so 
 from __future__ import annotations
 
 import csv
+import functools
 import gzip
 import io
 import json
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, currently_in_test_context, event, given, settings
 from hypothesis import strategies as st
 
 from advisor.errors import AdvisorError
@@ -40,17 +41,23 @@ def must_ingest_or_fail_cleanly(path: Path) -> None:
         run = open_run(path, use_cache=False)
     except AdvisorError as e:
         line = e.one_line()
-        event(f"error: {type(e).__name__}: {line.split(': ', 1)[-1][:60]}")
+        _event(f"error: {type(e).__name__}: {line.split(': ', 1)[-1][:60]}")
         assert path.name in line, line
         assert "internal error" not in line
         return
-    event(f"ingested ({'with' if run.count('kernels') else 'no'} kernels)")
+    _event(f"ingested ({'with' if run.count('kernels') else 'no'} kernels)")
     try:
         for name in TABLES:
             run.count(name)
         run.sql_rows("SELECT count(*) FROM kernels")
     finally:
         run.close()
+
+
+def _event(value: str) -> None:
+    """hypothesis.event, skipped in the plain regression tests (it refuses to run outside @given)."""
+    if currently_in_test_context():
+        event(value)
 
 
 # ------------------------------------------------------------------------------------------------ Kineto
@@ -224,3 +231,74 @@ def test_nsys_sqlite_rows(loose_export: Path, rows: list[dict[str, Any]], string
 
 def _q(name: str) -> str:
     return '"' + name + '"'
+
+
+# ------------------------------------------------------------------------------------------------ .ncu-rep
+
+NCU_REP = "ncu/cutlass_a100_fused_two_gemms_s8_ncu2024.1.1.ncu-rep"
+
+
+@functools.cache
+def _ncu_rep_bytes() -> bytes:
+    """The real report's bytes (not a fixture: hypothesis would print 2 MB with every failing example)."""
+    return real_path(NCU_REP).read_bytes()
+
+
+def _edited(edits: list[tuple[str, float, Any]]) -> bytes:
+    """The real report with bytes flipped, overwritten or cut at fractions of the file past its 4-byte magic
+    (a damaged magic always ends in the same one line, which the broken-input corpus already covers)."""
+    data = bytearray(_ncu_rep_bytes())
+    for kind, frac, arg in edits:
+        at = min(len(data), 4 + int(frac * (len(data) - 4)))
+        if kind == "flip" and at < len(data):
+            data[at] ^= arg
+        elif kind == "junk":
+            data[at : at + len(arg)] = arg
+        else:
+            del data[at:]
+    return bytes(data)
+
+
+where = st.floats(0, 1, exclude_max=True)
+ncu_rep_edits = st.lists(
+    st.one_of(
+        st.tuples(st.just("flip"), where, st.integers(1, 255)),
+        st.tuples(st.just("junk"), where, st.binary(min_size=1, max_size=64)),
+        st.tuples(st.just("cut"), where, st.just(b"")),
+    ),
+    min_size=1, max_size=4,
+)
+
+
+@settings(COMMON, max_examples=80 if LONG else 16)
+@given(edits=ncu_rep_edits)
+def test_ncu_rep_bytes(edits: list[tuple[str, float, Any]]) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "fuzz.ncu-rep"
+        p.write_bytes(_edited(edits))
+        must_ingest_or_fail_cleanly(p)
+
+
+# Found by test_ncu_rep_bytes under HYPOTHESIS_PROFILE=long: one byte changed in the real report used to
+# make parsers/ncu.py raise from inside ncu_report or Arrow, which the CLI turned into "internal error".
+# ncu_report decodes bad bytes as surrogate escapes; a garbled metric name is now left out (and counted
+# in the run notes), garbled text keeps U+FFFD, and anything else ncu_report raises is one InputError.
+NCU_REP_INTERNAL_ERRORS = [
+    [("junk", 0.125, b"\x80")],  # was TypeError in IAction_metric_by_name (name 'max_grid_dim\udc80y')
+    [("junk", 0.125, b"\x00")],  # was AttributeError: metric_by_name('max_grid_dim\x00y') is None
+    [("junk", 0.5, b"\x80")],  # was UnicodeEncodeError: surrogates not allowed (a string metric's value)
+]
+
+
+@pytest.mark.parametrize("edits", NCU_REP_INTERNAL_ERRORS, ids=["metric-name-type", "metric-none", "surrogate"])
+def test_ncu_rep_one_byte_damage_is_a_clean_error(edits: list[tuple[str, float, Any]], tmp_path: Path) -> None:
+    p = tmp_path / "damaged.ncu-rep"
+    p.write_bytes(_edited(edits))
+    must_ingest_or_fail_cleanly(p)
+
+
+def test_ncu_csv_launch_id_beyond_int64_is_a_clean_error(tmp_path: Path) -> None:
+    """Found by test_ncu_csv under HYPOTHESIS_PROFILE=long (the CLI said "internal error: OverflowError")."""
+    p = tmp_path / "huge_id.csv"
+    p.write_text('"ID","Process ID"\r\n"9,223,372,036,854,775,808","0"\r\n')
+    must_ingest_or_fail_cleanly(p)

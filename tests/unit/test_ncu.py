@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from advisor.errors import InputError, ToolMissing
+from advisor.errors import InputError, SchemaError, ToolMissing
 from advisor.ingest import open_run
 from advisor.parsers import ncu, ncu_csv
 from advisor.parsers.base import ParsedRun, ParseOptions
@@ -203,6 +203,59 @@ def test_missing_ncu_report_is_tool_missing(rep: Path, monkeypatch: pytest.Monke
     assert "pip install ncu-report" in e.value.one_line()
 
 
+def _junk(data: bytes, frac: float, junk: bytes) -> bytes:
+    """`data` with `junk` written over it at a fraction of the file past the 4-byte magic."""
+    at = 4 + int(frac * (len(data) - 4))
+    return data[:at] + junk + data[at + len(junk) :]
+
+
+@pytest.mark.parametrize("junk", [b"\x80", b"\x00"])
+def test_damaged_metric_name_is_left_out_and_counted(rep: Path, tmp_path: Path, junk: bytes) -> None:
+    """One byte in a metric name: ncu_report refuses (surrogate) or misses (NUL) the lookup of that name."""
+    bad = tmp_path / "name.ncu-rep"
+    bad.write_bytes(_junk(rep.read_bytes(), 0.125, junk))
+    got = ncu.parse(bad, ParseOptions())
+    kernels = got.tables["ncu_kernels"].num_rows
+    assert got.notes["metrics_with_damaged_names"] == kernels == 3
+    names = got.tables["ncu_metrics"].column("metric").to_pylist()
+    assert not any("\x00" in n or ncu.SURROGATES.search(n) for n in names)
+    assert "device__attribute_max_grid_dim_y" not in names  # the garbled one
+    assert "device__attribute_max_grid_dim_x" in names
+
+
+def test_unreadable_launch_is_left_out_and_keeps_the_numbering(rep: Path, tmp_path: Path) -> None:
+    """A launch record ncu_report cannot parse comes back with no name and no metrics: dropped, counted."""
+    data = bytearray(rep.read_bytes())
+    data[4 + int(0.2516 * (len(data) - 4))] ^= 55  # inside the first launch's record
+    bad = tmp_path / "launch.ncu-rep"
+    bad.write_bytes(bytes(data))
+    got = ncu.parse(bad, ParseOptions())
+    assert got.tables["ncu_kernels"].column("ncu_id").to_pylist() == [1, 2]
+    assert got.notes["kernels_unreadable"] == 1
+
+
+def test_damaged_text_keeps_a_replacement_character(rep: Path, tmp_path: Path) -> None:
+    """ncu_report decodes a bad byte as a surrogate escape, which Arrow cannot store: it becomes U+FFFD."""
+    bad = tmp_path / "text.ncu-rep"
+    bad.write_bytes(_junk(rep.read_bytes(), 0.5, b"\x80"))
+    got = ncu.parse(bad, ParseOptions())
+    texts = [t for t in got.tables["ncu_metrics"].column("text").to_pylist() if t]
+    assert any("\ufffd" in t for t in texts)
+    assert not any(ncu.SURROGATES.search(t) for t in texts)
+
+
+def test_ncu_report_error_while_reading_is_one_line_input_error(rep: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(ctx: Any) -> Any:
+        raise TypeError("in method 'IAction_metric_by_name', argument 2 of type 'char const *'\nmore")
+
+    monkeypatch.setattr(ncu, "read_actions", broken)
+    with pytest.raises(InputError) as e:
+        ncu.parse(rep, ParseOptions())
+    line = e.value.one_line()
+    assert "\n" not in line and str(rep) in line
+    assert "TypeError" in line and "re-capture" in line
+
+
 @pytest.mark.parametrize(
     ("unit", "expected"),
     [
@@ -362,6 +415,26 @@ def test_details_page(tmp_path: Path) -> None:
         "global",
     )
     assert got.run["host"] == "host1"
+
+
+@pytest.mark.parametrize("page", ["raw", "details"])
+@pytest.mark.parametrize("launch_id", ["9,223,372,036,854,775,808", "-9223372036854775809", "1e300"])
+def test_csv_launch_id_beyond_int64_is_a_schema_error(tmp_path: Path, page: str, launch_id: str) -> None:
+    """ncu_id is a required int64: an ID past it is damage, named with its line, not an OverflowError."""
+    p = tmp_path / "huge.csv"
+    if page == "raw":
+        p.write_text(f'"ID","Kernel Name"\n"{launch_id}","k"\n')
+    else:
+        head, first, *_ = DETAILS.splitlines()
+        row = first.replace('"0"', '"' + launch_id + '"', 1)
+        p.write_text(f"{head}\n{row}\n")
+    if page == "raw" and launch_id == "1e300":
+        with pytest.raises(InputError, match="is not a number"):
+            ncu_csv.parse(p, ParseOptions())
+        return
+    with pytest.raises(SchemaError) as e:
+        ncu_csv.parse(p, ParseOptions())
+    assert str(p) in e.value.message and "launch ID" in e.value.message and "\n" not in e.value.one_line()
 
 
 def test_csv_without_header(tmp_path: Path) -> None:
