@@ -1,8 +1,22 @@
 """Open a trace: detect its format, parse it once, cache the model tables, hand back a `Run`.
 
-Inputs are only ever opened for reading. The cache key is a fingerprint of the content
-(size plus sampled blocks, so a warm re-open of a 10 GB trace costs milliseconds) and the schema
-version; the full sha256 of the input is computed on the cold path and kept in `runs`.
+Inputs are only ever opened for reading. How the cache stays both fast and correct:
+
+* The entry's *name* is a sampled fingerprint of the content (size plus 16 blocks of 64 KiB) with
+  the schema and parser versions, so finding it costs one 1 MiB read even for a 10 GB trace, and
+  a copy of the same bytes under another name finds it too.
+* The entry's *identity* is the full sha256 of the input, computed while parsing (in a thread)
+  and kept in `meta.json` (and `runs.source_sha256`). Next to it, `meta.json` keeps the stat
+  fingerprints (device, inode, size, mtime_ns, ctime_ns; per member file for a directory) of
+  inputs known to hold those bytes. A re-open whose stat fingerprint is among them is served at
+  once; any other (the file was edited, touched, copied, or the entry was found by a sampled-key
+  collision) hashes the whole input first: a different sha256 rebuilds the entry, an equal one
+  adds the fingerprint to `meta.json` (atomically) and serves it. ctime cannot be set back by
+  tools that restore mtime, and a fingerprint is only kept when its times are at least
+  RACY_NS older than the moment it was taken, so an edit within the file system's timestamp
+  granularity cannot hide behind an unchanged stat (git's "racily clean" rule).
+* Damage inside the cached Parquet pages is found when a query reads it (see
+  advisor.model.store.CacheDamaged); `drop_entry` removes the entry so the caller can ingest again.
 """
 
 from __future__ import annotations
@@ -25,12 +39,16 @@ import pyarrow as pa
 
 from advisor.errors import AdvisorError, InputError, LimitExceeded, SchemaError, UnsupportedFormat
 from advisor.model.schema import SCHEMA_VERSION, TABLES
-from advisor.model.store import Run, default_cache_dir, read_entry_meta, write_entry
+from advisor.model.store import Run, default_cache_dir, read_entry_meta, replace_entry_meta, write_entry
 from advisor.model.validate import FileCheck, check_file, check_time_order, conform
-from advisor.parsers.base import ParsedRun, ParseOptions
+from advisor.parsers.base import ParsedRun, ParseOptions, ProgressFn, no_progress
 from advisor.parsers.limits import CHUNK, MAX_RATIO, RATIO_GRACE_BYTES, human, inflate, too_big
 
 PARSER_VERSION = "1"
+# A stat fingerprint whose mtime or ctime is this close to the moment it was taken is not kept: an
+# edit in the same timestamp tick (1-2 s on some file systems) would leave it unchanged.
+RACY_NS = 2_000_000_000
+KEPT_STATS = 8  # stat fingerprints kept per entry (the same bytes under several names or copies)
 
 # format name -> parser module (inside advisor.parsers)
 PARSERS = {
@@ -148,11 +166,16 @@ def _head(path: Path, n: int) -> bytes:
         raise InputError(f"{path}: cannot read ({e.strerror})", "check permissions") from None
 
 
+def _files(path: Path) -> list[Path]:
+    """The files whose bytes make the input: the file itself, or a directory's files (sorted by name)."""
+    return sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
+
+
 def fingerprint(path: Path) -> str:
-    """Content fingerprint: size + 16 blocks of 64 KiB spread over the file (+ members for dirs)."""
+    """Sampled content fingerprint, the cache entry's name: size + 16 blocks of 64 KiB spread over the
+    file (+ members for dirs). Cheap but not a content hash: see the module docstring."""
     h = hashlib.blake2b(digest_size=16)
-    files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
-    for f in files:
+    for f in _files(path):
         size = f.stat().st_size
         h.update(f.name.encode() if path.is_dir() else b"")
         h.update(size.to_bytes(8, "little"))
@@ -166,14 +189,18 @@ def fingerprint(path: Path) -> str:
     return h.hexdigest()
 
 
-def full_sha256(path: Path) -> str:
+def full_sha256(path: Path, progress: ProgressFn = no_progress) -> str:
+    """sha256 of the file (of the members' names and sha256 values for a directory); `progress` in bytes."""
     h = hashlib.sha256()
-    files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
+    files = _files(path)
+    total, done = sum(f.stat().st_size for f in files), 0
     for f in files:
         fh_hash = hashlib.sha256()
         with f.open("rb") as fh:
             for block in iter(lambda: fh.read(1 << 22), b""):
                 fh_hash.update(block)
+                done += len(block)
+                progress(done, total, f"checking {path.name} against the cache")
         if path.is_dir():
             h.update(f.name.encode() + b"\0" + fh_hash.hexdigest().encode())
         else:
@@ -185,6 +212,45 @@ def _size(path: Path) -> int:
     if path.is_dir():
         return sum(p.stat().st_size for p in path.iterdir() if p.is_file())
     return path.stat().st_size
+
+
+def stat_fingerprint(path: Path) -> tuple[list[list[Any]], bool]:
+    """[name, device, inode, size, mtime_ns, ctime_ns] of each file of the input, and whether it may be
+    kept (every time at least RACY_NS old now). JSON-shaped, so it compares equal after a round trip."""
+    now = time.time_ns()
+    stats, settled = [], True
+    for f in _files(path):
+        st = f.stat()
+        stats.append([f.name if f != path else "", st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns])
+        settled = settled and now - max(st.st_mtime_ns, st.st_ctime_ns) >= RACY_NS
+    return stats, settled
+
+
+def _holds_cached_bytes(
+    path: Path, entry: Path, meta: dict[str, Any], stats: tuple[list[list[Any]], bool], progress: ProgressFn
+) -> tuple[bool, str | None]:
+    """Whether `path` still holds the bytes the entry was built from, and the sha256 if it was computed.
+
+    A known stat fingerprint answers at once; otherwise the whole input is hashed (once: an equal
+    sha256 keeps the new fingerprint in meta.json, so the next open is instant again).
+    """
+    current, settled = stats
+    if current in _known_stats(meta):
+        return True, None
+    sha = full_sha256(path, progress)
+    if sha != meta.get("source_sha256"):  # an entry of older code (no sha256) is rebuilt too
+        return False, sha
+    if settled:
+        latest = read_entry_meta(entry)  # another process may have changed it meanwhile
+        if latest is not None and latest.get("source_sha256") == sha:
+            known = [s for s in _known_stats(latest) if s != current]
+            replace_entry_meta(entry, dict(latest, source_stats=[*known, current][-KEPT_STATS:]))
+    return True, sha
+
+
+def _known_stats(meta: dict[str, Any]) -> list[Any]:
+    known = meta.get("source_stats")
+    return known if isinstance(known, list) else []
 
 
 def parse(path: Path, fmt: str, options: ParseOptions) -> ParsedRun:
@@ -294,12 +360,13 @@ def to_model_tables(
 class _Sha256:
     """The input's full sha256, computed in a thread while the parse runs (hashlib releases the GIL)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, known: str | None = None) -> None:
         self._path = path
-        self._digest: str | None = None
+        self._digest: str | None = known  # already hashed while checking a cache entry: not read twice
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="advisor-sha256", daemon=True)
-        self._thread.start()
+        if known is None:
+            self._thread.start()
 
     def _run(self) -> None:
         try:
@@ -308,7 +375,8 @@ class _Sha256:
             self._error = e
 
     def result(self) -> str:
-        self._thread.join()
+        if self._thread.ident is not None:  # started: not given a known digest
+            self._thread.join()
         if self._error is not None:
             raise self._error
         assert self._digest is not None
@@ -321,7 +389,10 @@ def open_run(
     cache_dir: Path | None = None,
     use_cache: bool = True,
 ) -> Run:
-    """Ingest (or re-open from cache) one trace and return the Run to query."""
+    """Ingest (or re-open from cache) one trace and return the Run to query.
+
+    The cache rules (sampled name, sha256 identity, stat fingerprints) are in the module docstring.
+    """
     options = options or ParseOptions()
     p = Path(path)
     if not p.exists():
@@ -330,25 +401,43 @@ def open_run(
         raise InputError(f"{p}: not a regular file (a pipe, socket or device)", "save the trace to a file first")
     fmt = detect_format(p)
     root = cache_dir or default_cache_dir()
+    stats = stat_fingerprint(p)  # before reading: a change while we read shows as a different stat next time
     key = f"{fingerprint(p)}-s{SCHEMA_VERSION}-p{PARSER_VERSION}"
     entry = root / key
+    known_sha = None
     if use_cache:
         meta = read_entry_meta(entry)
         if meta is not None:
-            cached = _open_cached(entry, meta)
+            same, known_sha = _holds_cached_bytes(p, entry, meta, stats, options.progress)
+            cached = _open_cached(entry, meta) if same else None
             if cached is not None:
                 cached.info["source_path"] = str(p)  # same bytes may have been cached under another name
                 return cached
-            _rmtree_quiet(entry)  # corrupted entry: rebuild it below
+            _rmtree_quiet(entry)  # other bytes, or a corrupted entry: rebuild it below
+    return _ingest(p, fmt, options, root, key, stats, known_sha, use_cache)
+
+
+def _ingest(
+    p: Path,
+    fmt: str,
+    options: ParseOptions,
+    root: Path,
+    key: str,
+    stats: tuple[list[list[Any]], bool],
+    known_sha: str | None,
+    use_cache: bool,
+) -> Run:
+    """The cold path: parse, conform, write the cache entry (or an uncached Run)."""
     t0 = time.perf_counter()
     work = root / ".work" / key
     work.mkdir(parents=True, exist_ok=True)
     options.work_dir = work
-    sha = _Sha256(p)
+    sha_job = _Sha256(p, known_sha)
     try:
         try:
             parsed = parse(p, fmt, options)
-            tables, files = to_model_tables(parsed, p, fmt, sha.result())
+            sha = sha_job.result()
+            tables, files = to_model_tables(parsed, p, fmt, sha)
         except AdvisorError as e:
             _naming_input(e, p)
             raise
@@ -361,13 +450,24 @@ def open_run(
             tables.update({n: conform(n, pq.read_table(f), str(p)) for n, (f, _) in files.items()})
             rows = {n: {"rows": tables[n].num_rows if n in tables else 0} for n in TABLES}
             return Run.from_tables(tables, meta | {"files": rows})
+        current, settled = stats
+        meta.update(source_sha256=sha, source_stats=[current] if settled else [])
         written = write_entry(root, key, tables, meta, files)  # moves the files out of the work dir
     finally:
         _rmtree_quiet(work)
     final_meta = read_entry_meta(written)
     if final_meta is None:  # pragma: no cover - would mean the filesystem lost our rename
         raise AdvisorError(f"cache entry {written} is unreadable right after writing", "clear the cache dir")
+    if final_meta.get("source_sha256") != sha:
+        # Another process cached other bytes under the same sampled name at the same moment and its
+        # entry won the rename. Ours are gone with the work dir: serve this input uncached, correctly.
+        return _ingest(p, fmt, options, root, key, stats, sha, use_cache=False)
     return Run.from_entry(written, final_meta)
+
+
+def drop_entry(entry: Path) -> None:
+    """Remove a damaged cache entry (advisor.model.store.CacheDamaged) so the next open ingests again."""
+    _rmtree_quiet(entry)
 
 
 def _open_cached(entry: Path, meta: dict[str, Any]) -> Run | None:

@@ -1,8 +1,11 @@
 """Gather what a report needs from an open run: the analyze document plus bounded aggregates.
 
 The report must stay small for any trace size, so only aggregates leave DuckDB: the analyze
-document (top-N tables), `timeline_bins` (bins x devices x classes), the MAX_GAPS longest idle gaps
-with their attributed cause, and at most views.ROOFLINE_LIMIT ncu kernels for the speed-of-light scatter.
+document (top-N tables), `timeline_bins` (bins x devices x classes), `stream_bins` (bins x the busiest
+MAX_STREAMS streams per device), the MAX_GAPS longest idle gaps
+with their attributed cause, at most views.ROOFLINE_LIMIT ncu kernels for the speed-of-light scatter,
+and at most MAX_ROOFLINE_POINTS points of advisor.perf's roofline figure data (ncu kernels, or
+Kineto ops when the run has no Nsight Compute data).
 """
 
 from __future__ import annotations
@@ -11,12 +14,15 @@ from typing import Any
 
 from advisor import metrics
 from advisor.engine.analyze import analyze_run
+from advisor.engine.explore import MAX_STREAMS, stream_bins
 from advisor.engine.views import roofline_points, timeline_bins
 from advisor.model.store import Run
+from advisor.perf import classify_run, gpu_metrics_section, kineto_op_rooflines, ncu_figure, ops_figure
 from advisor.reports.context import ReportInputs
 
 TIMELINE_BINS = 240
 MAX_GAPS = 3000
+MAX_ROOFLINE_POINTS = 300
 
 
 def idle_gaps(run: Run, limit: int = MAX_GAPS) -> list[dict[str, Any]]:
@@ -38,6 +44,37 @@ def idle_gaps(run: Run, limit: int = MAX_GAPS) -> list[dict[str, Any]]:
     )
 
 
+def roofline_chart(run: Run, profiled: Run, n_ncu: int, limit: int = MAX_ROOFLINE_POINTS) -> dict[str, Any] | None:
+    """advisor.perf's roofline figure data: ncu kernels when profiled, else Kineto ops with FLOPs; None if neither.
+
+    Marker weights are each point's share of the plotted kernels' time (ncu durations; the ops' own
+    kernel time for Kineto). Only the `limit` heaviest points are kept, so the report stays small.
+    """
+    if n_ncu:
+        kernels = sorted(classify_run(profiled), key=lambda k: -(k.launch.duration_ns or 0))[:limit]
+        total = sum(k.launch.duration_ns or 0 for k in kernels)
+        shares = {k.launch.ncu_id: (k.launch.duration_ns or 0) / total for k in kernels} if total else {}
+        data = ncu_figure(kernels, shares).to_dict() | {"share_of": "the profiled (ncu) kernel time plotted"}
+    elif run.count("cpu_ops") and run.count("kernels"):
+        ops = kineto_op_rooflines(run)
+        if not ops:
+            return None
+        data = ops_figure(ops).to_dict() | {"share_of": "the plotted ops' kernel time"}
+    else:
+        return None
+    points = data["points"]
+    data["points_total"] = len(points)
+    data["points"] = sorted(points, key=lambda p: -(p.get("time_share") or 0.0))[:limit]
+    return data
+
+
+def streams(run: Run, timeline: dict[str, Any], per_device: int = MAX_STREAMS) -> dict[str, Any] | None:
+    """The busiest `per_device` streams of each device, binned like the device timeline; None without one."""
+    if timeline.get("t0_ns") is None or not timeline.get("bin_ns"):
+        return None
+    return stream_bins(run, int(timeline["t0_ns"]), float(timeline["bin_ns"]), int(timeline["bins"]), per_device)
+
+
 def collect(run: Run, top: int = 10, bins: int = TIMELINE_BINS, ncu: Run | None = None) -> ReportInputs:
     """Everything `build_run_report` needs, computed once from the run.
 
@@ -46,10 +83,16 @@ def collect(run: Run, top: int = 10, bins: int = TIMELINE_BINS, ncu: Run | None 
     """
     profiled = ncu if ncu is not None else run
     n_ncu = profiled.count("ncu_kernels")
+    doc = analyze_run(run, top=top, ncu=ncu)
+    timeline = timeline_bins(run, bins)
+    if (section := gpu_metrics_section(run)) is not None:
+        doc["gpu_metrics"] = section  # as `analyze` adds it: the embedded document matches --format json
     return ReportInputs(
-        doc=analyze_run(run, top=top, ncu=ncu),
-        timeline=timeline_bins(run, bins),
+        doc=doc,
+        timeline=timeline,
+        streams=streams(run, timeline),
         roofline=roofline_points(profiled) if n_ncu else [],
         ncu_kernels=n_ncu,
         gaps=idle_gaps(run),
+        roofline_chart=roofline_chart(run, profiled, n_ncu),
     )

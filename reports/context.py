@@ -16,12 +16,16 @@ from typing import Any
 from advisor.redact import redact
 from advisor.reports.figures import (
     ACTIVITY,
+    Ceiling,
     DeviceBreakdown,
     Figure,
     GapSegment,
     KernelPoint,
     Lane,
+    RooflinePoint,
+    StreamRow,
     breakdown_figure,
+    roofline_chart,
     roofline_figure,
     timeline_figure,
 )
@@ -152,6 +156,32 @@ class NcuJoin:
 
 
 @dataclass(frozen=True)
+class RangeMetricsRow:
+    """One NVTX range name on one device, classified from nsys GPU metrics samples."""
+
+    name: str
+    full_name: str
+    device: str
+    sm_active: str
+    dram: str
+    tensor: str
+    kernel_class: str
+    basis: str
+    confidence: str
+    samples: str
+    range_time: str
+
+
+@dataclass(frozen=True)
+class GpuMetricsView:
+    """The roofline without ncu from sampled GPU metrics (analyze's `gpu_metrics` section)."""
+
+    rows: tuple[RangeMetricsRow, ...]
+    caption: str
+    missing: str
+
+
+@dataclass(frozen=True)
 class RunReport:
     """Everything run.html shows about one run; `*_missing` says why a section is empty."""
 
@@ -166,7 +196,7 @@ class RunReport:
     breakdown_missing: str
     timeline: Figure | None
     timeline_missing: str
-    roofline: Figure | None
+    roofline: Figure | None  # speed of light (ncu SOL %), key "sol"
     roofline_rows: tuple[RooflineRow, ...]
     roofline_missing: str
     kernels: tuple[KernelRow, ...]
@@ -181,6 +211,9 @@ class RunReport:
     counts: tuple[Fact, ...]
     notes: tuple[Fact, ...]
     ncu_join: NcuJoin | None = None
+    roofline_chart: Figure | None = None  # log-log roofline (ncu counters, or Kineto op FLOPs), key "roofline"
+    roofline_chart_missing: str = ""
+    gpu_metrics: GpuMetricsView | None = None  # only when the run has nsys GPU metrics samples
 
 
 @dataclass(frozen=True)
@@ -192,6 +225,10 @@ class ReportInputs:
     roofline: Sequence[Mapping[str, Any]] = ()
     ncu_kernels: int = 0
     gaps: Sequence[Mapping[str, Any]] = ()  # idle gaps {device_id, start_ns, end_ns, cause}, longest first
+    # advisor.perf RooflineFigure.to_dict() (ncu_figure or ops_figure): points at (ai, op/s), roofs, basis
+    roofline_chart: Mapping[str, Any] | None = None
+    # explore.stream_bins: {rows: [{device_id, stream_id, busy_ns, busy[]}], left_out: [...], per_device}
+    streams: Mapping[str, Any] | None = None
 
 
 def build_run_report(inp: ReportInputs) -> RunReport:
@@ -200,6 +237,7 @@ def build_run_report(inp: ReportInputs) -> RunReport:
     span = gain_denominator(doc)
     findings = tuple(_finding(i, f, span) for i, f in enumerate(doc.get("findings") or [], 1))
     roof_fig, roof_rows, roof_missing = _roofline(inp)
+    chart, chart_missing = _roofline_chart(inp.roofline_chart)
     tl_fig = _timeline(inp)
     kernels, kernels_of = _kernels(doc.get("top_kernels") or {})
     ranges, ranges_of, steps = _ranges(doc.get("ranges") or {})
@@ -235,7 +273,40 @@ def build_run_report(inp: ReportInputs) -> RunReport:
         counts=tuple(Fact(k, f"{v:,}") for k, v in sorted((doc.get("counts") or {}).items()) if v),
         notes=notes_facts(doc["input"].get("notes") or {}),
         ncu_join=_ncu_join(doc.get("ncu")),
+        roofline_chart=chart,
+        roofline_chart_missing=chart_missing,
+        gpu_metrics=_gpu_metrics(doc.get("gpu_metrics")),
     )
+
+
+def _gpu_metrics(sec: Mapping[str, Any] | None) -> GpuMetricsView | None:
+    """Per-range verdicts from nsys GPU metrics samples; None when the run has no samples at all."""
+    if not sec:
+        return None
+    rows = tuple(
+        RangeMetricsRow(
+            name=shorten(str(it["range"])),
+            full_name=str(it["range"]),
+            device=str(it["device_id"]),
+            sm_active=fmt_pct(it.get("sm_active_pct")),
+            dram=fmt_pct(it.get("dram_pct")),
+            tensor=fmt_pct(it.get("tensor_pct")),
+            kernel_class=str(it.get("class") or "unknown"),
+            basis=str(it.get("reason") or ""),
+            confidence=str(it.get("confidence") or "low"),
+            samples=f"{int(it.get('samples') or 0):,}",
+            range_time=f"{fmt_ns(it.get('total_ns'))} in {int(it.get('instances') or 0):,} instance(s)",
+        )
+        for it in sec.get("items") or []
+    )
+    caption = (f"Each percentage is the mean of the samples inside the range, of {sec.get('of')}. "
+               f"Basis: {sec.get('basis')}. Confidence {sec.get('confidence')}: samples are device-wide and ranges "
+               "are CPU-side, so a range blends whatever the GPU ran while it was open.")
+    total = int(sec.get("ranges_total") or 0)
+    if total > len(rows):
+        caption += f" Showing the {len(rows)} range names with the most range time of {total}."
+    missing = f"not available: {sec.get('missing')}" if not rows else ""
+    return GpuMetricsView(rows, caption, missing)
 
 
 def _ncu_join(j: Mapping[str, Any] | None) -> NcuJoin | None:
@@ -375,12 +446,36 @@ def device_label(d: Mapping[str, Any]) -> str:
 def _timeline(inp: ReportInputs) -> Figure | None:
     tl = inp.timeline or {}
     names = {d["device_id"]: device_label(d) for d in inp.doc.get("time") or []}
-    lanes = [Lane(int(d["device_id"]), names.get(d["device_id"], f"device {d['device_id']}"), d["series"])
-             for d in tl.get("devices") or []]
+    spans = {d["device_id"]: int(d["span_ns"]) for d in inp.doc.get("time") or [] if d.get("span_ns")}
+    lanes = []
+    for d in tl.get("devices") or []:
+        dev = int(d["device_id"])
+        label = names.get(dev, f"device {dev}")
+        rows, note = _stream_rows(inp.streams or {}, dev, label, spans.get(dev))
+        lanes.append(Lane(dev, label, d["series"], rows, note))
     raw = inp.gaps or inp.doc.get("idle_gaps") or []
     gaps = [GapSegment(int(g["device_id"]), int(g["start_ns"]), int(g["end_ns"]), str(g.get("cause") or "unknown"))
             for g in raw if g.get("device_id") is not None]
     return timeline_figure(tl.get("t0_ns"), tl.get("bin_ns"), lanes, gaps)
+
+
+def _stream_rows(streams: Mapping[str, Any], device_id: int, label: str,
+                 span_ns: int | None) -> tuple[tuple[StreamRow, ...], str]:
+    """The device's busiest streams as timeline rows, and a note of the streams the cap left out."""
+    rows = []
+    for r in streams.get("rows") or []:
+        if int(r["device_id"]) != device_id:
+            continue
+        sid = int(r["stream_id"])
+        name = "no stream id" if sid < 0 else f"stream {sid}"
+        share = f" ({fmt_pct(100.0 * r['busy_ns'] / span_ns)} of the device span)" if span_ns else ""
+        rows.append(StreamRow(name, r["busy"], f"{label}, {name}: busy {fmt_ns(r['busy_ns'])}{share}"))
+    left = next((x for x in streams.get("left_out") or [] if int(x["device_id"]) == device_id), None)
+    note = ""
+    if left:
+        note = (f"{left['streams']:,} more stream(s) not shown, busy {fmt_ns(left['busy_ns'])} in all "
+                f"(the {streams.get('per_device')} busiest of {len(rows) + int(left['streams']):,} are shown)")
+    return tuple(rows), note
 
 
 def _roofline(inp: ReportInputs) -> tuple[Figure | None, tuple[RooflineRow, ...], str]:
@@ -395,6 +490,52 @@ def _roofline(inp: ReportInputs) -> tuple[Figure | None, tuple[RooflineRow, ...]
     rows = tuple(RooflineRow(k.label, shorten(k.name), k.name, fmt_ns(k.duration_ns), fmt_pct(k.compute_pct),
                              fmt_pct(k.memory_pct)) for k in points)
     return roofline_figure(points), rows, ""
+
+
+CHART_MISSING = ("not available: no kernel with both a FLOP count and DRAM bytes (from Nsight Compute counters, or "
+                 "from Kineto matmul shapes / with_flops)")
+CONFIDENCE_WORDS = {"high": "high (Nsight Compute SOL)", "medium": "medium (Nsight Compute roofline only)",
+                    "low": "low (timeline-derived)"}
+
+
+def _roofline_chart(data: Mapping[str, Any] | None) -> tuple[Figure | None, str]:
+    """The log-log roofline from advisor.perf's figure data; the caption states basis, roofs and confidence."""
+    points_in = [p for p in (data or {}).get("points") or [] if p.get("ai") and p.get("flops_per_s")]
+    if not data or not points_in:
+        return None, CHART_MISSING
+    points = [
+        RooflinePoint(
+            label=f"R{i}",
+            ai=float(p["ai"]),
+            rate=float(p["flops_per_s"]),
+            kernel_class=str(p.get("class") or "unknown"),
+            weight=float(p.get("time_share") or 0.0),
+            tip=(f"[R{i}] {p.get('kernel')}: {float(p['ai']):.3g} op/byte, {float(p['flops_per_s']):.3g} op/s "
+                 f"({p.get('precision')}); {p.get('class') or 'unknown'}-bound, confidence {p.get('confidence')}"
+                 + (f"; {fmt_pct(100.0 * p['time_share'])} of {data.get('share_of', 'the plotted time')}"
+                    if p.get("time_share") is not None else "")),
+        )
+        for i, p in enumerate(points_in, 1)
+    ]
+    roofs = [
+        Ceiling(str(r["name"]), str(r["kind"]), float(r["peak"]),
+                f"{r['name']}: {float(r['peak']):.4g} {r.get('unit', '')} (source {r.get('source')}: {r.get('basis')})")
+        for r in data.get("roofs") or []
+    ]
+    memory = [r for r in data.get("roofs") or [] if r.get("kind") == "memory"]
+    drawn = memory[:1] + [r for r in data.get("roofs") or [] if r.get("kind") == "compute"]
+    sources = [f"{r.get('name')}: {r.get('source')}" for r in drawn]
+    confidence = sorted({CONFIDENCE_WORDS.get(str(p.get("confidence")), str(p.get("confidence"))) for p in points_in})
+    caption = (f"{len(points)} point(s); basis: {data.get('basis')}; confidence: {', '.join(confidence)}. "
+               f"Roof sources: {', '.join(sources) or 'none (device not in the peak table and no device attributes)'}. "
+               + (f"(not drawn: {', '.join(str(r.get('name')) for r in memory[1:])}, since intensity is per DRAM "
+                  "byte). " if memory[1:] else "")
+               + f"Marker area ~ share of {data.get('share_of', 'the plotted time')}. "
+               + " ".join(f"Note: {n}." for n in data.get("notes") or []))
+    if data.get("points_total", len(points)) > len(points):
+        caption += f" Showing the {len(points)} heaviest of {data['points_total']} points."
+    fig = roofline_chart(points, roofs, caption)
+    return (fig, "") if fig else (None, CHART_MISSING)
 
 
 # ------------------------------------------------------------------ tables

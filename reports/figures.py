@@ -109,12 +109,26 @@ class DeviceBreakdown:
 
 
 @dataclass(frozen=True)
+class StreamRow:
+    """One stream under its device's lane: the fraction of each bin the stream was busy."""
+
+    label: str
+    busy: Sequence[float]
+    tip: str
+
+
+@dataclass(frozen=True)
 class Lane:
-    """One device row of the timeline: per activity class, the busy fraction of each bin."""
+    """One device row of the timeline: per activity class, the busy fraction of each bin.
+
+    `streams` are drawn as thin rows under it (the busiest few); `streams_note` says what was left out.
+    """
 
     device_id: int
     label: str
     series: Mapping[str, Sequence[float]]
+    streams: tuple[StreamRow, ...] = ()
+    streams_note: str = ""
 
 
 @dataclass(frozen=True)
@@ -210,6 +224,7 @@ def _frac(part: float, whole: float) -> float:
 
 
 _TL_LEFT, _TL_WIDTH, _TL_LANE, _TL_GAP_STRIP = 110.0, 640.0, 46.0, 9.0
+_TL_STREAM, _TL_NOTE = 13.0, 14.0  # a stream row's height (plus 2 between rows); the "left out" line
 MAX_GAP_SEGMENTS = 3000  # longest gaps kept; the rest would be sub-pixel anyway
 
 
@@ -218,8 +233,8 @@ def timeline_figure(t0_ns: int | None, bin_ns: float | None, lanes: Sequence[Lan
     """Busy vs idle over time, one lane per device: stacked activity areas over an idle background.
 
     `gaps` (from the rule engine's idle-gap attribution, when present) are drawn as a strip under
-    each lane, coloured by cause. Everything is aggregated into bins upstream, so the figure's size
-    does not grow with the trace.
+    each lane, coloured by cause; under that, one thin row per stream the lane carries. Everything
+    is aggregated into bins upstream, so the figure's size does not grow with the trace.
     """
     if t0_ns is None or not bin_ns or not lanes:
         return None
@@ -228,18 +243,28 @@ def timeline_figure(t0_ns: int | None, bin_ns: float | None, lanes: Sequence[Lan
         return None
     bw = _TL_WIDTH / nbins
     causes = _gap_classes(gaps)
-    lane_h = _TL_LANE + (_TL_GAP_STRIP + 3 if gaps else 0) + 12
     shapes: list[Shape] = []
-    for i, lane in enumerate(lanes):
-        top = 8 + i * lane_h
+    top = 8.0
+    for lane in lanes:
         shapes.append(Label(_TL_LEFT - 6, top + _TL_LANE / 2 + 4, lane.label, "fig-axis", "end"))
         shapes.append(Rect(_TL_LEFT, top, _TL_WIDTH, _TL_LANE, "k-idle", f"{lane.label}: idle where not filled"))
         shapes += _lane_areas(lane, _Box(_TL_LEFT, top, bw, _TL_LANE), nbins)
-        lane_gaps = [g for g in gaps if g.device_id == lane.device_id]
-        shapes += _gap_rects(lane_gaps, causes, t0_ns, bin_ns * nbins, top + _TL_LANE + 3)
-    height = 8 + len(lanes) * lane_h
-    shapes += _time_axis(t0_ns, bin_ns * nbins, height)
+        top += _TL_LANE
+        if gaps:
+            lane_gaps = [g for g in gaps if g.device_id == lane.device_id]
+            shapes += _gap_rects(lane_gaps, causes, t0_ns, bin_ns * nbins, top + 3)
+            top += _TL_GAP_STRIP + 3
+        if lane.streams:
+            shapes += _stream_rows(lane, bw, nbins, top + 3)
+            top += 3 + len(lane.streams) * (_TL_STREAM + 2)
+        if lane.streams_note:
+            shapes.append(Label(_TL_LEFT, top + 11, lane.streams_note, "fig-axis"))
+            top += _TL_NOTE
+        top += 12
+    shapes += _time_axis(t0_ns, bin_ns * nbins, top)
     legend = tuple(LegendItem(c, f"k-{c}") for c in (*ACTIVITY, "idle"))
+    if any(lane.streams for lane in lanes):
+        legend += (LegendItem("one stream busy", "k-stream"),)
     legend += tuple(LegendItem(f"idle: {cause}", cls) for cause, cls in causes.items())
     caption = (f"{nbins} bins of {fmt_ns(bin_ns)}; bar height = fraction of the bin the device was busy "
                "(streams overlap, so capped at 100%).")
@@ -248,8 +273,24 @@ def timeline_figure(t0_ns: int | None, bin_ns: float | None, lanes: Sequence[Lan
                     "overlaps them most (metric idle_gaps; 'unknown' when no host activity was recorded).")
     else:
         caption += " Idle gaps are not attributed to causes for this run."
-    return Figure("timeline", "GPU activity over time, per device", _TL_LEFT + _TL_WIDTH + 12, height + 26,
+    if any(lane.streams for lane in lanes):
+        caption += (" Under each device, its busiest streams, one row each: height = fraction of the bin that "
+                    "stream ran kernels or memory operations.")
+    return Figure("timeline", "GPU activity over time, per device and stream", _TL_LEFT + _TL_WIDTH + 12, top + 26,
                   tuple(shapes), legend, caption)
+
+
+def _stream_rows(lane: Lane, bw: float, nbins: int, top: float) -> list[Shape]:
+    """A thin busy-vs-idle row per stream: the same step area as a device lane, one class."""
+    out: list[Shape] = []
+    for i, row in enumerate(lane.streams):
+        y = top + i * (_TL_STREAM + 2)
+        out.append(Label(_TL_LEFT - 6, y + _TL_STREAM - 3, row.label, "fig-axis fig-stream", "end"))
+        out.append(Rect(_TL_LEFT, y, _TL_WIDTH, _TL_STREAM, "k-idle", row.tip))
+        busy = [min(max(_at(row.busy, b), 0.0), 1.0) for b in range(nbins)]
+        if any(busy):
+            out.append(Path(_step_area(busy, [0.0] * nbins, _Box(_TL_LEFT, y, bw, _TL_STREAM)), "k-stream", row.tip))
+    return out
 
 
 def _lane_areas(lane: Lane, box: _Box, nbins: int) -> list[Shape]:
@@ -331,9 +372,10 @@ _RL_LEFT, _RL_TOP, _RL_SIZE = 60.0, 14.0, 380.0
 def roofline_figure(points: Sequence[KernelPoint]) -> Figure | None:
     """Speed-of-light scatter: each kernel's compute vs memory throughput as % of the GPU's peak.
 
-    This is the normalized roofline Nsight Compute's SOL section reports: a kernel near the right
-    edge is memory-bound, near the top compute-bound, low on both latency- or launch-bound. Dot
-    area follows the kernel's duration, so the dots worth fixing are the big ones.
+    The normalized view Nsight Compute's SOL section reports (the log-log roofline is
+    `roofline_chart`): a kernel near the right edge is memory-bound, near the top compute-bound,
+    low on both latency- or launch-bound. Dot area follows the kernel's duration, so the dots
+    worth fixing are the big ones.
     """
     if not points:
         return None
@@ -348,7 +390,7 @@ def roofline_figure(points: Sequence[KernelPoint]) -> Figure | None:
         shapes.append(Circle(cx, cy, r, "pt", tip))
         shapes.append(Label(cx + r + 2, cy + 4, p.label, "fig-pt"))
     legend = (LegendItem("ncu-profiled kernel (area ~ duration)", "pt"),)
-    return Figure("roofline", "Roofline (speed of light): compute vs memory throughput, % of peak",
+    return Figure("sol", "Speed of light: compute vs memory throughput, % of peak",
                   _RL_LEFT + _RL_SIZE + 40, _RL_TOP + _RL_SIZE + 44, tuple(shapes), legend,
                   "x: memory throughput (max of L1/L2/DRAM), y: SM throughput, both % of the GPU's sustained peak "
                   "(Nsight Compute SOL). The diagonal marks balanced use.")
@@ -372,3 +414,144 @@ def _sol_grid() -> list[Shape]:
                      "middle"))
     out.append(Label(_RL_LEFT + 4, _RL_TOP + 12, "SM throughput, % of peak", "fig-axis"))
     return out
+
+
+# ------------------------------------------------------------------ roofline (arithmetic intensity, log-log)
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """One ceiling: a memory roof (byte/s, a slope on the chart) or a compute roof (op/s, flat)."""
+
+    name: str
+    kind: str  # memory | compute
+    peak: float
+    tip: str = ""
+
+
+@dataclass(frozen=True)
+class RooflinePoint:
+    """A kernel or op at (arithmetic intensity, achieved op/s); weight 0..1 sets the marker area."""
+
+    label: str
+    ai: float
+    rate: float
+    kernel_class: str  # memory | compute | latency | unknown
+    weight: float
+    tip: str
+
+
+_RA_LEFT, _RA_TOP, _RA_W, _RA_H = 70.0, 14.0, 560.0, 330.0
+_RA_LABELLED = 10  # only the heaviest points get a text label; every point keeps its tooltip
+POINT_CLASSES = ("memory", "compute", "latency", "unknown")
+
+
+@dataclass(frozen=True)
+class _LogBox:
+    """Decade bounds of a log-log plot and the mapping from data to SVG units."""
+
+    x0: int
+    x1: int
+    y0: int
+    y1: int
+
+    def x(self, v: float) -> float:
+        return _RA_LEFT + (math.log10(v) - self.x0) / (self.x1 - self.x0) * _RA_W
+
+    def y(self, v: float) -> float:
+        return _RA_TOP + (1 - (math.log10(v) - self.y0) / (self.y1 - self.y0)) * _RA_H
+
+
+def roofline_chart(points: Sequence[RooflinePoint], roofs: Sequence[Ceiling], caption: str = "") -> Figure | None:
+    """The classic roofline: achieved op/s against arithmetic intensity, both log scales.
+
+    The memory roof is the line y = bandwidth x intensity, drawn up to the highest compute roof;
+    compute roofs are flat from where they meet it (the ridge point). Intensity is per DRAM byte,
+    so only the first memory roof (DRAM) is drawn: an L2 roof belongs on a per-L2-byte axis.
+    A point's distance below the roof over it is what the kernel leaves on the table.
+    """
+    pts = [p for p in points if p.ai > 0 and p.rate > 0 and math.isfinite(p.ai) and math.isfinite(p.rate)]
+    if not pts:
+        return None
+    mem = [r for r in roofs if r.kind == "memory" and r.peak > 0][:1]
+    comp = [r for r in roofs if r.kind == "compute" and r.peak > 0]
+    ridges = [c.peak / mem[0].peak for c in comp] if mem else []
+    box = _LogBox(*_decades([p.ai for p in pts] + ridges), *_decades([p.rate for p in pts] + [c.peak for c in comp]))
+    shapes: list[Shape] = _log_grid(box)
+    top = max((c.peak for c in comp), default=10.0**box.y1)
+    for m in mem:
+        shapes += _memory_roof(box, m, top)
+    for c in comp:
+        shapes += _compute_roof(box, c, mem[0].peak if mem else None)
+    heaviest = {id(p) for p in sorted(pts, key=lambda p: -p.weight)[:_RA_LABELLED]}
+    for p in sorted(pts, key=lambda p: -p.weight):
+        cx, cy = box.x(p.ai), box.y(p.rate)
+        r = 3 + 7 * math.sqrt(min(max(p.weight, 0.0), 1.0))
+        cls = p.kernel_class if p.kernel_class in POINT_CLASSES else "unknown"
+        shapes.append(Circle(cx, cy, r, f"pt-{cls}", p.tip))
+        if id(p) in heaviest:
+            shapes.append(Label(cx + r + 2, cy + 4, p.label, "fig-pt"))
+    present = sorted({p.kernel_class if p.kernel_class in POINT_CLASSES else "unknown" for p in pts},
+                     key=POINT_CLASSES.index)
+    legend = tuple(LegendItem(f"{c}-bound" if c != "unknown" else "class unknown", f"pt-{c}") for c in present)
+    if mem or comp:
+        legend += (LegendItem("roofs: " + ", ".join(r.name for r in (*mem, *comp)), "roof-sw"),)
+    return Figure("roofline", "Roofline: achieved op/s against arithmetic intensity (log-log)",
+                  _RA_LEFT + _RA_W + 120, _RA_TOP + _RA_H + 46, tuple(shapes), legend, caption)
+
+
+def _decades(values: Sequence[float]) -> tuple[int, int]:
+    """Whole decades around the positive values, at least one wide and at most 14 (wild outliers clip)."""
+    logs = [math.log10(v) for v in values if v > 0 and math.isfinite(v)]
+    lo, hi = math.floor(min(logs) - 0.15), math.ceil(max(logs) + 0.15)  # a margin: nothing sits on the frame
+    if hi - lo > 14:
+        lo = hi - 14
+    return lo, max(hi, lo + 1)
+
+
+def _log_grid(box: _LogBox) -> list[Shape]:
+    out: list[Shape] = [Rect(_RA_LEFT, _RA_TOP, _RA_W, _RA_H, "k-plot")]
+    bottom = _RA_TOP + _RA_H
+    for e in range(box.x0, box.x1 + 1):
+        x = box.x(10.0**e)
+        out += [Line(x, _RA_TOP, x, bottom, "fig-grid"), Label(x, bottom + 14, _tick(e, ""), "fig-axis", "middle")]
+    for e in range(box.y0, box.y1 + 1):
+        y = box.y(10.0**e)
+        out += [Line(_RA_LEFT, y, _RA_LEFT + _RA_W, y, "fig-grid"),
+                Label(_RA_LEFT - 6, y + 4, _tick(e, "/s"), "fig-axis", "end")]
+    out.append(Label(_RA_LEFT + _RA_W / 2, bottom + 32, "arithmetic intensity: operations per DRAM byte", "fig-axis",
+                     "middle"))
+    out.append(Label(_RA_LEFT + 4, _RA_TOP + 12, "achieved operations per second", "fig-axis"))
+    return out
+
+
+_SI = {15: "P", 12: "T", 9: "G", 6: "M", 3: "k", 0: ""}
+
+
+def _tick(e: int, unit: str) -> str:
+    """Label of the decade 10^e: SI prefixes for rates (10 T/s), plain numbers for intensities."""
+    if unit:
+        base = max((k for k in _SI if k <= e), default=None)
+        return f"{10 ** (e - base)} {_SI[base]}{unit}".replace(" /s", "/s") if base is not None else f"1e{e}{unit}"
+    return f"{10.0**e:g}" if -3 <= e <= 4 else f"1e{e}"
+
+
+def _memory_roof(box: _LogBox, roof: Ceiling, top: float) -> list[Shape]:
+    """The bandwidth line y = peak x ai, clipped to the plot and ending at the highest compute roof."""
+    xa = max(10.0**box.x0, 10.0**box.y0 / roof.peak)
+    xb = min(10.0**box.x1, min(top, 10.0**box.y1) / roof.peak)
+    if xa >= xb:
+        return []
+    d = f"M{box.x(xa):.1f},{box.y(roof.peak * xa):.1f}L{box.x(xb):.1f},{box.y(roof.peak * xb):.1f}"
+    lx, ly = box.x(xa) + 4, box.y(roof.peak * xa) - 6
+    return [Path(d, "roof-mem", roof.tip), Label(lx, ly, roof.name, "fig-roof")]
+
+
+def _compute_roof(box: _LogBox, roof: Ceiling, bandwidth: float | None) -> list[Shape]:
+    """The flat ceiling from the ridge point (where it meets the DRAM roof) to the right edge."""
+    start = max(10.0**box.x0, roof.peak / bandwidth) if bandwidth else 10.0**box.x0
+    if start >= 10.0**box.x1 or not 10.0**box.y0 <= roof.peak <= 10.0**box.y1:
+        return []
+    y = box.y(roof.peak)
+    d = f"M{box.x(start):.1f},{y:.1f}H{_RA_LEFT + _RA_W:.1f}"
+    return [Path(d, "roof-comp", roof.tip), Label(_RA_LEFT + _RA_W + 4, y + 4, roof.name, "fig-roof")]

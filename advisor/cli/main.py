@@ -53,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     fmt = getattr(args, "format", "text")
     try:
         _guard_output(args)
-        return int(args._run(args))
+        return _run_command(args)
     except AdvisorError as e:
         return _fail(e.one_line(), type(e).__name__, fmt, args.debug)
     except KeyboardInterrupt:
@@ -64,6 +64,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:  # a bug in advisor, still one line unless --debug
         return _fail(f"internal error: {type(e).__name__}: {e}", "InternalError", fmt, args.debug,
                      hint="please report it with the --debug output")
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    """Run the command; when a cached run turns out damaged, drop its entry and run it once more.
+
+    Why here: opening an entry checks only sizes, footers and row counts (hashing it would cost the
+    warm path seconds), so damage inside a data page surfaces mid-command as CacheDamaged. Commands
+    write their output only at the end, so running the whole command again re-ingests the input
+    and nothing is printed twice. Damage that comes back is reported as one line.
+    """
+    try:
+        return int(args._run(args))
+    except InputError as e:
+        from advisor.ingest import drop_entry
+        from advisor.model.store import CacheDamaged
+
+        if not isinstance(e, CacheDamaged):
+            raise
+        drop_entry(e.entry)
+    return int(args._run(args))
 
 
 def _guard_output(args: argparse.Namespace) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from advisor.cli.render_escape import clean, md_cell
+from advisor.cli.render_gpu_metrics import md_gpu_metrics, text_gpu_metrics
 from advisor.cli.render_ncu import md_ncu, text_ncu
 from advisor.reports.units import fmt_bytes, fmt_ns
 
@@ -13,26 +15,6 @@ MD_LIMIT = 65_536  # a GitHub PR comment's size limit
 def fmt_share(s: dict[str, Any]) -> str:
     p = "n/a" if s.get("pct") is None else f"{s['pct']:.1f}%"
     return f"{fmt_ns(s['ns'])} ({p})"
-
-
-def clean(text: str | None, limit: int = 80) -> str:
-    """Trace text for a terminal: control characters removed, length bounded."""
-    if text is None:
-        return ""
-    t = "".join(ch if ch.isprintable() else "?" for ch in str(text))
-    return t if len(t) <= limit else t[: limit - 1] + "…"
-
-
-def md_cell(text: Any, limit: int = 80) -> str:
-    """Trace text inside a Markdown table cell: inert (no markup, links, HTML, or cell breaks)."""
-    t = clean(str(text), limit)
-    out = []
-    for ch in t:
-        if ch in "\\`*_{}[]()#+-.!|<>&~\"'":
-            out.append(f"&#{ord(ch)};")
-        else:
-            out.append(ch)
-    return "".join(out)
 
 
 def _device_label(d: dict[str, Any]) -> str:
@@ -76,6 +58,7 @@ def text_run(doc: dict[str, Any]) -> list[str]:
     lines += _text_time(doc["time"])
     lines += _text_kernels(doc["top_kernels"])
     lines += _text_ranges(doc["ranges"])
+    lines += text_gpu_metrics(doc.get("gpu_metrics"))
     lines += text_ncu(doc.get("ncu"))
     lines += _text_findings(doc.get("findings") or [])
     lines += _text_rule_outcomes(doc.get("rules") or [])
@@ -229,6 +212,7 @@ def _md_run(doc: dict[str, Any]) -> list[list[str]]:
         _md_findings_details(doc.get("findings") or []),
         _md_kernels(doc["top_kernels"]),
         _md_ranges(doc["ranges"]),
+        md_gpu_metrics(doc.get("gpu_metrics")),
         _md_counts(doc["counts"]),
     ]
 

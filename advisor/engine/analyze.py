@@ -8,9 +8,10 @@ from typing import Any
 from advisor import __version__
 from advisor.engine.findings import classify, run_rules
 from advisor.engine.summary import JSON_SCHEMA_VERSION, summarize
-from advisor.ingest import open_run
-from advisor.model.store import Run
-from advisor.parsers.base import ParseOptions
+from advisor.ingest import drop_entry, open_run
+from advisor.model.store import CacheDamaged, Run
+from advisor.parsers.base import ParseOptions, ProgressFn, no_progress
+from advisor.rules.registry import select_rules
 
 
 def analyze_run(
@@ -20,24 +21,43 @@ def analyze_run(
     rule_options: Mapping[str, Mapping[str, Any]] | None = None,
     select: set[str] | None = None,
     ncu: Run | None = None,
+    progress: ProgressFn = no_progress,
 ) -> dict[str, Any]:
     """Summary of one run plus its verdict, "do this first" headline, ranked findings and rule outcomes.
 
     ncu: an Nsight Compute run of the same program (analyze --ncu): joined to the timeline `run`,
     it feeds the ncu rules (gains weighted by the matched kernels' timeline time) and the verdict.
+    progress: called with (steps done, steps, what) before the summary, the ncu join, each rule and
+    the verdict, so a surface can show the analysis stage moving (a cold one takes seconds).
     """
+    chosen = select_rules(select) if rules else []
+    total = 1 + (ncu is not None) + len(chosen) + (1 if rules else 0)
+    done = 0
+
+    def step(what: str) -> None:
+        nonlocal done
+        progress(done, total, what)
+        done += 1
+
+    step("summary")
     doc = summarize(run, top=top)
     joined = None
     if ncu is not None:
         from advisor.engine.ncu import join_section, join_timeline
 
+        step("joining the Nsight Compute report")
         joined = join_timeline(ncu, run)
         doc["ncu"] = join_section(ncu, joined)
     if not rules:
         doc.update(findings=[], verdict=None, headline=None, rules=[])
+        progress(total, total, "done")
         return doc
-    report = run_rules(run, rule_options, select, ncu=ncu, joined=joined)
+    report = run_rules(
+        run, rule_options, select, ncu=ncu, joined=joined, before_each=lambda r: step(f"rule {r.code} {r.name}")
+    )
+    step("verdict")
     verdict = classify(run, ncu=joined).to_dict()
+    progress(total, total, "done")
     doc["verdict"] = dict(verdict["run"], devices=verdict.get("devices", []), ranges=verdict.get("ranges", []))
     rd = report.to_dict()
     doc["headline"] = rd["headline"]
@@ -47,15 +67,26 @@ def analyze_run(
 
 
 def analyze_paths(paths: Sequence[str], options: ParseOptions | None = None, top: int = 10) -> dict[str, Any]:
-    """Library entry point: the analyze document for several inputs."""
+    """Library entry point: the analyze document for several inputs.
+
+    A cached run found damaged mid-analysis (CacheDamaged) is dropped and ingested once more.
+    """
     runs = []
     for p in paths:
-        run = open_run(p, options)
         try:
-            runs.append(analyze_run(run, top=top))
-        finally:
-            run.close()
+            runs.append(_analyze_path(p, options, top))
+        except CacheDamaged as e:
+            drop_entry(e.entry)
+            runs.append(_analyze_path(p, options, top))
     return document(runs)
+
+
+def _analyze_path(path: str, options: ParseOptions | None, top: int) -> dict[str, Any]:
+    run = open_run(path, options)
+    try:
+        return analyze_run(run, top=top)
+    finally:
+        run.close()
 
 
 def document(runs: list[dict[str, Any]]) -> dict[str, Any]:

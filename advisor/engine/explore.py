@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from advisor.model.store import Run
+from advisor.perf import ClassifiedKernel, OpRoofline, classify_run, kineto_op_rooflines, ncu_figure, ops_figure
 
 # --------------------------------------------------------------------------- kernels
 
@@ -220,6 +221,71 @@ def busy_bins(run: Run, t0: int, t1: int, bins: int, device_id: int | None = Non
     return {"t0_ns": t0, "t1_ns": t1, "bin_ns": width, "bins": bins, "rows": rows}
 
 
+_STREAM_TOTALS_SQL = f"""
+WITH w AS (
+  SELECT device_id, stream_id, greatest(s, $t0) AS s, least(e, $t1) AS e FROM ({_EVENTS})
+  WHERE e > $t0 AND s < $t1 AND e > s
+)
+SELECT device_id, stream_id, sum(e - s)::BIGINT AS busy_ns,
+       row_number() OVER (PARTITION BY device_id ORDER BY sum(e - s) DESC, stream_id) AS rank
+FROM w GROUP BY device_id, stream_id ORDER BY device_id, rank
+"""
+
+_STREAM_BINS_SQL = f"""
+WITH keep AS (SELECT unnest($keep, recursive := true)),
+w AS (
+  SELECT ev.device_id, ev.stream_id, greatest(ev.s, $t0) AS s, least(ev.e, $t1) AS e
+  FROM ({_EVENTS}) ev JOIN keep ON keep.device_id = ev.device_id AND keep.stream_id = ev.stream_id
+  WHERE ev.e > $t0 AND ev.s < $t1 AND ev.e > ev.s
+),
+cut AS (
+  SELECT device_id, stream_id, s, e,
+         least(CAST(floor((s - $t0) / $w) AS BIGINT), $bins - 1) AS b0,
+         least(CAST(floor((greatest(e - 1, s) - $t0) / $w) AS BIGINT), $bins - 1) AS b1
+  FROM w
+),
+per_bin AS (
+  SELECT device_id, stream_id, bin,
+         greatest(least(e, $t0 + (bin + 1) * $w) - greatest(s, $t0 + bin * $w), 0) AS ns
+  FROM cut, range(b0, b1 + 1) AS r(bin)
+)
+SELECT device_id, stream_id, bin, sum(ns) AS ns FROM per_bin GROUP BY ALL
+"""
+MAX_STREAMS = 8
+
+
+def stream_bins(run: Run, t0: int, bin_ns: float, bins: int, per_device: int = MAX_STREAMS) -> dict[str, Any]:
+    """Busy fraction per bin of each device's `per_device` busiest streams, and what the cap left out.
+
+    The bins are [t0 + i*bin_ns, t0 + (i+1)*bin_ns) for i < bins, so rows line up with a device
+    timeline of the same window. `busy_ns` is the stream's kernel + memory-operation time in the
+    window (summed; one stream runs its work in order); a bin's fraction is capped at 1. Streams are
+    ranked by `busy_ns` in DuckDB and only the kept ones are binned, so the answer is at most
+    devices x per_device x bins numbers however many streams the trace has. `left_out` has, per
+    device with more streams than that, how many were not shown and their summed busy time.
+    A stream id of -1 stands for events the trace recorded without one.
+    """
+    width = max(bin_ns, 1e-9)
+    t1 = t0 + width * bins
+    totals = run.sql_rows(_STREAM_TOTALS_SQL, {"t0": t0, "t1": t1})
+    kept = [(int(d), int(s), int(ns)) for d, s, ns, rank in totals if rank <= per_device]
+    left: dict[int, dict[str, int]] = {}
+    for d, _, ns, rank in totals:
+        if rank > per_device:
+            entry = left.setdefault(int(d), {"device_id": int(d), "streams": 0, "busy_ns": 0})
+            entry["streams"] += 1
+            entry["busy_ns"] += int(ns)
+    series: dict[tuple[int, int], list[float]] = {(d, s): [0.0] * bins for d, s, _ in kept}
+    if kept:
+        params = {"t0": t0, "t1": t1, "w": width, "bins": bins,
+                  "keep": [{"device_id": d, "stream_id": s} for d, s, _ in kept]}
+        for d, s, b, ns in run.sql_rows(_STREAM_BINS_SQL, params):
+            series[(int(d), int(s))][int(b)] = min(1.0, float(ns) / width)
+    rows = [{"device_id": d, "stream_id": s, "busy_ns": ns, "busy": series[(d, s)]} for d, s, ns in kept]
+    return {"t0_ns": t0, "bin_ns": width, "bins": bins, "per_device": per_device, "rows": rows,
+            "left_out": [left[d] for d in sorted(left)]}
+
+
 _GAPS_SQL = f"""
 WITH {_ISLANDS},
 gaps AS (
@@ -320,88 +386,112 @@ def range_tree(run: Run, limit: int = 2000, max_depth: int = 16) -> dict[str, An
 
 # --------------------------------------------------------------------------- roofline
 
-_FLOP_TERMS = {
-    "fp32": ("fadd", "fmul", "ffma"),
-    "fp64": ("dadd", "dmul", "dfma"),
-}
-_ROOF_METRICS = (
-    "dram__bytes.sum.per_second", "dram__bytes.sum.peak_sustained", "dram__cycles_elapsed.avg.per_second",
-    "sm__cycles_elapsed.avg.per_second", "smsp__cycles_elapsed.avg.per_second", _SM_PCT, _MEM_PCT,
-    "gpu__time_duration.sum",
-    *(f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum.per_cycle_elapsed"
-      for ops in _FLOP_TERMS.values() for op in ops),
-    *(f"sm__sass_thread_inst_executed_op_{ops[2]}_pred_on.sum.peak_sustained" for ops in _FLOP_TERMS.values()),
-)
-
 NOT_AVAILABLE = (
-    "Roofline not available: this run has no Nsight Compute data. "
-    "Capture with `ncu --set full -o report <app>` and open the .ncu-rep."
+    "Roofline not available: this run has no Nsight Compute data and no framework op with a FLOP count. "
+    "Capture with `ncu --set full -o report <app>` and open the .ncu-rep, or profile with "
+    "torch.profiler(record_shapes=True, with_flops=True) so matmul ops carry FLOPs."
 )
+MAX_ROOFLINE_POINTS = 200
 
 
-def roofline(run: Run) -> dict[str, Any]:
-    """Profiled kernels against the device roofs, from Nsight Compute metrics.
+def roofline(run: Run, limit: int = MAX_ROOFLINE_POINTS) -> dict[str, Any]:
+    """Kernels (Nsight Compute) or framework ops (Kineto) against the device roofs: `advisor.perf`'s figure data.
 
-    Follows ncu's own roofline: achieved FLOP/s = (add + mul + 2 fma thread instructions per cycle)
-    x SM clock; DRAM bytes/s; intensity = FLOP/s / bytes/s; peak FLOP/s = 2 x fma peak per cycle x
-    SM clock; peak bandwidth = DRAM bytes per cycle peak x DRAM clock. Precision: fp32, or fp64
-    when that dominates. Kernels doing no FP work (e.g. int8 tensor cores) keep their speed-of-light
-    percentages (`sm_pct`, `mem_pct`) but no intensity. `available` is False without ncu data.
+    The same numbers as the HTML report: `classify_run` + `ncu_figure` for an ncu run (work per
+    precision from the SASS and tensor-op counters, roofs from the launch's own peaks), else
+    `kineto_op_rooflines` + `ops_figure` (FLOPs recorded or from matmul shapes, confidence low).
+    Each point is judged on the roof of its own precision (`precision`, `roof_flops_per_s`), e.g. a
+    TF32 GEMM on the TF32 tensor roof, an int8 GEMM on the INT8 one.
+
+    Returns {available, reason, source ("ncu" | "kineto" | None), basis, points, points_total, roofs,
+    figure}. `points` (at most `limit`: ncu launches in launch order, ops by kernel time) carry
+    `name`, `duration_ns`, `precision`, `flops_per_s` (op/s for integer precisions), `bytes_per_s`
+    (DRAM), `intensity` (op per DRAM byte; None without work or bytes), `sm_pct`, `mem_pct` (ncu SOL,
+    None for ops), `ncu_class` (the bound class), `rule`, `confidence`, `roof_name`,
+    `roof_flops_per_s`. `roofs` maps `bytes_per_s` (DRAM) and `<precision>_flops_per_s` for each
+    precision a point uses; `figure` is `RooflineFigure.to_dict()` (roofs with sources and bases).
     """
-    if run.count("ncu_kernels") == 0:
-        return {"available": False, "reason": NOT_AVAILABLE, "points": [], "roofs": {}}
-    names = ", ".join(f"'{m}'" for m in _ROOF_METRICS)
-    rows = run.sql_rows(
-        f"SELECT nk.ncu_id, s.value, nk.duration_ns, m.metric, m.value FROM ncu_kernels nk "
-        f"JOIN strings s ON s.string_id = nk.name_id LEFT JOIN ncu_metrics m ON m.ncu_id = nk.ncu_id "
-        f"AND m.metric IN ({names}) ORDER BY nk.ncu_id"
-    )
-    kernels: dict[int, dict[str, Any]] = {}
-    for ncu_id, name, dur, metric, value in rows:
-        k = kernels.setdefault(ncu_id, {"ncu_id": ncu_id, "name": name, "duration_ns": dur, "m": {}})
-        if metric is not None and value is not None:
-            k["m"][metric] = float(value)
-    points = [_roof_point(k) for k in kernels.values()]
-    roofs = _roofs([k["m"] for k in kernels.values()])
-    return {"available": True, "reason": None, "points": points, "roofs": roofs}
+    if run.count("ncu_kernels"):
+        return _ncu_roofline(run, limit)
+    if run.count("cpu_ops") and run.count("kernels"):
+        ops = kineto_op_rooflines(run)
+        if any(o.ai is not None for o in ops):
+            return _ops_roofline(ops, limit)
+    return {"available": False, "reason": NOT_AVAILABLE, "source": None, "basis": None, "points": [],
+            "points_total": 0, "roofs": {}, "figure": None}
 
 
-def _flops_per_s(m: dict[str, float], prec: str) -> float:
-    add, mul, fma = (m.get(f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum.per_cycle_elapsed", 0.0)
-                     for op in _FLOP_TERMS[prec])
-    return (add + mul + 2 * fma) * m.get("smsp__cycles_elapsed.avg.per_second", 0.0)
+def _ncu_roofline(run: Run, limit: int) -> dict[str, Any]:
+    kernels = classify_run(run)
+    kept = {id(k) for k in sorted(kernels, key=lambda k: -(k.launch.duration_ns or 0))[:limit]}
+    shown = [k for k in kernels if id(k) in kept]
+    figure = ncu_figure(shown).to_dict()
+    roofs = _roof_map(figure)
+    points = [_ncu_point(k, figure) for k in shown]
+    return {"available": True, "reason": None, "source": "ncu", "basis": figure["basis"], "points": points,
+            "points_total": len(kernels), "roofs": roofs, "figure": figure}
 
 
-def _roof_point(k: dict[str, Any]) -> dict[str, Any]:
-    m: dict[str, float] = k["m"]
-    prec = max(_FLOP_TERMS, key=lambda p: _flops_per_s(m, p))
-    flops = _flops_per_s(m, prec)
-    bw = m.get("dram__bytes.sum.per_second", 0.0)
-    sm_pct, mem_pct = m.get(_SM_PCT), m.get(_MEM_PCT)
+def _ncu_point(k: ClassifiedKernel, figure: dict[str, Any]) -> dict[str, Any]:
+    rf, w = k.roofline, k.roofline.dominant
+    rate = rf.ops_per_s(w) if w is not None else None
+    dur = k.launch.duration_ns
+    bw = rf.dram_bytes / (dur * 1e-9) if rf.dram_bytes is not None and dur else None
     return {
-        "ncu_id": k["ncu_id"],
-        "name": k["name"],
-        "duration_ns": k["duration_ns"],
-        "precision": prec if flops > 0 else None,
-        "flops_per_s": flops or None,
+        "ncu_id": k.launch.ncu_id,
+        "name": k.launch.name,
+        "duration_ns": dur,
+        "precision": w.precision if w is not None else None,
+        "flops_per_s": rate or None,
         "bytes_per_s": bw or None,
-        "intensity": flops / bw if flops > 0 and bw > 0 else None,
-        "sm_pct": sm_pct,
-        "mem_pct": mem_pct,
-        "ncu_class": ncu_class(sm_pct, mem_pct),
+        "intensity": rf.ai_dram if rate else None,
+        "sm_pct": k.launch.m("sm_throughput_pct"),
+        "mem_pct": k.launch.m("memory_throughput_pct"),
+        "ncu_class": k.verdict.kernel_class,
+        "rule": k.verdict.rule,
+        "confidence": k.verdict.confidence,
+        **_point_roof(w.precision if w is not None else None, figure),
     }
 
 
-def _roofs(metrics: list[dict[str, float]]) -> dict[str, float]:
-    """Device peaks, from the first profiled kernel that reports them."""
-    roofs: dict[str, float] = {}
-    for m in metrics:
-        bw = m.get("dram__bytes.sum.peak_sustained", 0.0) * m.get("dram__cycles_elapsed.avg.per_second", 0.0)
-        if bw and "bytes_per_s" not in roofs:
-            roofs["bytes_per_s"] = bw
-        clock = m.get("sm__cycles_elapsed.avg.per_second", 0.0)
-        for prec, ops in _FLOP_TERMS.items():
-            peak = 2 * m.get(f"sm__sass_thread_inst_executed_op_{ops[2]}_pred_on.sum.peak_sustained", 0.0) * clock
-            if peak and f"{prec}_flops_per_s" not in roofs:
-                roofs[f"{prec}_flops_per_s"] = peak
-    return roofs
+def _ops_roofline(ops: list[OpRoofline], limit: int) -> dict[str, Any]:
+    placed = [o for o in ops if o.ai is not None]
+    shown = sorted(placed, key=lambda o: (-o.kernel_ns, o.op_id))[:limit]
+    figure = ops_figure(ops).to_dict()
+    points = []
+    for o in shown:
+        verdict = o.classify()
+        points.append({
+            "op_id": o.op_id,
+            "name": o.name,
+            "duration_ns": o.kernel_ns,
+            "precision": o.precision,
+            "precision_basis": o.precision_basis,
+            "flops_per_s": o.flops_per_s or None,
+            "bytes_per_s": (o.bytes or 0) / (o.kernel_ns * 1e-9) if o.kernel_ns and o.bytes else None,
+            "intensity": o.ai if o.flops_per_s else None,
+            "sm_pct": None,
+            "mem_pct": None,
+            "ncu_class": verdict.kernel_class,
+            "rule": verdict.rule,
+            "confidence": verdict.confidence,
+            **_point_roof(o.precision, figure),
+        })
+    return {"available": True, "reason": None, "source": "kineto", "basis": figure["basis"], "points": points,
+            "points_total": len(placed), "roofs": _roof_map(figure), "figure": figure}
+
+
+def _roof_map(figure: dict[str, Any]) -> dict[str, float]:
+    """`bytes_per_s` (DRAM), `l2_bytes_per_s`, and `<precision>_flops_per_s` per compute roof in the figure."""
+    out: dict[str, float] = {}
+    for r in figure["roofs"]:
+        if r["kind"] == "memory":
+            out["bytes_per_s" if r["name"] == "DRAM" else f"{str(r['name']).lower()}_bytes_per_s"] = float(r["peak"])
+        else:
+            out[f"{r['precision']}_flops_per_s"] = float(r["peak"])
+    return out
+
+
+def _point_roof(precision: str | None, figure: dict[str, Any]) -> dict[str, Any]:
+    roof = next((r for r in figure["roofs"] if r.get("precision") == precision), None) if precision else None
+    return {"roof_name": roof["name"] if roof else None, "roof_flops_per_s": float(roof["peak"]) if roof else None}

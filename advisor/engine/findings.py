@@ -10,7 +10,7 @@ denominator).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -248,6 +248,7 @@ def run_rules(
     strict: bool = False,
     ncu: Run | None = None,
     joined: JoinResult | None = None,
+    before_each: Callable[[type[Rule]], None] | None = None,
 ) -> RuleReport:
     """Run the selected rules (all by default) on `run` and rank their findings by estimated gain.
 
@@ -255,22 +256,23 @@ def run_rules(
     strict re-raises a rule's exception instead of recording it as an error outcome (tests).
     ncu: an Nsight Compute run of the same program as the timeline `run` (analyze --ncu): the ncu
     rules run on it, weighted by the timeline through `joined` (computed here when not given).
+    before_each: called with each rule before it runs (progress on a surface; a cold stage takes seconds).
     """
     rules = select_rules(select)
     resolved = resolve_options(rules, options)
     captured = captured_tables(run)
-    if ncu is None:
-        results = tuple(_run_one(r, run, resolved[r.code], captured, strict) for r in rules)
-    else:
+    if ncu is not None:
         from advisor.perf.ncu_join import join
 
         joined = joined or join(ncu, run)
-        ncu_captured = captured_tables(ncu)
-        results = tuple(
-            _run_one(r, ncu, resolved[r.code], ncu_captured, strict, joined)
-            if reads_ncu(r)
-            else _run_one(r, run, resolved[r.code], captured, strict)
-            for r in rules
-        )
+    ncu_captured = captured_tables(ncu) if ncu is not None else set()
+    results = []
+    for r in rules:
+        if before_each is not None:
+            before_each(r)
+        if ncu is not None and reads_ncu(r):
+            results.append(_run_one(r, ncu, resolved[r.code], ncu_captured, strict, joined))
+        else:
+            results.append(_run_one(r, run, resolved[r.code], captured, strict))
     findings = sorted((f for res in results for f in res.findings), key=lambda f: (-f.est_gain_ns, f.code, f.location))
-    return RuleReport(results, tuple(findings), *run_span(run))
+    return RuleReport(tuple(results), tuple(findings), *run_span(run))

@@ -5,6 +5,11 @@ A cached run is a directory `<cache>/<key>/` holding one Parquet file per model 
 sibling directory and renamed into place, so readers never see half a run and two processes
 ingesting the same file at once both end with one consistent entry. An entry whose files do not
 match `meta.json` is treated as absent and rebuilt.
+
+Opening an entry checks sizes, footers and row counts only (hashing every file would cost seconds
+on every warm open of a large run). Damage inside a data page therefore surfaces when a query reads
+it: the query then checks the entry's sha256 values and raises `CacheDamaged`, which the surfaces
+answer by dropping the entry and ingesting once more (advisor.ingest.drop_entry).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from advisor.errors import InputError
 from advisor.model.limits import memory_sql
 from advisor.model.schema import SCHEMA_VERSION, TABLES, empty
 
@@ -96,6 +102,39 @@ def write_entry(
     return final
 
 
+def replace_entry_meta(entry: Path, meta: Mapping[str, Any]) -> bool:
+    """Replace the entry's meta.json atomically (temp file + rename); False when the cache is not writable."""
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{META}.", suffix=".tmp", dir=entry)
+    except OSError:
+        return False
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(meta, sort_keys=True))
+        os.replace(name, entry / META)
+    except OSError:
+        Path(name).unlink(missing_ok=True)
+        return False
+    return True
+
+
+class CacheDamaged(InputError):
+    """A cached run's Parquet file failed to read and no longer matches the sha256 in its meta.json.
+
+    An InputError, not an internal error: the rule runner isolates rule bugs but re-raises input
+    errors, so an unusable entry reaches the surface, which drops it and ingests once more.
+    """
+
+    def __init__(self, entry: Path, cause: str) -> None:
+        super().__init__(
+            f"cached run {entry} is damaged ({cause})",
+            "advisor drops a damaged entry and ingests again once per command; damage that comes back "
+            "points at the disk holding the cache: remove that directory, or pass --no-cache",
+            path=str(entry),
+        )
+        self.entry = entry
+
+
 def read_entry_meta(entry: Path, verify: bool = False) -> dict[str, Any] | None:
     """The entry's meta if it is complete and of this schema version (and, with verify, intact)."""
     try:
@@ -123,6 +162,7 @@ class Run:
         self._con = con
         self.meta = meta
         self.entry = entry
+        self._intact: bool | None = None  # the entry's files checked against meta.json (only after an error)
         self.info: dict[str, Any] = self.sql_dicts("SELECT * FROM runs")[0] if self.count("runs") else {}
 
     @classmethod
@@ -155,18 +195,51 @@ class Run:
         return cls(con, meta or {}, None)
 
     def sql(self, query: str, params: list[Any] | dict[str, Any] | None = None) -> duckdb.DuckDBPyRelation | None:
-        return execute(self._con, query, params)  # type: ignore[return-value]
+        return self._execute(query, params)  # type: ignore[return-value]
 
     def sql_rows(self, query: str, params: list[Any] | dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
-        return execute(self._con, query, params).fetchall()
+        return self._execute(query, params).fetchall()
 
     def sql_dicts(self, query: str, params: list[Any] | dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        cur = execute(self._con, query, params)
+        cur = self._execute(query, params)
         cols = [d[0] for d in cur.description or []]
         return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
 
     def sql_arrow(self, query: str, params: list[Any] | dict[str, Any] | None = None) -> pa.Table:
-        return execute(self._con, query, params).fetch_arrow_table()
+        return self._execute(query, params).fetch_arrow_table()
+
+    def _execute(
+        self, query: str, params: list[Any] | dict[str, Any] | None = None
+    ) -> duckdb.DuckDBPyConnection:
+        """`execute`; a failure that may come from damaged table files is checked against meta.json.
+
+        Damage inside a page fails as ZSTD errors naming the file, or as bare "Corrupted file?" /
+        "Out of buffer" errors naming none. So every error on a cached run except a mistake in the
+        query itself (and one naming another file, such as a derived/ result, which
+        advisor.metrics.derived recomputes) hashes the entry's files, at most once per Run and never
+        on a healthy warm path. Damage raises CacheDamaged; otherwise the error is re-raised as is.
+        """
+        try:
+            return execute(self._con, query, params)
+        except _QUERY_MISTAKES:
+            raise
+        except duckdb.Error as e:
+            if self._damaged(str(e)):
+                assert self.entry is not None
+                cause = (str(e).strip().splitlines() or [type(e).__name__])[0].replace(str(self.entry) + "/", "")
+                raise CacheDamaged(self.entry, cause[:200]) from e
+            raise
+
+    def _damaged(self, message: str) -> bool:
+        entry = self.entry
+        if entry is None:
+            return False
+        ours = any(str(entry / f"{name}.parquet") in message for name in TABLES)
+        if not ours and str(entry.parent) in message:  # another file of the cache: derived/, a spill file
+            return False
+        if self._intact is None:
+            self._intact = read_entry_meta(entry, verify=True) is not None
+        return not self._intact
 
     def count(self, table: str) -> int:
         if self.meta.get("files"):
@@ -190,6 +263,8 @@ class Run:
 
 
 _PREPARABLE = {"SELECT", "WITH", "FROM", "(SELECT", "VALUES"}
+# errors in the query text itself, never in the data it reads
+_QUERY_MISTAKES = (duckdb.ParserException, duckdb.BinderException, duckdb.CatalogException, duckdb.SyntaxException)
 
 
 def _literal(v: Any) -> str | None:

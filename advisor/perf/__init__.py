@@ -9,8 +9,15 @@ from advisor.perf.figure import RooflineFigure, ncu_figure, ops_figure
 from advisor.perf.kernel_class import ClassifiedKernel, Evidence, KernelClass, classify, classify_run
 from advisor.perf.ncu_join import JoinResult, combined_view, join, join_kernels, normalize_name
 from advisor.perf.peaks import PEAK_TABLE, GpuPeaks, Roof, RoofSet, match_peaks, roofs_for
+from advisor.perf.range_verdicts import gpu_metrics_section
 from advisor.perf.roofline import KernelRoofline, ncu_rooflines
-from advisor.perf.timeline_roofline import OpRoofline, RangeMetrics, kineto_op_rooflines, range_gpu_metrics
+from advisor.perf.timeline_roofline import (
+    OpRoofline,
+    RangeMetrics,
+    kineto_op_rooflines,
+    range_gpu_metrics,
+    range_name_gpu_metrics,
+)
 
 __all__ = [
     "PEAK_TABLE",
@@ -28,6 +35,7 @@ __all__ = [
     "classify",
     "classify_run",
     "combined_view",
+    "gpu_metrics_section",
     "join",
     "join_kernels",
     "kineto_op_rooflines",
@@ -37,5 +45,6 @@ __all__ = [
     "normalize_name",
     "ops_figure",
     "range_gpu_metrics",
+    "range_name_gpu_metrics",
     "roofs_for",
 ]

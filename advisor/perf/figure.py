@@ -134,6 +134,7 @@ def ops_figure(ops: Sequence[OpRoofline], roofs: RoofSet | None = None) -> Roofl
             "time_share": o.kernel_ns / total,
             "class": o.classify().kernel_class,
             "precision": o.precision,
+            "precision_basis": o.precision_basis,
             "confidence": "low",
         }
         for o in ops

@@ -161,10 +161,16 @@ def sass_work(launch: NcuLaunch) -> list[Work]:
             out.append(Work(precision, ops, f"SASS counters: {p}add + {p}mul + 2 x {p}fma (counted)"))
             continue
         rates = [launch.raw(SASS_RATE.format(p=p, op=op)) for op in FLOP_OPS]
-        if cycles is not None and all(r is not None for r in rates):
-            per_cycle = sum(w * (r or 0.0) for w, r in zip(FLOP_OPS.values(), rates, strict=True))
-            basis = f"SASS counters: ({p}add + {p}mul + 2 x {p}fma) per cycle x smsp__cycles_elapsed.avg"
-            out.append(Work(precision, per_cycle * cycles, basis))
+        if not any(r is not None for r in rates):
+            continue
+        per_cycle = sum(w * (r or 0.0) for w, r in zip(FLOP_OPS.values(), rates, strict=True))
+        terms = f"({p}add + {p}mul + 2 x {p}fma) per cycle"
+        if cycles is not None:
+            out.append(Work(precision, per_cycle * cycles, f"SASS counters: {terms} x smsp__cycles_elapsed.avg"))
+        elif (clock := launch.m("sm_cycles_per_s")) and launch.duration_ns:
+            # the report kept only the clock: cycles elapsed = SM clock x the launch's duration
+            basis = f"SASS counters: {terms} x smsp__cycles_elapsed.avg.per_second x gpu__time_duration"
+            out.append(Work(precision, per_cycle * clock * launch.duration_ns * 1e-9, basis))
     return out
 
 

@@ -7,6 +7,12 @@ Both are coarser than ncu and say so (`confidence` "low"):
   matmul family with the formulas PyTorch's profiler uses (2*M*N*K; bmm x batch). Bytes are the
   input tensors plus the matmul output (shape x dtype size): compulsory traffic, a lower bound, so
   the intensity is an upper bound. GPU time is the op's kernels, linked by External id.
+  The roof an op is judged against (`choose_precision`) follows its dtype, with one question the
+  dtype cannot answer: a float32 matmul runs on the FP32 pipe unless TF32 is enabled
+  (`torch.backends.cuda.matmul.allow_tf32`, off by default since PyTorch 1.12). The trace answers it
+  through the op's own kernels: cuBLAS/CUTLASS name their TF32 tensor-core kernels (`tf32`,
+  `s1688`/`s16816` tensor-op GEMMs), so a float matmul goes on the TF32 roof only when one of its
+  kernels says so, and on the FP32 roof otherwise (always on a GPU without TF32, e.g. V100).
 * nsys GPU metrics: per NVTX range, the mean of the sampled SM issue / tensor active (compute) and
   DRAM read + write bandwidth (memory) % of peak, classified with the same 60% SOL rule as ncu.
   Samples are device-wide and ranges are CPU-side, so a range's verdict blends whatever ran then.
@@ -22,7 +28,7 @@ from typing import Any
 
 from advisor.model.store import Run
 from advisor.perf.kernel_class import LATENCY_BOUND_PCT, Evidence, KernelClass, by_roofline
-from advisor.perf.peaks import RoofSet, roofs_for
+from advisor.perf.peaks import PRECISION_LABEL, RoofSet, roofs_for
 
 DTYPE_BYTES = {
     "float": 4,
@@ -48,6 +54,11 @@ TENSOR_PRECISION = {
     "double": "fp64_tc",
 }
 VECTOR_PRECISION = {"double": "fp64"}
+# A tensor-core roof the device lacks -> the vector pipe the op then runs on.
+VECTOR_FALLBACK = {"tf32_tc": "fp32", "fp64_tc": "fp64", "fp16_tc": "fp16"}
+# cuBLAS / CUTLASS kernel names of TF32 tensor-core GEMMs: sm80_xmma_gemm_f32f32_tf32f32_*, ampere_tf32_*,
+# cutlass_80_tensorop_s1688gemm_*, sm90_xmma_gemm_*_tf32*, cutlass3x_sm90_tensorop_s64x128x8tf32gemm_*.
+TF32_KERNEL_PATTERN = r"(?i)tf32|s1688gemm|s16816gemm|tensorop_s\d"
 MATMUL_OPS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::_scaled_mm"}
 KINETO_BASIS = "Kineto op FLOPs ({flop_basis}) / bytes of input tensors (+ matmul output); time = the op's kernels"
 
@@ -65,6 +76,7 @@ class OpRoofline:
     kernel_ns: int
     precision: str
     roofs: RoofSet
+    precision_basis: str = "op input dtype"
 
     @property
     def flops_per_s(self) -> float:
@@ -89,6 +101,7 @@ class OpRoofline:
     def classify(self) -> KernelClass:
         src = KINETO_BASIS.format(flop_basis=self.flop_basis)
         ev = (
+            Evidence("precision", self.precision, "", source=self.precision_basis),
             Evidence("flop", self.flop, "FLOP", source=src),
             Evidence("bytes", self.bytes, "byte", source="input tensors (+ matmul output), shape x dtype size"),
             Evidence("kernel_ns", self.kernel_ns, "ns", source="kernels linked by External id"),
@@ -117,6 +130,8 @@ def kineto_op_rooflines(run: Run) -> list[OpRoofline]:
         if not flop:
             continue
         dtypes = _json_list(r["input_dtypes"])
+        roofs = roofs_for(devices.get(r["device_id"]))
+        precision, precision_basis = choose_precision(r["name"], dtypes, bool(r["tf32_kernels"]), roofs)
         out.append(
             OpRoofline(
                 op_id=int(r["op_id"]),
@@ -126,8 +141,9 @@ def kineto_op_rooflines(run: Run) -> list[OpRoofline]:
                 flop_basis=basis,
                 bytes=tensor_bytes(r["name"], r["input_shapes"], dtypes),
                 kernel_ns=int(r["kernel_ns"]),
-                precision=op_precision(r["name"], dtypes),
-                roofs=roofs_for(devices.get(r["device_id"])),
+                precision=precision,
+                roofs=roofs,
+                precision_basis=precision_basis,
             )
         )
     return out
@@ -136,11 +152,13 @@ def kineto_op_rooflines(run: Run) -> list[OpRoofline]:
 def _ops_with_kernels(run: Run) -> list[dict[str, Any]]:
     return run.sql_dicts(
         """SELECT c.op_id, s.value AS name, c.flop, c.input_shapes, c.input_dtypes,
-                  min(k.device_id) AS device_id, sum(k.end_ns - k.start_ns) AS kernel_ns
+                  min(k.device_id) AS device_id, sum(k.end_ns - k.start_ns) AS kernel_ns,
+                  bool_or(regexp_matches(ks.value, $tf32)) AS tf32_kernels
            FROM cpu_ops c JOIN strings s ON s.string_id = c.name_id
-           JOIN kernels k ON k.external_id = c.external_id
+           JOIN kernels k ON k.external_id = c.external_id JOIN strings ks ON ks.string_id = k.name_id
            WHERE c.external_id IS NOT NULL AND (c.flop > 0 OR c.input_shapes IS NOT NULL)
-           GROUP BY ALL ORDER BY c.op_id"""
+           GROUP BY ALL ORDER BY c.op_id""",
+        {"tf32": TF32_KERNEL_PATTERN},
     )
 
 
@@ -196,12 +214,37 @@ def _matmul_out_bytes(name: str, shapes: list[Any], dtypes: list[Any]) -> float:
     return float(math.prod(a[:-1]) * b[-1] * DTYPE_BYTES[dt])
 
 
-def op_precision(name: str, dtypes: list[Any]) -> str:
-    """The roof an op is judged against: tensor roof by dtype for matmuls, FP32/FP64 pipe otherwise."""
+def op_precision(name: str, dtypes: list[Any], tf32_kernels: bool = False, roofs: RoofSet | None = None) -> str:
+    """The roof an op is judged against (see `choose_precision`, which also says why)."""
+    return choose_precision(name, dtypes, tf32_kernels, roofs)[0]
+
+
+def choose_precision(
+    name: str, dtypes: list[Any], tf32_kernels: bool = False, roofs: RoofSet | None = None
+) -> tuple[str, str]:
+    """(precision key, basis): the tensor roof by dtype for matmuls, FP32/FP64 pipe otherwise.
+
+    A float32 matmul is on the TF32 tensor roof only when one of its kernels is a TF32 tensor-core
+    kernel by name (`tf32_kernels`); otherwise on the FP32 roof, PyTorch's default (TF32 for matmuls
+    is opt-in). A tensor roof the device lacks (`roofs` given, no such compute roof) falls back to
+    the vector pipe of that precision, e.g. FP64 matmuls on V100.
+    """
     first = next((d for d in dtypes if d in TENSOR_PRECISION), "float")
-    if name in MATMUL_OPS:
-        return TENSOR_PRECISION[first]
-    return VECTOR_PRECISION.get(first, "fp32")
+    if name not in MATMUL_OPS:
+        return VECTOR_PRECISION.get(first, "fp32"), f"op input dtype {first}: vector (non-tensor) pipe"
+    precision = TENSOR_PRECISION[first]
+    basis = f"matmul with input dtype {first}: tensor cores"
+    if precision == "tf32_tc" and not tf32_kernels:
+        precision = "fp32"
+        basis = ("float32 matmul whose kernels are not TF32 tensor-core kernels by name: FP32 pipe "
+                 "(PyTorch's default; TF32 needs torch.backends.cuda.matmul.allow_tf32)")
+    elif precision == "tf32_tc":
+        basis = "float32 matmul run by TF32 tensor-core kernels (kernel names): TF32 enabled"
+    if roofs is not None and roofs.compute and precision not in roofs.compute and precision in VECTOR_FALLBACK:
+        fallback = VECTOR_FALLBACK[precision]
+        basis += f"; the device has no {PRECISION_LABEL[precision]} roof, so the {PRECISION_LABEL[fallback]} pipe"
+        precision = fallback
+    return precision, basis
 
 
 # ------------------------------------------------------------------------------------------------
@@ -210,19 +253,38 @@ DRAM_METRICS = (re.compile(r"DRAM Read", re.I), re.compile(r"DRAM Write", re.I))
 SM_ACTIVE = re.compile(r"SMs? Active", re.I)
 
 
+TENSOR_ACTIVE = re.compile(r"Tensor Active", re.I)
+
+
 @dataclass(frozen=True)
 class RangeMetrics:
-    """Mean sampled GPU metrics over one NVTX range on one device."""
+    """Mean sampled GPU metrics over one NVTX range (or every instance of one range name) on one device."""
 
     range_id: int
     name: str
     device_id: int
     samples: int
     means: dict[str, float]
+    instances: int = 1
+    total_ns: int | None = None
 
     def _sum_of(self, pats: tuple[re.Pattern[str], ...]) -> float | None:
         vals = [v for k, v in self.means.items() if any(p.search(k) for p in pats)]
         return sum(vals) if vals else None
+
+    def _max_of(self, pat: re.Pattern[str]) -> float | None:
+        vals = [v for k, v in self.means.items() if pat.search(k)]
+        return max(vals) if vals else None
+
+    @property
+    def sm_active_pct(self) -> float | None:
+        """SMs Active: share of the elapsed cycles with at least one warp resident, mean over the range."""
+        return self._max_of(SM_ACTIVE)
+
+    @property
+    def tensor_pct(self) -> float | None:
+        """Tensor Active (Tensor Active / FP16 Active on older nsys): tensor pipe busy, mean over the range."""
+        return self._max_of(TENSOR_ACTIVE)
 
     @property
     def compute_pct(self) -> float | None:
@@ -269,3 +331,44 @@ def range_gpu_metrics(run: Run, sources: tuple[str, ...] = ("nvtx",)) -> list[Ra
         names[key] = name
         counts[key] = max(counts.get(key, 0), int(n))
     return [RangeMetrics(k[0], names[k], k[1], counts[k], m) for k, m in means.items()]
+
+
+_BY_NAME_SQL = """
+WITH r AS (
+  SELECT r.range_id, s.value AS name, r.start_ns, r.end_ns, r.device_id
+  FROM ranges r JOIN strings s ON s.string_id = r.name_id
+  WHERE list_contains($sources, r.source) AND r.end_ns > r.start_ns
+),
+tot AS (SELECT name, count(*) AS instances, sum(end_ns - start_ns)::BIGINT AS total_ns, min(range_id) AS first_id
+        FROM r GROUP BY name),
+m AS (
+  SELECT r.name, g.device_id, g.metric, avg(g.value) AS mean, count(*) AS n
+  FROM r JOIN gpu_metrics g ON g.timestamp_ns BETWEEN r.start_ns AND r.end_ns
+       AND (r.device_id IS NULL OR r.device_id = g.device_id)
+  WHERE g.value IS NOT NULL GROUP BY ALL
+)
+SELECT tot.first_id, m.name, m.device_id, m.metric, m.mean, m.n, tot.instances, tot.total_ns
+FROM m JOIN tot USING (name) ORDER BY tot.total_ns DESC, m.name, m.device_id, m.metric
+"""
+
+
+def range_name_gpu_metrics(run: Run, sources: tuple[str, ...] = ("nvtx",)) -> list[RangeMetrics]:
+    """Per (range name, device): each metric's mean over the samples inside any instance of that name.
+
+    Ordered by the name's summed range time, longest first; `range_id` is the name's first instance.
+    One row per name keeps the answer small however many times a step range repeats.
+    """
+    means: dict[tuple[str, int], dict[str, float]] = {}
+    meta: dict[tuple[str, int], tuple[int, int, int]] = {}
+    counts: dict[tuple[str, int], int] = {}
+    for first_id, name, device_id, metric, mean, n, instances, total_ns in run.sql_rows(
+        _BY_NAME_SQL, {"sources": list(sources)}
+    ):
+        key = (str(name), int(device_id))
+        means.setdefault(key, {})[metric] = float(mean)
+        meta[key] = (int(first_id), int(instances), int(total_ns))
+        counts[key] = max(counts.get(key, 0), int(n))
+    return [
+        RangeMetrics(meta[k][0], k[0], k[1], counts[k], m, instances=meta[k][1], total_ns=meta[k][2])
+        for k, m in means.items()
+    ]

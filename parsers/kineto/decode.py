@@ -178,6 +178,19 @@ def _blocks(path: Path, limit: int) -> Iterator[bytes]:
         raise InputError(f"{path}: gzip holds no data", "re-export the trace")
 
 
+def text_size_hint(path: Path) -> int:
+    """The JSON text's size, for progress only: the file size, or for a .gz its size trailer (the
+    uncompressed size modulo 4 GiB; `EventStream.fraction` raises it by 4 GiB while the text is longer)."""
+    try:
+        with path.open("rb") as f:
+            if f.read(2) != b"\x1f\x8b":
+                return path.stat().st_size
+            f.seek(-4, 2)
+            return int.from_bytes(f.read(4), "little")
+    except OSError:  # unreadable or shorter than a trailer: the read itself reports it
+        return 0
+
+
 class EventStream:
     """`traceEvents` of one file, decoded slice by slice; `doc` (the header keys) once exhausted."""
 
@@ -186,6 +199,8 @@ class EventStream:
         self._blocks = _blocks(path, limit)
         self._buf = bytearray()
         self._eof = False
+        self.read = 0  # bytes of JSON text read so far (decompressed); those not in _buf are decoded
+        self._size_hint = text_size_hint(path)
         while len(self._buf) < SNIFF_BYTES and self._more():
             pass
         self.mode, self.in_ns = sniff(bytes(self._buf[:SNIFF_BYTES]))
@@ -203,7 +218,15 @@ class EventStream:
             self._eof = True
             return False
         self._buf += block
+        self.read += len(block)
         return True
+
+    def fraction(self) -> float:
+        """How much of the text has been decoded, in [0, 1): for progress reports, once per slice."""
+        total = max(self._size_hint, 1)
+        while total < self.read:  # a .gz trailer holds the size modulo 4 GiB (or only the last member's)
+            total += 1 << 32
+        return min((self.read - len(self._buf)) / total, 0.99)
 
     def chunks(self) -> Iterator[list[Event]]:
         """Event lists in file order; raises Fallback when the text is not what it expects.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,17 +47,27 @@ class FileParts:
     counts: dict[str, int] = field(default_factory=dict)
 
 
-def read_columns(path: Path, limit: int) -> tuple[FileColumns, Any]:
+def _quiet(fraction: float) -> None:
+    return None
+
+
+def read_columns(
+    path: Path, limit: int, progress: Callable[[float], None] = _quiet
+) -> tuple[FileColumns, Any]:
     """Decode one file slice by slice into columns; (columns, header doc).
 
     The streaming reader handles every well-formed trace; for anything else (see decode.Fallback)
     the whole file is decoded at once, which reports errors and decodes odd events leniently.
+    `progress` gets the fraction of the text read after each streamed slice (a slice is ~16 MB, so
+    a 1 GB trace reports ~60 times; decoding is most of a Kineto parse); the whole-file path, for
+    odd files only, reports nothing until it is done.
     """
     stream = EventStream(path, limit)
     cols = FileColumns(stream.mode == "exact", stream.in_ns)
     try:
         for events in stream.chunks():
             cols.add(events)
+            progress(stream.fraction())
         cols.counts = {**stream.notes, **cols.counts}  # the whole-file path meets them before bucketing
         return cols, stream.doc
     except Fallback:
@@ -143,10 +153,19 @@ def _captured(c: FileColumns) -> set[str]:
 
 
 def convert_file(
-    path: Path, options: ParseOptions, interner: Interner, ids: tuple[int, int], base_ns: int | None
+    path: Path,
+    options: ParseOptions,
+    interner: Interner,
+    ids: tuple[int, int],
+    base_ns: int | None,
+    progress: Callable[[float], None] = _quiet,
 ) -> FileParts:
-    """Decode one rank file and build its tables. `base_ns`: the run's clock origin (directories)."""
-    cols, doc = read_columns(path, options.max_json_bytes)
+    """Decode one rank file and build its tables. `base_ns`: the run's clock origin (directories).
+
+    `progress` gets the fraction of this file done: decoding fills 95%, building the tables the rest.
+    """
+    cols, doc = read_columns(path, options.max_json_bytes, lambda f: progress(0.95 * f))
+    progress(0.95)
     own_base = doc.baseTimeNanoseconds if isinstance(doc.baseTimeNanoseconds, int) else None
     shift = own_base - base_ns if base_ns is not None and own_base is not None else 0
     ctx = Ctx(interner, cols, shift, *ids)
@@ -155,6 +174,7 @@ def convert_file(
     counts = merged_counts(cols)
     _align_memory_devices(tables, counts)
     props = _device_props(doc)
+    progress(1.0)
     return FileParts(
         rank=dist.rank,
         world_size=dist.world_size,
@@ -358,8 +378,12 @@ def parse(path: Path, options: ParseOptions) -> ParsedRun:
     parts: list[FileParts] = []
     ids = (0, 0)
     for n, f in enumerate(files):
-        options.progress(n, len(files), f"kineto {f.name}")
-        part = convert_file(f, options, interner, ids, base)
+
+        def file_progress(fraction: float, n: int = n, name: str = f.name) -> None:
+            options.progress(n + fraction, len(files), f"kineto {name}")
+
+        file_progress(0.0)
+        part = convert_file(f, options, interner, ids, base, file_progress)
         ids = part.header.pop("next_ids")
         parts.append(part)
     _check_ranks(path, parts)

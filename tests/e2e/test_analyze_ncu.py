@@ -7,6 +7,7 @@ the timeline does not have gets no gain and says why; a bad --ncu input is one l
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
@@ -81,7 +82,7 @@ def test_text_and_markdown_show_the_join(capsys: pytest.CaptureFixture[str]) -> 
     assert "Nsight Compute report joined" in text and "of the kernel time in the timeline" in text
     assert main(["analyze", str(NSYS), "--ncu", str(NCU_CSV), "--format", "md"]) == 0
     md, _ = capsys.readouterr()
-    assert "### Nsight Compute report joined" in md and "| `vadd` | latency |" in md
+    assert "### Nsight Compute report joined" in md and "| vadd | latency |" in md
 
 
 @pytest.mark.parametrize("bad", ["broken.ncu-rep", "timeline"])
@@ -100,3 +101,35 @@ def test_bad_ncu_input_is_one_line_exit_2(bad: str, tmp_path: Path) -> None:
     assert res.returncode == 2, res.stderr
     assert res.stderr.count("\n") == 1 and "Traceback" not in res.stderr, res.stderr
     assert ncu.name in res.stderr
+
+
+HOSTILE_KERNEL = "<script>alert(1)</script>*bold*[x](javascript:alert(1))\x1b[31mRED\x1b[0m"
+
+
+def _hostile_ncu_csv(tmp_path: Path) -> Path:
+    """The ME006 raw CSV with its kernel renamed to markup: it matches nothing in the CP003 timeline."""
+    text = gzip.decompress(NCU_CSV.read_bytes()).decode()
+    name = '"vadd(const float *, const float *, float *, long long)"'
+    assert name in text
+    out = tmp_path / "hostile.raw.csv"
+    out.write_text(text.replace(name, f'"{HOSTILE_KERNEL}(int)"', 1))
+    return out
+
+
+def test_hostile_ncu_kernel_name_is_inert_in_markdown_and_text(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    ncu = _hostile_ncu_csv(tmp_path)
+    assert main(["analyze", str(OTHER_NSYS), "--ncu", str(ncu), "--format", "md"]) == 0
+    md, _ = capsys.readouterr()
+    assert "Nsight Compute report joined" in md
+    assert main(["analyze", str(OTHER_NSYS), "--ncu", str(ncu)]) == 0
+    text, _ = capsys.readouterr()
+    assert "<script>" not in md and "*bold*" not in md and "](javascript" not in md
+    assert "\x1b[31m" not in text
+    # the name is shown (escaped), not dropped: its short form is empty, so the full name stands in
+    (row,) = [line for line in md.splitlines() if "not available | 0 |" in line]
+    assert row.startswith("| &#60;script&#62;alert&#40;1&#41;&#60;/script&#62;&#42;bold&#42;")
+    assert row.count("|") == 6  # five cells: nothing in the name broke the table
+    assert "(ncu launch 0): timeline time not available" in text
+    line = next(x for x in text.splitlines() if "(ncu launch 0)" in x)
+    assert line.strip().startswith("<script>alert(1)</script>*bold*[x](javascript:alert(1))?[31mRED?[0m")

@@ -30,6 +30,7 @@ from tests.unit.test_reports import HOSTILE, hostile_run
 NSYS_FIXTURE = "nsys-ai/mfu_2gpu_before.sqlite"
 NCU_FIXTURE = "ncu/cutlass_a100_fused_two_gemms_s8_ncu2024.1.1.ncu-rep"
 KINETO_FIXTURE = "hta/nccl_parser_config__nccl_data.json.gz"
+KINETO_GEMM_FIXTURE = "tracelens/h100_qwen1.5-0.5b_inference.json.gz"  # bf16 matmuls: a roofline from shapes
 LARGEST_FIXTURE = "hta/df_index_resolver__df_index_resolver.json.gz"
 SIZE_LIMIT = 5_000_000
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -174,8 +175,10 @@ def _verdict_expectation(doc: dict[str, Any]) -> str:
 
 @pytest.mark.real
 @pytest.mark.slow
-@pytest.mark.parametrize("fixture,charts", [(NSYS_FIXTURE, ("breakdown", "timeline")), (NCU_FIXTURE, ("roofline",)),
-                                            (KINETO_FIXTURE, ("breakdown", "timeline"))])
+@pytest.mark.parametrize("fixture,charts", [(NSYS_FIXTURE, ("breakdown", "timeline")),
+                                            (NCU_FIXTURE, ("roofline", "sol")),
+                                            (KINETO_FIXTURE, ("breakdown", "timeline")),
+                                            (KINETO_GEMM_FIXTURE, ("breakdown", "timeline", "roofline"))])
 def test_real_report_renders_offline(page: Page, tmp_path: Path, fixture: str, charts: tuple[str, ...],
                                      monkeypatch: pytest.MonkeyPatch) -> None:
     src = real_path(fixture)
@@ -192,6 +195,14 @@ def test_real_report_renders_offline(page: Page, tmp_path: Path, fixture: str, c
         assert shapes > 0, key
         assert json.loads(box)["width"] > 100 and json.loads(box)["height"] > 50, key
     assert page.js("document.querySelectorAll('script:not([type=\"application/json\"])').length") == 0
+    if fixture == NCU_FIXTURE:  # the three int8 CUTLASS launches, latency bound, under their launch roofs
+        assert page.js("document.querySelectorAll('#fig-roofline svg circle.pt-latency').length") == 3
+        assert "confidence: high (Nsight Compute SOL)" in page.js("document.getElementById('roofline').innerText")
+    if fixture == KINETO_GEMM_FIXTURE:  # no ncu: ops from shapes, low confidence, the SOL part says why it is absent
+        section = page.js("document.getElementById('roofline').innerText")
+        assert "basis: Kineto op FLOPs and shapes; confidence: low (timeline-derived)" in section
+        assert "not available: no Nsight Compute data" in section
+        assert page.js("document.querySelectorAll('#fig-roofline svg circle').length") > 100
     if fixture == NSYS_FIXTURE and os.environ.get("ADVISOR_UPDATE_SCREENSHOT") == "1":
         page.screenshot(ROOT / "docs" / "report-screenshot.png")
 
@@ -242,5 +253,35 @@ def test_report_with_ncu_joined(page: Page, tmp_path: Path, monkeypatch: pytest.
     assert join["kernels"][0]["short_name"] == "staged_axpy" and join["kernels"][0]["timeline_launches"] == 20
     section = page.js("document.getElementById('ncu').innerText")
     assert "1 of 1" in section and "of the kernel time in the timeline" in section and "staged_axpy" in section
-    assert page.js("document.querySelectorAll('#fig-roofline svg circle').length") > 0
+    assert page.js("document.querySelectorAll('#fig-roofline svg circle.pt-latency').length") == 1
+    assert page.js("document.querySelectorAll('#fig-sol svg circle').length") == 1
     assert any(f["code"] == "ME003" for f in doc["findings"])
+
+
+@pytest.mark.slow
+def test_stream_rows_and_gpu_metric_ranges_in_the_browser(page: Page, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Per-stream timeline rows (LA003 optimized: the 8 busiest of 9 streams on one H100) and the table of
+    per-range verdicts from nsys GPU metrics samples (a hand-made export read by the nsys parser)."""
+    from tests.unit.test_perf_timeline import nsys_export_with_gpu_metrics
+
+    monkeypatch.chdir(ROOT / "fixtures")
+    html = _report(Path("nsys/LA003_default_stream_serialization_optimized/"
+                        "LA003_default_stream_serialization_optimized.sqlite.gz"), tmp_path / "streams.html")
+    _open(page, html)
+    assert page.js("document.querySelectorAll('#fig-timeline svg path.k-stream').length") == 8
+    labels = page.js("Array.from(document.querySelectorAll('#fig-timeline svg text')).map(t => t.textContent)")
+    assert [t for t in labels if t.startswith("stream ")] == [f"stream {s}" for s in (19, 20, 15, 14, 16, 18, 17, 13)]
+    assert "1 more stream(s) not shown, busy 231.5 us in all (the 8 busiest of 9 are shown)" in labels
+    assert page.js("document.getElementById('gpu-metrics')") is None  # no samples in this capture: no table
+
+    metrics = nsys_export_with_gpu_metrics(tmp_path / "metrics.sqlite")
+    html = _report(metrics, tmp_path / "metrics.html")
+    page.events.clear()  # the first page's events (its own request included) are checked already
+    _open(page, html)
+    rows = page.js("Array.from(document.querySelectorAll('#gpu-metrics + table tbody tr'))"
+                   ".map(r => Array.from(r.cells).slice(0, 8).map(c => c.innerText))")
+    assert rows == [["copy", "0", "90.0%", "85.0%", "0.0%", "memory", "DRAM 85.0% >= 60% (sampled)", "low"],
+                    ["gemm", "0", "99.0%", "12.0%", "85.0%", "compute", "compute 85.0% >= 60% (sampled)", "low"]]
+    doc = page.js("JSON.parse(document.getElementById('advisor-document').textContent)")
+    assert [it["class"] for it in doc["gpu_metrics"]["items"]] == ["memory", "compute"]

@@ -19,6 +19,7 @@ from advisor.model.schema import TABLES
 from advisor.model.store import read_entry_meta, write_entry
 from tests.conftest import ROOT, real_path
 from tests.reliability.conftest import copy_real
+from tests.reliability.surfaces import cli
 
 KINETO = "hta/with_gpu_user_annotation__step_based_trace_2543932.json.gz"
 
@@ -160,3 +161,133 @@ def test_cache_never_written_beside_the_input(tmp_path: Path) -> None:
     for p in (trace, gz):
         assert _kernels(p, tmp_path / "cache") >= 1
     assert sorted(p.name for p in (tmp_path / "in").iterdir()) == before
+
+
+def test_same_size_damage_inside_a_data_page_is_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    trace = copy_real(KINETO, tmp_path / "in")
+    cache = tmp_path / "cache"
+    expected = _kernels(trace, cache)
+    (entry,) = _entries(cache)
+    for name in ("kernels", "strings"):
+        f = entry / f"{name}.parquet"
+        data = bytearray(f.read_bytes())
+        mid = len(data) // 3  # well before the footer: footers, sizes and row counts stay as recorded
+        data[mid : mid + 64] = bytes(b ^ 0xFF for b in data[mid : mid + 64])
+        f.write_bytes(bytes(data))
+    monkeypatch.setenv("ADVISOR_CACHE_DIR", str(cache))
+    rc, out, err = cli(["analyze", str(trace), "--format", "json"])
+    assert rc == 0, err
+    assert json.loads(out)["counts"]["kernels"] == expected
+
+
+def test_same_size_edit_between_sampled_blocks_is_not_served_from_cache(tmp_path: Path) -> None:
+    import gzip
+    import re
+
+    data = bytearray(gzip.decompress(real_path("param/resnet_kineto.json.gz").read_bytes()))
+    size = len(data)
+    starts = [max(0, (size - 65536) * i // 15) for i in range(16)]  # the blocks ingest.fingerprint reads
+
+    def sampled(off: int) -> bool:
+        return any(s <= off < s + 65536 for s in starts)
+
+    name = next(m for m in re.finditer(rb'"cat": ?"kernel", ?"name": ?"([^"]{10,})"', data)
+                if not sampled(m.start(1)) and not sampled(m.start(1) + 4))
+    trace = tmp_path / "trace.json"
+    trace.write_bytes(bytes(data))
+    cache = tmp_path / "cache"
+    open_run(trace, cache_dir=cache).close()
+    data[name.start(1) : name.start(1) + 4] = b"ZZZZ"  # same size, one kernel renamed
+    trace.write_bytes(bytes(data))
+    run = open_run(trace, cache_dir=cache)
+    try:
+        assert run.sql_rows("SELECT count(*) FROM strings WHERE value LIKE 'ZZZZ%'")[0][0] == 1
+    finally:
+        run.close()
+
+
+def _meta(cache: Path) -> dict[str, object]:
+    (entry,) = _entries(cache)
+    meta: dict[str, object] = json.loads((entry / "meta.json").read_text())
+    return meta
+
+
+def _no_hashing(monkeypatch: pytest.MonkeyPatch) -> None:
+    import advisor.ingest as ingest
+
+    def refuse(*_a: object, **_k: object) -> str:
+        raise AssertionError("the whole input was hashed on a re-open of an unchanged file")
+
+    monkeypatch.setattr(ingest, "full_sha256", refuse)
+
+
+def test_unchanged_file_reopens_without_hashing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The warm path trusts a remembered stat fingerprint: no read of the input beyond the sampled blocks."""
+    import advisor.ingest as ingest
+
+    monkeypatch.setattr(ingest, "RACY_NS", 0)  # the copy is seconds old; its times count as settled
+    trace = copy_real(KINETO, tmp_path / "in")
+    cache = tmp_path / "cache"
+    expected = _kernels(trace, cache)
+    meta = _meta(cache)
+    assert meta["source_sha256"] == ingest.full_sha256(trace)
+    assert meta["source_stats"] == [ingest.stat_fingerprint(trace)[0]]
+    _no_hashing(monkeypatch)
+    assert _kernels(trace, cache) == expected
+
+
+def test_racy_stat_is_not_remembered(tmp_path: Path) -> None:
+    """A file written moments ago may change again within its timestamp tick: its stat is not trusted."""
+    trace = copy_real(KINETO, tmp_path / "in")
+    cache = tmp_path / "cache"
+    _kernels(trace, cache)
+    assert _meta(cache)["source_stats"] == []
+
+
+def test_touched_or_copied_file_is_hashed_once_then_trusted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import advisor.ingest as ingest
+
+    monkeypatch.setattr(ingest, "RACY_NS", 0)
+    trace = copy_real(KINETO, tmp_path / "in")
+    cache = tmp_path / "cache"
+    expected = _kernels(trace, cache)
+    os.utime(trace, ns=(1_000_000_000, 1_000_000_000))  # same bytes, other mtime
+    copy = copy_real(KINETO, tmp_path / "elsewhere", name="copy.json.gz")  # same bytes, other inode
+    hashed: list[Path] = []
+    real_hash = ingest.full_sha256
+
+    def counting(path: Path, *args: object) -> str:
+        hashed.append(path)
+        return real_hash(path, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ingest, "full_sha256", counting)
+    for p in (trace, copy):
+        assert _kernels(p, cache) == expected
+    assert hashed == [trace, copy]
+    assert len(_entries(cache)) == 1 and len(_meta(cache)["source_stats"]) == 3  # type: ignore[arg-type]
+    _no_hashing(monkeypatch)
+    for p in (trace, copy):
+        assert _kernels(p, cache) == expected
+
+
+def test_damage_that_comes_back_is_one_clear_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the rebuilt entry is damaged again (here: never dropped), the second failure is one line, exit 2."""
+    import advisor.ingest as ingest
+
+    trace = copy_real(KINETO, tmp_path / "in")
+    cache = tmp_path / "cache"
+    _kernels(trace, cache)
+    (entry,) = _entries(cache)
+    f = entry / "kernels.parquet"
+    data = bytearray(f.read_bytes())
+    mid = len(data) // 3
+    data[mid : mid + 64] = bytes(b ^ 0xFF for b in data[mid : mid + 64])
+    f.write_bytes(bytes(data))
+    monkeypatch.setattr(ingest, "drop_entry", lambda entry: None)
+    monkeypatch.setenv("ADVISOR_CACHE_DIR", str(cache))
+    rc, out, err = cli(["analyze", str(trace), "--format", "json"])
+    assert rc == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "internal error" not in err and "Traceback" not in err
+    assert f"cached run {entry} is damaged" in lines[0] and "--no-cache" in lines[0]
+    assert json.loads(out)["error"]["kind"] == "CacheDamaged"

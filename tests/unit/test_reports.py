@@ -127,6 +127,161 @@ def test_roofline_clamps_points_into_the_plot() -> None:
     assert 60 <= c.cx <= 440 and 14 <= c.cy <= 394
 
 
+def test_roofline_chart_draws_dram_slope_flat_compute_roof_and_points() -> None:
+    """Log-log: DRAM 2 TB/s meets FP32 60 TFLOP/s at 30 FLOP/byte; L2 is not drawn on a per-DRAM-byte axis."""
+    roofs = [figures.Ceiling("DRAM", "memory", 2e12), figures.Ceiling("L2", "memory", 1e13),
+             figures.Ceiling("FP32", "compute", 6e13)]
+    points = [figures.RooflinePoint("R1", 1.0, 1.8e12, "memory", 0.7, "copy"),
+              figures.RooflinePoint("R2", 1000.0, 3e12, "latency", 0.3, "gemm"),
+              figures.RooflinePoint("R3", 0.0, 1e9, "unknown", 0.0, "no bytes")]  # not placeable: left out
+    fig = figures.roofline_chart(points, roofs)
+    assert fig is not None and fig.key == "roofline"
+    paths = [s for s in fig.shapes if isinstance(s, figures.Path)]
+    assert [p.cls for p in paths] == ["roof-mem", "roof-comp"]  # one memory roof (DRAM) and the FP32 ceiling
+    circles = [s for s in fig.shapes if isinstance(s, figures.Circle)]
+    assert [c.cls for c in circles] == ["pt-memory", "pt-latency"] and circles[0].r > circles[1].r
+    # intensity grows to the right, op/s upwards (SVG y grows downwards)
+    assert circles[0].cx < circles[1].cx and circles[1].cy < circles[0].cy
+    # the ceiling starts where the DRAM slope reaches it: the ridge point (30 FLOP/byte)
+    slope = re.fullmatch(r"M([\d.]+),([\d.]+)L([\d.]+),([\d.]+)", paths[0].d)
+    flat = re.fullmatch(r"M([\d.]+),([\d.]+)H([\d.]+)", paths[1].d)
+    assert slope is not None and flat is not None
+    assert (slope.group(3), slope.group(4)) == (flat.group(1), flat.group(2))
+    assert "roofs: DRAM, FP32" in [li.label for li in fig.legend]
+
+
+def test_roofline_chart_none_without_placeable_points() -> None:
+    assert figures.roofline_chart([figures.RooflinePoint("R1", 0.0, 1.0, "memory", 1.0, "")], []) is None
+    assert figures.roofline_chart([], [figures.Ceiling("DRAM", "memory", 1e12)]) is None
+
+
+def test_report_draws_the_perf_roofline_data_and_escapes_names(hostile_inputs: ReportInputs) -> None:
+    """ReportInputs.roofline_chart is advisor.perf's figure data (ncu_figure / ops_figure .to_dict())."""
+    data = {
+        "points": [{"kernel": HOSTILE, "id": 0, "ai": 4.0, "flops_per_s": 2e12, "time_share": 1.0,
+                    "class": "memory", "precision": "fp32", "confidence": "low"}],
+        "roofs": [{"name": "DRAM", "kind": "memory", "peak": 3.35e12, "unit": "byte/s", "source": "peak_table",
+                   "basis": "datasheet"},
+                  {"name": "FP32", "precision": "fp32", "kind": "compute", "peak": 6.7e13, "unit": "FLOP/s",
+                   "source": "peak_table", "basis": "datasheet"}],
+        "ridges": [], "basis": "Kineto op FLOPs and shapes", "notes": [], "share_of": "the plotted ops' kernel time",
+    }
+    inputs = ReportInputs(hostile_inputs.doc, hostile_inputs.timeline, (), 0, hostile_inputs.gaps, data)
+    r = build_run_report(inputs)
+    assert r.roofline_chart is not None and r.roofline is None  # no ncu: the SOL scatter stays out
+    assert "confidence: low (timeline-derived)" in r.roofline_chart.caption
+    assert "Roof sources: DRAM: peak_table, FP32: peak_table" in r.roofline_chart.caption
+    html = render_run_html(inputs)
+    assert 'id="fig-roofline"' in html and 'class="pt-memory"' in html
+    assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "not available: no Nsight Compute data" in html  # the SOL part still says how to get it
+
+
+def test_timeline_figure_draws_stream_rows_under_their_device() -> None:
+    streams = (figures.StreamRow("stream 7", [1.0, 0.25, 0.0], "device 0, stream 7: busy 1.3 us"),
+               figures.StreamRow("stream 9", [0.0, 0.0, 0.0], "device 0, stream 9: busy 0 ns"))
+    lane = figures.Lane(0, "device 0", {"compute": [1.0, 0.25, 0.0]}, streams, "3 more stream(s) not shown")
+    fig = figures.timeline_figure(0, 1000.0, [lane])
+    plain = figures.timeline_figure(0, 1000.0, [figures.Lane(0, "device 0", {"compute": [1.0, 0.25, 0.0]})])
+    assert fig is not None and plain is not None
+    stream_paths = [s for s in fig.shapes if isinstance(s, figures.Path) and s.cls == "k-stream"]
+    assert [p.tip for p in stream_paths] == ["device 0, stream 7: busy 1.3 us"]  # an idle stream: track only
+    labels = [s.text for s in fig.shapes if isinstance(s, figures.Label)]
+    assert "stream 7" in labels and "stream 9" in labels and "3 more stream(s) not shown" in labels
+    # two 13-unit rows (+2 between, +3 above) and the 14-unit note line under the device lane
+    assert fig.height - plain.height == pytest.approx(3 + 2 * 15 + 14)
+    assert "one stream busy" in [li.label for li in fig.legend] and "busiest streams" in fig.caption
+    # the stream's row: full height in bin 0, a quarter in bin 1, nothing in bin 2
+    assert re.fullmatch(r"M110\.0,[\d.]+V[\d.]+H323\.3V[\d.]+H536\.7V[\d.]+H750\.0.*Z", stream_paths[0].d)
+
+
+def test_report_timeline_shows_the_busiest_streams_and_what_was_left_out() -> None:
+    """LA003 optimized (own H100 capture): 8 worker streams of 16 launches each plus the default stream 7."""
+    from advisor.ingest import open_run
+    from tests.conftest import ROOT
+
+    run = open_run(ROOT / "fixtures/nsys/LA003_default_stream_serialization_optimized/"
+                          "LA003_default_stream_serialization_optimized.sqlite.gz")
+    try:
+        inputs = collect(run)
+        assert inputs.streams is not None and inputs.timeline is not None
+        rows = inputs.streams["rows"]
+        assert [(r["device_id"], r["stream_id"]) for r in rows] == [(0, s) for s in (19, 20, 15, 14, 16, 18, 17, 13)]
+        assert rows[0]["busy_ns"] == run.sql_rows(
+            "SELECT sum(end_ns - start_ns) FROM kernels WHERE stream_id = 19")[0][0] == 3_638_297
+        # the bins hold the same time (a stream runs its work in order: no overlap to cap)
+        for r in rows:
+            assert len(r["busy"]) == 240 and sum(r["busy"]) * inputs.timeline["bin_ns"] == pytest.approx(r["busy_ns"])
+        assert inputs.streams["left_out"] == [{"device_id": 0, "streams": 1, "busy_ns": 231_517}]
+    finally:
+        run.close()
+    report = build_run_report(inputs)
+    assert report.timeline is not None and report.timeline.title == "GPU activity over time, per device and stream"
+    labels = [s.text for s in report.timeline.shapes if isinstance(s, figures.Label)]
+    assert [t for t in labels if t.startswith("stream ")] == [f"stream {s}" for s in (19, 20, 15, 14, 16, 18, 17, 13)]
+    assert "1 more stream(s) not shown, busy 231.5 us in all (the 8 busiest of 9 are shown)" in labels
+    tips = [s.tip for s in report.timeline.shapes if isinstance(s, figures.Path) and s.cls == "k-stream"]
+    assert len(tips) == 8 and tips[0] == "device 0, stream 19: busy 3.638 ms (77.2% of the device span)"
+
+
+def _gpu_metrics_run(range_name: str) -> Run:
+    """Samples every 10 us on GPU 0; a DRAM-heavy range (0-95 us) and a tensor-heavy one (100-195 us)."""
+    names = {"SMs Active [Throughput %]": (90.0, 99.0), "SM Issue [Throughput %]": (20.0, 70.0),
+             "Tensor Active [Throughput %]": (0.0, 85.0), "DRAM Read Bandwidth [Throughput %]": (80.0, 10.0),
+             "DRAM Write Bandwidth [Throughput %]": (5.0, 2.0)}
+    samples = [{"device_id": 0, "timestamp_ns": ts, "metric": m, "value": v[ts >= 100_000]}
+               for ts in range(0, 200_000, 10_000) for m, v in names.items()]
+    ranges = [{"range_id": i, "depth": 0, "source": "nvtx", "name_id": 1 + i, "pid": 1, "tid": 1,
+               "start_ns": i * 100_000, "end_ns": i * 100_000 + 95_000} for i in (0, 1)]
+    strings = [{"string_id": 1, "value": range_name}, {"string_id": 2, "value": "gemm"}]
+    runs = [{"source_path": "metrics.sqlite", "source_sha256": "1" * 64, "source_bytes": 1, "format": "nsys-sqlite",
+             "tool": "Nsight Systems", "tool_version": "2024.1", "trace_start_ns": 0, "trace_end_ns": 200_000,
+             "captured": "gpu_metrics,ranges"}]
+    return Run.from_tables({"gpu_metrics": _table("gpu_metrics", samples), "ranges": _table("ranges", ranges),
+                            "strings": _table("strings", strings), "runs": _table("runs", runs)})
+
+
+def test_report_tabulates_gpu_metric_range_verdicts() -> None:
+    run = _gpu_metrics_run("copy")
+    try:
+        inputs = collect(run)
+    finally:
+        run.close()
+    assert inputs.doc["gpu_metrics"]["confidence"] == "low"  # the embedded document has analyze's section
+    report = build_run_report(inputs)
+    assert report.gpu_metrics is not None and not report.gpu_metrics.missing
+    got = [(r.name, r.sm_active, r.dram, r.tensor, r.kernel_class, r.basis, r.confidence, r.samples)
+           for r in report.gpu_metrics.rows]
+    assert got == [("copy", "90.0%", "85.0%", "0.0%", "memory", "DRAM 85.0% >= 60% (sampled)", "low", "10"),
+                   ("gemm", "99.0%", "12.0%", "85.0%", "compute", "compute 85.0% >= 60% (sampled)", "low", "10")]
+    html = render_run_html(inputs)
+    assert 'id="gpu-metrics"' in html and "<td>memory</td>" in html and "DRAM 85.0% &gt;= 60% (sampled)" in html
+
+
+def test_no_gpu_metrics_no_table(hostile_inputs: ReportInputs) -> None:
+    assert "gpu_metrics" not in hostile_inputs.doc
+    assert build_run_report(hostile_inputs).gpu_metrics is None
+    assert 'id="gpu-metrics"' not in render_run_html(hostile_inputs)
+
+
+def test_gpu_metric_range_names_are_inert() -> None:
+    from advisor.cli.render_gpu_metrics import md_gpu_metrics, text_gpu_metrics
+
+    run = _gpu_metrics_run(HOSTILE)
+    try:
+        inputs = collect(run)
+    finally:
+        run.close()
+    html = render_run_html(inputs)
+    assert html.count("<script") == 1 and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    md = "\n".join(md_gpu_metrics(inputs.doc["gpu_metrics"]))
+    assert "<script>" not in md and "*bold*" not in md and "](javascript" not in md
+    row = next(line for line in md.splitlines() if line.endswith("| memory | 10 |"))
+    assert row.count("|") == 8 and "&#124;" in row  # seven cells: the name's own "|" is an entity
+    text = "\n".join(text_gpu_metrics(inputs.doc["gpu_metrics"]))
+    assert "\u2028" not in text and "memory" in text
+
+
 # ------------------------------------------------------------------ safety
 
 
@@ -240,3 +395,57 @@ def test_markdown_stays_under_the_pr_comment_limit(hostile_inputs: ReportInputs)
     assert len(md) <= MD_LIMIT
     assert md.count("<details>") == md.count("</details>")
     assert "Do this first" in md and "details left out to fit a PR comment" in md
+
+
+# ------------------------------------------------------------------ diff Markdown: the PR comment limit
+
+
+@pytest.fixture(scope="module")
+def mfu_diff() -> dict[str, Any]:
+    """`advisor diff` of the nsys-ai MFU pair (no rules), as the document the Markdown renderer reads."""
+    from advisor.diff import SideOptions, diff_paths
+    from tests.conftest import real_path
+
+    opts = SideOptions(with_rules=False)
+    before, after = real_path("nsys-ai/mfu_2gpu_before.sqlite"), real_path("nsys-ai/mfu_2gpu_after.sqlite")
+    doc: dict[str, Any] = diff_paths(str(before), str(after), opts, threshold_pct=5.0, top=500)
+    return doc
+
+
+CUT_NOTE = "_(truncated to fit a PR comment; `--format json` has everything)_"
+
+
+def _inflated(doc: dict[str, Any]) -> dict[str, Any]:
+    """The same diff with 2,000 copies of its range rows: far past 65,536 characters."""
+    out = dict(doc)
+    out["ranges"] = dict(doc["ranges"], items=doc["ranges"]["items"] * 2000)
+    return out
+
+
+def test_diff_markdown_is_cut_to_the_pr_comment_limit(mfu_diff: dict[str, Any]) -> None:
+    from advisor.cli.commands.diff import markdown
+
+    assert mfu_diff["ranges"]["items"], "the pair has NVTX ranges"
+    assert len(markdown(mfu_diff)) < MD_LIMIT  # 13 KB as it is: nothing cut
+    md = markdown(_inflated(mfu_diff))
+    assert len(md) <= MD_LIMIT
+    assert "REGRESSION" in md and md.rstrip().endswith("`--format json` has everything)_")
+
+
+def test_diff_markdown_cut_keeps_details_balanced(mfu_diff: dict[str, Any]) -> None:
+    """The cut drops table rows, never a closing tag or the findings after the collapsed ranges."""
+    from advisor.cli.commands.diff import markdown
+
+    full = markdown(mfu_diff)
+    md = markdown(_inflated(mfu_diff))
+    assert md.count("<details>") == md.count("</details>") == 1
+    assert md.index("<details>") < md.index("</details>") < md.index("### Findings and verdict class")
+    # everything after the ranges block is exactly as in the uncut comment
+    assert md.split("</details>")[1].removesuffix(f"\n{CUT_NOTE}\n").rstrip() == full.split("</details>")[1].rstrip()
+    # the kernels table is whole; the range rows that fit are kept, with how many were left out
+    assert md.split("<details>")[0] == full.split("<details>")[0]
+    n_rows = len(mfu_diff["ranges"]["items"]) * 2000
+    kept = sum(1 for line in md.split("<details>")[1].splitlines() if line.startswith("| ") and "delta %" not in line)
+    note = re.search(r"_(\d+) more line\(s\) left out to fit a PR comment\._", md)
+    assert note is not None and kept > 100 and kept + int(note.group(1)) == n_rows
+    assert MD_LIMIT - 1000 < len(md) <= MD_LIMIT  # cut only as far as needed

@@ -76,3 +76,49 @@ def test_truncated_parquet_fails_the_cheap_check(tmp_path: Path) -> None:
     from advisor.ingest import _open_cached
 
     assert _open_cached(entry, meta) is None
+
+
+def _flip_data_page(f: Path, at: float) -> None:
+    """Same size, footer intact: damage that only a query reading the page can meet."""
+    data = bytearray(f.read_bytes())
+    mid = int(len(data) * at)
+    data[mid : mid + 64] = bytes(b ^ 0xFF for b in data[mid : mid + 64])
+    f.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("at", [0.3, 0.7])  # DuckDB names the file for some damage ("Corrupted file?"), not all
+def test_query_on_a_damaged_page_raises_cache_damaged(at: float, tmp_path: Path) -> None:
+    import duckdb
+
+    from advisor.model.store import CacheDamaged
+
+    big = conform("strings", pa.table({"string_id": list(range(20_000)),
+                                       "value": [f"kernel_{i * 7919 % 100_003}" for i in range(20_000)]}))
+    entry = write_entry(tmp_path, "k1", dict(_tables(), strings=big), {})
+    meta = read_entry_meta(entry)
+    assert meta is not None
+    _flip_data_page(entry / "strings.parquet", at)
+    assert read_entry_meta(entry) is not None  # sizes still match: opening it cannot tell
+    run = Run.from_entry(entry, meta)
+    try:
+        assert run.footers_match()
+        with pytest.raises(duckdb.Error):  # a bad query is no damage: the error stays DuckDB's
+            run.sql_rows("SELECT no_such_column FROM kernels")
+        assert run.sql_rows("SELECT count(*) FROM kernels")[0][0] == 2  # intact tables still read
+        with pytest.raises(CacheDamaged, match=r"cached run .* is damaged \(") as caught:
+            run.sql_rows("SELECT * FROM strings")
+        assert caught.value.entry == entry and caught.value.hint
+    finally:
+        run.close()
+
+
+def test_replace_entry_meta_is_atomic_and_tolerates_a_readonly_entry(tmp_path: Path) -> None:
+    from advisor.model.store import replace_entry_meta
+
+    entry = write_entry(tmp_path, "k1", _tables(), {"n": 1})
+    meta = read_entry_meta(entry)
+    assert meta is not None
+    assert replace_entry_meta(entry, dict(meta, n=2))
+    assert json.loads((entry / "meta.json").read_text())["n"] == 2
+    assert [p.name for p in entry.iterdir() if p.name.startswith(".")] == []  # no temporary left
+    assert not replace_entry_meta(tmp_path / "gone", meta)  # an entry removed meanwhile: nothing written

@@ -28,7 +28,8 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cache", action="store_true", help="parse again instead of reusing the cache")
     p.add_argument("-o", "--output", help="write the output to this file instead of stdout")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="progress bar on stderr (default: when stderr is a terminal)")
+                   help="progress bar on stderr for reading and analyzing work longer than a second "
+                        "(default: when stderr is a terminal; --progress forces it, e.g. under a CI log)")
     add_rule_arguments(p)
     p.add_argument("--fail-on", choices=("any", "none"), default="none",
                    help="exit 1 when any finding fires (for CI gates); default: never")
@@ -83,29 +84,33 @@ def run(args: argparse.Namespace) -> int:
     from advisor.engine.analyze import analyze_run, document
     from advisor.ingest import open_run
     from advisor.parsers.base import ParseOptions
+    from advisor.perf import gpu_metrics_section
 
     ncu = _open_ncu(args) if args.ncu else None
     runs = []
     try:
         for path in args.paths:
-            progress = Progress(f"reading {path}", enabled=args.progress)
-            r = open_run(path, ParseOptions(nsys=args.nsys, progress=progress), use_cache=not args.no_cache)
-            progress.done()
-            try:
-                runs.append(analyze_run(r, top=args.top, rules=not args.no_rules, ncu=ncu,
-                                        rule_options=rule_options(args.rule_option), select=selection(args.select)))
-            finally:
-                r.close()
+            with Progress(f"reading {path}", enabled=args.progress) as progress:
+                r = open_run(path, ParseOptions(nsys=args.nsys, progress=progress), use_cache=not args.no_cache)
+                try:
+                    progress.stage(f"analyzing {path}")
+                    doc = analyze_run(r, top=args.top, rules=not args.no_rules, ncu=ncu, progress=progress,
+                                      rule_options=rule_options(args.rule_option), select=selection(args.select))
+                    if (section := gpu_metrics_section(r)) is not None:
+                        doc["gpu_metrics"] = section  # nsys GPU metrics per NVTX range (docs/json-output.md)
+                    runs.append(doc)
+                finally:
+                    r.close()
     finally:
         if ncu is not None:
             ncu.close()
-    doc = document(runs)
+    full = document(runs)
     if args.format == "json":
-        out = json.dumps(doc, indent=2, default=str) + "\n"
+        out = json.dumps(full, indent=2, default=str) + "\n"
     elif args.format == "md":
-        out = markdown_document(doc)
+        out = markdown_document(full)
     else:
-        out = text_document(doc)
+        out = text_document(full)
     emit(out, args.output, args.paths)
     fired = any(r.get("findings") for r in runs)
     return 1 if args.fail_on == "any" and fired else 0

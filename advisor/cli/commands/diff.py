@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.cli.output import emit
-from advisor.cli.render import MD_LIMIT, clean, md_cell
+from advisor.cli.render import MD_LIMIT
+from advisor.cli.render_escape import clean, md_cell
 from advisor.reports.units import fmt_ns
 
 NAME = "diff"
@@ -216,46 +218,91 @@ def text(doc: dict[str, Any]) -> str:
 # ---- Markdown ------------------------------------------------------------------------------------
 
 
-def _md_items(block: dict[str, Any], unit: str) -> list[str]:
+@dataclass
+class _MdBlock:
+    """Lines of the comment: fixed `head` and `tail` around `rows` that may be dropped from the end to fit.
+
+    A block opens and closes its own tags (a `<details>` head has its `</details>` in the tail), so
+    dropping rows never leaves one open; `cut` counts the rows dropped, and a note says so.
+    """
+
+    head: list[str]
+    rows: list[str] = field(default_factory=list)
+    tail: list[str] = field(default_factory=list)
+    cut: int = 0
+
+    def lines(self) -> list[str]:
+        note = ["", f"_{self.cut} more line(s) left out to fit a PR comment._"] if self.cut else []
+        return self.head + self.rows + note + self.tail
+
+
+def _md_items(block: dict[str, Any], unit: str, head: list[str], tail: list[str]) -> _MdBlock:
     if not block["items"]:
-        return ["_none_", ""]
+        return _MdBlock(head + ["_none_", ""], tail=tail)
     of = block["items"][0]["contribution"]["of"]
-    out = [f"_{md_cell(unit, 200)}; delta % of the item's base time; contribution % of {md_cell(of, 200)}._", "",
-           "| delta | delta % | contribution | base | new | calls | status | name |",
-           "|---|---|---|---|---|---|---|---|"]
-    for r in block["items"]:
-        out.append(f"| {fmt_ns(r['delta_ns'])} | {_pct(r['delta'])} | {_pct(r['contribution'])} | "
-                   f"{fmt_ns(r['base']['total_ns'])} | {fmt_ns(r['new']['total_ns'])} | "
-                   f"{r['base']['count']:g} → {r['new']['count']:g} | {r['status']} | {md_cell(r['key'], 100)} |")
-    if block["omitted"]:
-        out.append(f"\n_{block['omitted']} more not shown._")
-    return out + [""]
+    head = head + [f"_{md_cell(unit, 200)}; delta % of the item's base time; contribution % of {md_cell(of, 200)}._",
+                   "", "| delta | delta % | contribution | base | new | calls | status | name |",
+                   "|---|---|---|---|---|---|---|---|"]
+    rows = [f"| {fmt_ns(r['delta_ns'])} | {_pct(r['delta'])} | {_pct(r['contribution'])} | "
+            f"{fmt_ns(r['base']['total_ns'])} | {fmt_ns(r['new']['total_ns'])} | "
+            f"{r['base']['count']:g} → {r['new']['count']:g} | {r['status']} | {md_cell(r['key'], 100)} |"
+            for r in block["items"]]
+    omitted = [f"\n_{block['omitted']} more not shown._"] if block["omitted"] else []
+    return _MdBlock(head, rows, omitted + [""] + tail)
 
 
 def markdown(doc: dict[str, Any]) -> str:
-    """GitHub-flavoured Markdown for a PR comment, under GitHub's 65,536-character limit."""
+    """GitHub-flavoured Markdown for a PR comment, under GitHub's 65,536-character limit.
+
+    The verdict, the headline metric and the findings always survive a cut: what gives way is table
+    rows (ranges first, then kernels, then "what changed" and caveat lines), each block keeping its
+    header and closing its own `<details>`, with a note of how many lines it left out.
+    """
     v, m = doc["verdict"], doc["metric"]
     icon = {"regression": "🔴", "improvement": "🟢", "neutral": "⚪", "inconclusive": "🟡"}[v["verdict"]]
-    parts = ["## advisor diff", "",
-             f"{icon} **{v['verdict'].upper()}**: {md_cell(v['reason'], 600)}", "",
-             f"- base: `{md_cell(doc['base']['label'], 150)}` ({md_cell(doc['base']['layout'], 120)})",
-             f"- new: `{md_cell(doc['new']['label'], 150)}` ({md_cell(doc['new']['layout'], 120)})",
-             f"- {md_cell(_metric_line(m), 600)}", f"- confidence: {md_cell(v['confidence'])}"]
+    head = ["## advisor diff", "",
+            f"{icon} **{v['verdict'].upper()}**: {md_cell(v['reason'], 600)}", "",
+            f"- base: `{md_cell(doc['base']['label'], 150)}` ({md_cell(doc['base']['layout'], 120)})",
+            f"- new: `{md_cell(doc['new']['label'], 150)}` ({md_cell(doc['new']['layout'], 120)})",
+            f"- {md_cell(_metric_line(m), 600)}", f"- confidence: {md_cell(v['confidence'])}"]
     g = doc.get("gate") or {}
     if g.get("fail_on_regression_pct") is not None:
         state = "FAILED" if g["failed"] else "passed"
-        parts.append(f"- CI gate (fail above +{g['fail_on_regression_pct']:g}%): **{state}**")
-    parts += [f"- caveat: {md_cell(c, 400)}" for c in doc["caveats"]]
+        head.append(f"- CI gate (fail above +{g['fail_on_regression_pct']:g}%): **{state}**")
+    caveats = _MdBlock([], [f"- caveat: {md_cell(c, 400)}" for c in doc["caveats"]])
     if not doc["comparability"]["comparable"]:
-        parts.append("- **the sides are not comparable**: the deltas below describe the difference, not a change")
-    if doc.get("changes"):
-        parts += ["", "### What changed", ""] + [f"- {md_cell(c['text'], 300)}" for c in doc["changes"]]
-    parts += ["", "### Kernels and memops", ""] + _md_items(doc["kernels"], doc["alignment"]["unit"])
-    parts += ["<details><summary>Ranges</summary>", ""] + _md_items(doc["ranges"], doc["alignment"]["unit"])
-    parts += ["</details>", "", "### Findings and verdict class", ""]
-    parts += [f"- {md_cell(line.strip(), 300)}" for line in _text_rules(doc)] + [""]
-    out = "\n".join(parts) + "\n"
-    if len(out) > MD_LIMIT:
-        cut = out[: MD_LIMIT - 200]
-        out = cut[: cut.rfind("\n")] + "\n\n_(truncated to fit a PR comment; `--format json` has everything)_\n"
-    return out
+        caveats.tail.append("- **the sides are not comparable**: the deltas below describe the difference, "
+                            "not a change")
+    changes = _MdBlock(["", "### What changed", ""] if doc.get("changes") else [],
+                       [f"- {md_cell(c['text'], 300)}" for c in doc.get("changes") or []])
+    unit = doc["alignment"]["unit"]
+    kernels = _md_items(doc["kernels"], unit, ["", "### Kernels and memops", ""], [])
+    ranges = _md_items(doc["ranges"], unit, ["<details><summary>Ranges</summary>", ""], ["</details>", ""])
+    findings = _MdBlock(["### Findings and verdict class", ""]
+                        + [f"- {md_cell(line.strip(), 300)}" for line in _text_rules(doc)] + [""])
+    blocks = [_MdBlock(head), caveats, changes, kernels, ranges, findings]
+    return _fit(blocks, [ranges, kernels, changes, caveats])
+
+
+_MD_CUT = "_(truncated to fit a PR comment; `--format json` has everything)_"
+
+
+def _fit(blocks: list[_MdBlock], give_way: list[_MdBlock], limit: int = MD_LIMIT) -> str:
+    """Join the blocks; over `limit`, drop rows from the end of each `give_way` block in turn until it fits.
+
+    The fixed lines are few and each is length-bounded (md_cell), so dropping rows always suffices.
+    """
+    def text() -> str:
+        return "\n".join(line for b in blocks for line in b.lines()) + "\n"
+
+    out = text()
+    if len(out) <= limit:
+        return out
+    budget = limit - len(_MD_CUT) - 2
+    for b in give_way:
+        while b.rows and (excess := len(out) - budget) > 0:
+            while b.rows and excess > 0:
+                excess -= len(b.rows.pop()) + 1
+                b.cut += 1
+            out = text()  # again: the block's "left out" note has a length too
+    return out.rstrip("\n") + "\n\n" + _MD_CUT + "\n"
