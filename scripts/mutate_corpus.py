@@ -22,6 +22,7 @@ Nothing is written next to the fixtures: cases are made in a temporary directory
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import gzip
 import hashlib
@@ -531,21 +532,29 @@ def huge_string(long: bool) -> Iterator[Case]:
     yield Case("huge-string", "kineto-100MB-kernel-name", lazy_write("trace.json.gz", lambda: _huge_kineto(size)))
     yield Case("huge-string", "sqlite-100MB-kernel-name", _huge_sqlite(size))
     yield Case("huge-string", "csv-100MB-cell", lazy_write("trace.csv", lambda: _huge_csv(size)))
+    # the gzip'd 100 MB names above inflate ~1000x and stop at the bomb check; these two reach the decoder
+    yield Case("huge-string", "kineto-100MB-kernel-name-plain", lazy_write("trace.json", lambda: _huge_kineto(
+        size, compress=False)))
     if long:
         yield Case("huge-string", "kineto-100MB-arg", lazy_write("trace.json.gz", lambda: _huge_kineto(size, True)),
                    long_only=True)
+        yield Case("huge-string", "kineto-100MB-random-name-gz", lazy_write("trace.json.gz", lambda: _huge_kineto(
+            size, random_name=True)), long_only=True)
 
 
-def _huge_kineto(size: int, in_args: bool = False) -> bytes:
+def _huge_kineto(size: int, in_args: bool = False, compress: bool = True, random_name: bool = False) -> bytes:
     doc = kineto_doc()
     for ev in doc["traceEvents"]:
         if ev.get("cat") == "kernel":
             if in_args:
                 ev.setdefault("args", {})["note"] = "A" * size
+            elif random_name:  # incompressible: the gzip stays near 75 MB, well under the bomb ratio
+                ev["name"] = base64.b64encode(rng_for("huge-random-name").randbytes(size * 3 // 4)).decode()
             else:
                 ev["name"] = "K" * size
             break
-    return gz(json.dumps(doc).encode())
+    data = json.dumps(doc).encode()
+    return gz(data) if compress else data
 
 
 def _huge_sqlite(size: int) -> Make:
@@ -698,7 +707,8 @@ CATEGORIES: list[tuple[str, Callable[[bool], Iterator[Case]], str]] = [
     ("zero-byte", zero_byte, "empty files under every name advisor recognises"),
     ("directory", directories, "directories: a rank trace plus README/subdirectory/binary, only junk, empty, "
                                "a truncated or empty rank beside a good one, broken symlinks"),
-    ("huge-string", huge_string, "a 100 MB kernel name (Kineto, SQLite StringIds) and a 100 MB CSV cell"),
+    ("huge-string", huge_string, "a 100 MB kernel name (Kineto gzip'd, plain and incompressible; SQLite "
+                                     "StringIds) and a 100 MB CSV cell"),
     ("deep-nesting", deep_nesting, "JSON nested 100,000 levels (top level, traceEvents, args, metadata, unclosed)"),
     ("ncu-rep", ncu_rep, ".ncu-rep truncated, bit-flipped, garbage, another format renamed"),
     ("nsys-rep", nsys_rep, ".nsys-rep garbage and truncated (long budget: real `nsys export` attempts)"),

@@ -144,3 +144,70 @@ def test_bad_nsys_option(tmp_path: Path) -> None:
             options=ParseOptions(nsys=str(tmp_path / "nope")),
             cache_dir=tmp_path / "cache",
         )
+
+
+@pytest.mark.parametrize("rel", sorted(OLD_REPORTS))
+def test_analyze_cli_on_report_equals_analyze_on_its_sqlite(
+    rel: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`advisor analyze X.nsys-rep` and `advisor analyze` on the SQLite nsys exports from X print the same facts."""
+    import json
+
+    from advisor.cli.main import main
+
+    exe = nsys_exe()
+    report = real_path(rel)
+    sqlite = _export(exe, report, tmp_path / "independent.sqlite")
+    monkeypatch.setenv("ADVISOR_CACHE_DIR", str(tmp_path / "cache"))
+    docs = {}
+    for name, path in (("report", report), ("sqlite", sqlite)):
+        rc = main(["analyze", str(path), "--format", "json", "--no-rules"])
+        out, err = capsys.readouterr()
+        assert rc == 0, err
+        docs[name] = json.loads(out)
+    rep, exp = docs["report"], docs["sqlite"]
+    assert rep["inputs"][0]["format"] == "nsys-rep" and exp["inputs"][0]["format"] == "nsys-sqlite"
+    assert rep["inputs"][0]["tool_version"] == OLD_REPORTS[rel]
+    assert rep["capture"]["span_ns"] > 0 and rep["counts"]["api_calls"] > 0
+    for key in ("counts", "devices", "capture", "time", "top_kernels", "ranges"):
+        assert rep[key] == exp[key], key
+    # and both agree with plain sqlite3 on the export (neither of these two reports recorded any kernel)
+    independent = _counts(sqlite)
+    assert {k: rep["counts"][k] for k in ("kernels", "memops", "ranges")} == {
+        k: independent[k] for k in ("kernels", "memops", "ranges")
+    }
+
+
+OWN_REPORT = "IO002_no_copy_compute_overlap_baseline"  # our capture (nsys 2022.4.2.1): kernels, copies, NVTX
+
+
+def test_analyze_cli_on_own_report_with_kernels_equals_its_shipped_sqlite(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shared old reports recorded no kernels; our own capture has them, its SQLite export shipped beside it."""
+    import gzip
+    import json
+
+    from advisor.cli.main import main
+    from tests.conftest import ROOT
+
+    nsys_exe()
+    folder = ROOT / "fixtures" / "nsys" / OWN_REPORT
+    report, shipped = folder / f"{OWN_REPORT}.nsys-rep", folder / f"{OWN_REPORT}.sqlite.gz"
+    monkeypatch.setenv("ADVISOR_CACHE_DIR", str(tmp_path / "cache"))
+    docs = {}
+    for name, path in (("report", report), ("sqlite", shipped)):
+        rc = main(["analyze", str(path), "--format", "json", "--no-rules"])
+        out, err = capsys.readouterr()
+        assert rc == 0, err
+        docs[name] = json.loads(out)
+    rep, exp = docs["report"], docs["sqlite"]
+    assert rep["inputs"][0]["format"] == "nsys-rep" and rep["counts"]["kernels"] > 0
+    for key in ("counts", "devices", "capture", "time", "top_kernels", "ranges"):
+        assert rep[key] == exp[key], key
+    plain = tmp_path / "shipped.sqlite"
+    plain.write_bytes(gzip.decompress(shipped.read_bytes()))
+    independent = _counts(plain)
+    assert {k: rep["counts"][k] for k in ("kernels", "memops", "ranges")} == {
+        k: independent[k] for k in ("kernels", "memops", "ranges")
+    }

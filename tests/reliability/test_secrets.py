@@ -127,6 +127,9 @@ def test_hostile_text_is_inert(tmp_path: Path, isolated_cache: Path) -> None:
             json.loads(text)  # JSON is inert by construction: it must still parse
     shown = outputs["analyze-text"] + outputs["tui"]
     assert "RICHMARK" in shown, "the hostile names did not reach the output at all"
+    # Rich/Textual markup from the trace is shown as text, not obeyed (an obeyed tag would vanish from the screen)
+    for tag in ("[bold red]RICHMARK", "[link=https://evil.invalid]RICHLINK"):
+        assert tag in outputs["tui"], f"tui: trace markup {tag!r} was interpreted, not shown"
 
 
 def test_trace_with_secret_copy_is_not_the_fixture(tmp_path: Path) -> None:

@@ -4,8 +4,9 @@ What HTA's `get_temporal_breakdown` counts (read from hta 0.5.0,
 `analyzers/breakdown_analysis.py` and `common/trace.py`):
 
 * events: every row with an integer `args.stream` (kernels, memcpy, memset; also `cuda_sync`
-  rows, which is why traces with cuda_sync events are left out here) - gpu_user_annotation
-  is dropped by its parser config;
+  rows, which the model keeps in `sync`, not as GPU work: a trace whose sync rows fall outside
+  kernel time is left out here, see `LEFT_OUT`) - gpu_user_annotation is dropped by its parser
+  config;
 * span ("kernel_time"): first start to last end of those events on the rank (all its GPUs);
   idle = span - length of the union of the intervals; busy% = 100 - idle_time_pctg;
 * window: with two or more ProfilerStep names it keeps only GPU events whose launching CPU
@@ -44,6 +45,29 @@ CASES = {
     "hta/with_gpu_user_annotation__step_based_trace_2543932.json.gz": True,
     "tracelens/mi300x_ddp8_resnet_act_checkpoint.json.gz": False,
     "param/dlrm_8rank": True,
+    "hta/amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz": True,
+    "hta/critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz": True,  # sync rows inside kernels
+    "hta/critical_path__cuda_event_sync_multi_stream__event_sync_trace.json.gz": True,  # likewise
+    "hta/df_index_resolver__df_index_resolver.json.gz": True,
+    "hta/trace_diff__test__test.json.gz": False,
+    "hta/trace_filter__sampled_rank-0.json.gz": True,
+    "hta/trace_filter__sampled_rank-1.json.gz": True,
+    "hta/triton_example__triton_example.json.gz": True,
+    "kineto/resnet50_autograd_api_num_workers_0__worker0.pt.trace.json.gz": True,
+    "kineto/resnet50_num_workers_0__worker0.1623143566756.pt.trace.json.gz": True,
+    "tracelens/h100_bert-small_inference.json.gz": False,
+    "tracelens/mi300x_qwen1.5-0.5b_inference.json.gz": False,
+}
+# Kineto fixtures not compared, and why (measured with hta 0.5.0):
+LEFT_OUT = {
+    "hta/cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz": "no GPU events; HTA raises IndexError",
+    "hta/cupti_profiler__benchmark_result_924719_1679055439_trace.json.gz": "HTA raises IndexError",
+    "hta/distributed_info_unavailable__distributed_info_not_found.json.gz": "HTA raises IndexError",
+    "tracelens/h100_qwen1.5-0.5b_inference.json.gz": "HTA trips its own assertion (breakdown_analysis.py)",
+    "hta/critical_path__cuda_event_sync__event_sync_trace.json.gz": "HTA counts cuda_sync rows outside kernel "
+    "time as busy: 1.9 pp apart",
+    "hta/ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz": "ns timestamps: HTA's rounding is "
+    "not reproduced exactly, 0.3 pp apart in its window (whole trace 0.95 pp)",
 }
 TOLERANCE_PP = 1.0  # whole-trace busy (engine) vs HTA
 WINDOW_TOLERANCE_PP = 0.05  # same selection and rounding as HTA: only float noise remains
@@ -142,3 +166,12 @@ def test_busy_time_matches_hta(rel: str, tmp_path: Path) -> None:
         print(f"  whole-trace busy % (device_time): { {r: round(v, 2) for r, v in whole.items()} }")
         for r in theirs:
             assert abs(whole[r] - theirs[r]) <= TOLERANCE_PP, (rel, r, whole[r], theirs[r])
+
+
+def test_every_kineto_fixture_is_compared_or_says_why() -> None:
+    """The comparison covers every real Kineto trace except those listed with a reason."""
+    from tests.unit.test_kineto import DLRM_DIR, KINETO_FILES
+
+    runs = {r for r in KINETO_FILES if not r.startswith(DLRM_DIR + "/")} | {DLRM_DIR}
+    assert not set(CASES) & set(LEFT_OUT)
+    assert set(CASES) | set(LEFT_OUT) == runs
