@@ -196,6 +196,7 @@ def shares(run: Run, windows_metric: str, **params: Any) -> list[Window]:
     per: dict[int, dict[str, int]] = {}
     for row in query(run, "window_shares"):
         per.setdefault(int(row["win_id"]), {})[str(row["cls"])] = int(row["ns"] or 0)
+    per = {w: dict(sorted(ns.items())) for w, ns in per.items()}  # one class order: ties stay stable
     rows = run.sql_dicts("SELECT * FROM m_windows ORDER BY win_id")
     base = ("win_id", "device_id", "start_ns", "end_ns", "label")
     return [

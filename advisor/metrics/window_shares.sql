@@ -14,5 +14,4 @@ SELECT e.win_id, e.cls,
 FROM e
 ASOF LEFT JOIN m_timeline hi ON e.device_id = hi.device_id AND e.cls = hi.cls AND e.end_ns >= hi.start_ns
 ASOF LEFT JOIN m_timeline lo ON e.device_id = lo.device_id AND e.cls = lo.cls AND e.start_ns >= lo.start_ns
-GROUP BY ALL
-ORDER BY e.win_id, e.cls  -- ties between classes keep one order (the verdict sorts by time only)
+GROUP BY ALL  -- unordered: metrics.shares orders each window's classes by name, shares_by_label sums
