@@ -237,6 +237,18 @@ def rank_files(path: Path) -> list[Path]:
     return traces
 
 
+def skipped_files(path: Path, traces: list[Path]) -> dict[str, str]:
+    """A directory's *.json[.gz] files that were not read as ranks, each with why."""
+    if not path.is_dir():
+        return {}
+    read = set(traces)
+    return {
+        f.name: "empty file" if f.stat().st_size == 0 else "not a Kineto trace (no traceEvents in its first MiB)"
+        for f in sorted(path.iterdir())
+        if f.is_file() and f.name.lower().endswith(SUFFIXES) and f not in read
+    }
+
+
 def _looks_like_trace(f: Path) -> bool:
     try:
         with f.open("rb") as fh:
@@ -397,7 +409,10 @@ def parse(path: Path, options: ParseOptions) -> ParsedRun:
     out["devices"] = _devices_table(parts, dev_ids)
     out["strings"] = interner.table()
     captured = set().union(*(p.captured for p in parts))
-    return ParsedRun(tables=out, run=_run_row(parts, files, base), captured=captured, notes=_notes(parts, files))
+    notes = _notes(parts, files)
+    if skipped := skipped_files(path, files):
+        notes["files_skipped"] = skipped  # a zero-byte rank file is a lost rank: say so, never drop it silently
+    return ParsedRun(tables=out, run=_run_row(parts, files, base), captured=captured, notes=notes)
 
 
 def _check_ranks(path: Path, parts: list[FileParts]) -> None:

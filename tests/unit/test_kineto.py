@@ -343,3 +343,22 @@ def test_directory_skips_json_that_is_not_a_trace(tmp_path: Path) -> None:
     (only_junk / "PROVENANCE.json").write_text("{}")
     with pytest.raises(InputError, match="no Kineto trace files"):
         open_run(only_junk, cache_dir=tmp_path / "cache")
+
+
+def test_rank_directory_names_the_files_it_skipped(tmp_path: Path) -> None:
+    """A zero-byte rank file is a lost rank: the run says which files were not read, and why."""
+    import json as _json
+
+    d = tmp_path / "ranks"
+    d.mkdir()
+    (d / "worker0.json.gz").write_bytes(real_path("hta/triton_example__triton_example.json.gz").read_bytes())
+    (d / "worker9_empty.json").write_bytes(b"")
+    (d / "config.json").write_text('{"lr": 0.1}')
+    run = open_run(d, cache_dir=tmp_path / "cache")
+    notes = _json.loads(run.info["notes"])
+    run.close()
+    assert notes["files"] == ["worker0.json.gz"]
+    assert notes["files_skipped"] == {
+        "config.json": "not a Kineto trace (no traceEvents in its first MiB)",
+        "worker9_empty.json": "empty file",
+    }
