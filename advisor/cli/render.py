@@ -28,6 +28,8 @@ def text_run(doc: dict[str, Any]) -> list[str]:
     ver = inp.get("tool_version") or "version not recorded"
     schema = f", export schema {inp['export_schema']}" if inp.get("export_schema") else ""
     lines.append(f"   {inp['tool']} {ver}{schema} [{inp['format']}]")
+    for name, why in (inp.get("notes") or {}).get("files_skipped", {}).items():
+        lines.append(f"   not read: {clean(name, 200)} ({clean(why, 100)})")
     if doc.get("headline"):
         lines.append(f"=> {clean(doc['headline'], 300)}")
     verdict = doc.get("verdict")
@@ -222,6 +224,8 @@ def _md_head(doc: dict[str, Any]) -> list[str]:
     out = [f"## {md_cell(inp['path'], 120)}", ""]
     out.append(f"{md_cell(inp['tool'])} {md_cell(inp.get('tool_version') or 'version not recorded')} "
                f"({md_cell(inp['format'])}); capture span {fmt_ns(doc['capture']['span_ns'])}")
+    for name, why in (inp.get("notes") or {}).get("files_skipped", {}).items():
+        out.append(f"- not read: {md_cell(name, 120)} ({md_cell(why, 100)})")
     out.append("")
     v = doc.get("verdict")
     if v:
