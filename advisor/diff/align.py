@@ -127,18 +127,6 @@ def api_totals(captures: list[Capture]) -> dict[tuple[str, str], Totals]:
     return out
 
 
-def shared_structure(base: list[Capture], new: list[Capture]) -> list[str]:
-    """Names other than kernels and step markers that both sides recorded: NVTX/annotation ranges and CUDA
-    API calls. Evidence that two sides whose hot kernels differ are still one program (and no evidence
-    at all when empty)."""
-    def names(caps: list[Capture]) -> set[str]:
-        out = {f"range {range_key(r.name)}" for c in caps for r in c.ranges
-               if r.source != "gpu_user_annotation" and not range_key(r.name).startswith("ProfilerStep#")}
-        return out | {f"api {api_key(r.name)}" for c in caps for r in c.api}
-
-    return sorted(names(base) & names(new))
-
-
 def weighted_median(pairs: list[tuple[float, float]]) -> float | None:
     """Median of values weighted by their weights; pairs are (value, weight)."""
     pairs = sorted(p for p in pairs if p[1] > 0)

@@ -22,10 +22,10 @@ from advisor.diff.align import (
     overlap_share,
     pair_devices,
     range_totals,
-    shared_structure,
     work,
 )
 from advisor.diff.facts import Capture, is_step_marker
+from advisor.diff.identity import program_evidence
 from advisor.diff.rulefacts import diff_findings
 from advisor.diff.sides import Side
 from advisor.diff.stats import mean_difference_interval
@@ -63,7 +63,7 @@ def _metric_samples(caps: list[Capture], ref: dict[tuple[str, str], Totals], w: 
     """Samples of the headline metric on one side, and what one sample is."""
     if w.basis == "steps":
         if len(caps) == 1:
-            return [float(s) for s in caps[0].steps], "steps of one capture"
+            return [float(s) for s in caps[0].steps], STEPS_OF_ONE
         return [fmean(c.steps) for c in caps], "captures (mean step time of each)"
     out = []
     for c in caps:
@@ -71,6 +71,16 @@ def _metric_samples(caps: list[Capture], ref: dict[tuple[str, str], Totals], w: 
         r = count_ratio(ref, activity_totals([c], mode, keys)) if w.basis == "kernel-counts" else 1.0
         out.append(window / (r or 1.0))
     return out, "captures (GPU time of each, scaled to base work)"
+
+
+STEPS_OF_ONE = "steps of one capture"
+
+
+def ci_scope(base_kind: str, new_kind: str) -> str:
+    """What the interval's samples vary over: `within-capture` (each side is the steps of one capture, so
+    run-to-run variation is not in it), `between-captures` (each sample a capture), or `mixed`."""
+    within = (base_kind == STEPS_OF_ONE, new_kind == STEPS_OF_ONE)
+    return "within-capture" if all(within) else "mixed" if any(within) else "between-captures"
 
 
 def _metric(base: Side, new: Side, base_act: dict[tuple[str, str], Totals], w: Work, mode: str,
@@ -93,7 +103,7 @@ def _metric(base: Side, new: Side, base_act: dict[tuple[str, str], Totals], w: W
         if iv:
             ci = {"low_ns": round(iv.low), "high_ns": round(iv.high), "low_pct": pct(iv.low, mb),
                   "high_pct": pct(iv.high, mb), "level": iv.level, "method": iv.method, "df": round(iv.df, 2),
-                  "of": of}
+                  "of": of, "scope": ci_scope(what_b, what_n)}
     return {
         "name": name, "words": words, "base_ns": round(mb), "new_ns": round(mn), "delta": share(mn - mb, mb, of),
         "ci": ci, "samples": {"base": len(sb), "new": len(sn), "base_kind": what_b, "new_kind": what_n},
@@ -169,6 +179,8 @@ def _change(r: dict[str, Any], what: str, unit: str) -> dict[str, Any]:
     b, n = r["base"], r["new"]
     key = _short(r["key"], 80) if what == "kernel" else r["key"]
     prefix = "" if r["kind"] in ("memcpy", "memset") else f"{what} "
+    if r["kind"] == "gpu_user_annotation":  # Kineto's GPU-side copy of a host annotation: say which one this is
+        prefix = f"{what} (GPU-side annotation) "
     if r["status"] == "gone":
         text = f"{prefix}{key} gone ({_ms(b['total_ns'])}, {_count(b['count'])} calls {unit})"
     elif r["status"] == "new":
@@ -335,8 +347,8 @@ def diff_sides(base: Side, new: Side, threshold_pct: float = DEFAULT_THRESHOLD_P
     new_act = activity_totals(new.captures, mode, keys)
     w = work(base.captures, new.captures, base_act, new_act)
     overlap = overlap_share(base_act, new_act)
-    shared = shared_structure(base.captures, new.captures)
-    comp = comparability(base.captures, new.captures, pairs, mode, overlap, shared)
+    evidence = program_evidence(base.captures, new.captures, base_act, new_act)
+    comp = comparability(base.captures, new.captures, pairs, mode, overlap, evidence)
     metric = _metric(base, new, base_act, w, mode, keys)
     fb, fn, unit = _scales(base, new, w)
     metric_of = f"base {metric['words']} ({_ms(metric['base_ns'])})"
@@ -352,20 +364,28 @@ def diff_sides(base: Side, new: Side, threshold_pct: float = DEFAULT_THRESHOLD_P
     delta = metric["delta"]
     ci = metric["ci"]
     v = decide(comp, delta["pct"] if delta else None, (ci["low_pct"], ci["high_pct"]) if ci else None,
-               threshold_pct, metric["words"])
+               threshold_pct, metric["words"], ci["scope"] if ci else None)
     caveats = list(comp.caveats)
     if not ci:
         caveats.append("no confidence interval: it needs >= 3 steps in a capture or >= 3 captures on a side")
+    elif ci["scope"] != "between-captures" and not comp.same_session:
+        one = "one capture per side" if ci["scope"] == "within-capture" else "one capture on one side"
+        caveats.append(f"the confidence interval is over the steps of {one} (within-capture): it leaves out "
+                       "run-to-run variation (two runs of one program can differ by more than their steps do), so "
+                       "a change is called only when the whole interval lies beyond the threshold; repeat the "
+                       "capture >= 3 times per side for an interval that includes it")
     return {
         "schema_version": DIFF_SCHEMA_VERSION,
         "advisor_version": __version__,
         "base": _side_doc(base),
         "new": _side_doc(new),
         "verdict": {"verdict": v.verdict, "reason": v.reason, "confidence": v.confidence,
-                    "threshold_pct": threshold_pct, "headline": _headline(v, metric, changes, comp, w)},
+                    "threshold_pct": threshold_pct, "interval": ci["scope"] if ci else None,
+                    "rule": v.rule, "headline": _headline(v, metric, changes, comp, w)},
         "comparability": {"comparable": comp.comparable, "reasons": comp.reasons, "same_session": comp.same_session,
                           "kernel_overlap": {"base": round(overlap[0], 4), "new": round(overlap[1], 4),
-                                             "of": "each side's kernel time (aligned devices)"} if overlap else None},
+                                             "of": "each side's kernel time (aligned devices)"} if overlap else None,
+                          "program": evidence.to_dict()},
         "caveats": caveats,
         "alignment": {"devices_by": mode, "work": {"basis": w.basis, "ratio": round(w.ratio, 4), "detail": w.detail},
                       "unit": unit},

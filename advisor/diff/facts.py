@@ -7,6 +7,8 @@ Python, since a trace has thousands of distinct names, not millions.
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,6 +79,10 @@ class Capture:
     steps: list[int]  # step (iteration) durations in ns, in order
     step_source: str | None  # how steps were found, None when there are none
     notes: dict[str, Any] = field(default_factory=dict)
+    # what the program computes on, over the whole capture (setup and read-back included): evidence that two
+    # sides whose kernels differ are one program (diff/identity.py)
+    shapes: dict[str, int] = field(default_factory=dict)  # framework op input shape "256x64x512" -> inputs
+    copies: dict[str, int] = field(default_factory=dict)  # "memcpy DtoH 16777216 B" -> copies of that size
 
     def gpu_window_ns(self, device_ids: set[int] | None = None) -> int:
         """First to last GPU activity over the given devices (all when None)."""
@@ -130,6 +136,47 @@ SELECT r.source, s.value AS name, count(*) AS n, sum(r.end_ns - r.start_ns)::BIG
 FROM ranges r JOIN strings s ON s.string_id = r.name_id
 WHERE r.source <> 'profiler_step' AND {inwin_r} GROUP BY ALL
 """
+
+
+# Framework op inputs (Kineto record_shapes) by shape, and copies by size: the data a program works on.
+# Small tensors and copies (scalars, `.item()` read-backs, flags) are in every program and say nothing.
+SHAPE_MIN_ELEMENTS = 4096
+COPY_MIN_BYTES = 64 * 1024
+_SHAPES_SQL = "SELECT input_shapes, count(*) FROM cpu_ops WHERE input_shapes IS NOT NULL GROUP BY ALL"
+_COPIES_SQL = """
+SELECT op || coalesce(' ' || copy_kind, '') || ' ' || bytes || ' B', count(*) FROM memops
+WHERE bytes >= $1 GROUP BY ALL
+"""
+
+
+def _tensor_shapes(value: Any) -> list[tuple[int, ...]]:
+    """The tensor shapes in one op's `input_shapes` (a JSON list; a TensorList input is a list of shapes)."""
+    if isinstance(value, list) and value and all(isinstance(x, int) and not isinstance(x, bool) for x in value):
+        return [tuple(value)]
+    if isinstance(value, list):
+        return [s for v in value if isinstance(v, list) for s in _tensor_shapes(v)]
+    return []
+
+
+def data_shapes(run: Run) -> dict[str, int]:
+    """Framework op inputs by tensor shape ("4096x4096" -> how many op inputs had it), tensors of at least
+    SHAPE_MIN_ELEMENTS elements; empty without framework ops or recorded shapes."""
+    out: dict[str, int] = {}
+    for text, n in run.sql_rows(_SHAPES_SQL):
+        try:
+            inputs = json.loads(text)
+        except (TypeError, ValueError):
+            continue
+        for shape in _tensor_shapes(inputs if isinstance(inputs, list) else []):
+            if math.prod(shape) >= SHAPE_MIN_ELEMENTS:
+                key = "x".join(map(str, shape))
+                out[key] = out.get(key, 0) + int(n)
+    return out
+
+
+def copy_sizes(run: Run) -> dict[str, int]:
+    """Copies and memsets of at least COPY_MIN_BYTES by kind and exact size ("memcpy DtoH 16777216 B" -> count)."""
+    return {str(k): int(n) for k, n in run.sql_rows(_COPIES_SQL, [COPY_MIN_BYTES])}
 
 
 def _in_windows(pid: str, t: str) -> str:
@@ -289,4 +336,6 @@ def extract(run: Run, step_regex: str | None = None) -> Capture:
         api=api,
         steps=step_ns,
         step_source=step_source,
+        shapes=data_shapes(run),
+        copies=copy_sizes(run),
     )

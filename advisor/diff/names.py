@@ -34,6 +34,8 @@ _DATALOADER = re.compile(r"^(enumerate\(DataLoader\))#_\w*DataLoaderIter\.__next
 _OP_ID = re.compile(r",?\s*\b(?:op_id|seq|sequence_number)\s*=\s*\d+")
 _STEP = re.compile(r"^(ProfilerStep)#\d+$")
 _MODULE_INDEX = re.compile(r"(?<=[A-Za-z_])\.\d+(?=\.|\b)")
+# torch.compile names each graph call by its code hash, which changes with any edit to the graph
+_FX_GRAPH_HASH = re.compile(r"\b(CompiledFxGraph)\s+[0-9a-z]{16,}\b")
 
 
 def _strip_parens(name: str) -> str:
@@ -89,11 +91,28 @@ def kernel_family(name: str) -> str:
     return _strip_templates(key).strip() or key
 
 
+_WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+")
+_TILE = re.compile(r"^\d+(?:x\d+)+$")  # 64x64, 8x5: tile shapes, common to every kernel of a library
+
+
+def kernel_words(name: str) -> frozenset[str]:
+    """The words of a kernel's function name (no namespace, template arguments or parameters), lower case:
+    `sgemm_naive` and `sgemm_tiled` share `sgemm`, `advance_aos` and `advance_soa` share `advance`.
+    Weak evidence that two kernels do related work, used only beside other evidence (diff/identity.py)."""
+    family = kernel_family(name)
+    base = family.rsplit("::", 1)[-1].split(" ")[-1]
+    return frozenset(w for w in (t.lower() for t in _WORD_SPLIT.split(base))
+                     if len(w) >= 2 and not w.isdigit() and not _TILE.match(w))
+
+
 def range_key(name: str) -> str:
     """Range names: drop PyTorch emit_nvtx counters (`, op_id = 991144`, `seq = 45368`), step numbers and
     module indices (`blocks.22.attn` -> `blocks.N.attn`): two captures of one model often cover different
-    layers of the same structure, and per-index ranges would all look new or gone."""
+    layers of the same structure, and per-index ranges would all look new or gone. torch.compile's
+    `## Call CompiledFxGraph <hash> ##` loses its code hash: a changed graph is the same call site, and
+    the count of graph calls per step (graph breaks) is what a diff should show."""
     n = _OP_ID.sub("", _SPACES.sub(" ", name.strip())).strip().rstrip(",")
+    n = _FX_GRAPH_HASH.sub(r"\1", n)
     n = _MODULE_INDEX.sub(".N", n)
     n = _DATALOADER.sub(r"\1#__next__", n)  # single-process vs worker iterator: both "fetch the next batch"
     return _STEP.sub(r"\1#*", n)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from advisor.diff.align import DevicePair
 from advisor.diff.facts import Capture
+from advisor.diff.identity import Evidence
 from advisor.diff.names import gpu_key
 
 DEFAULT_THRESHOLD_PCT = 5.0  # below this a change is noise (nsys-ai uses 2% noise / 5% regression)
@@ -49,7 +50,10 @@ def _gpu_checks(pairs: list[DevicePair], mode: str, out: Comparability) -> None:
     if mode == "order":
         b = ", ".join(_dev_label(p.base) for p in matched)
         n = ", ".join(_dev_label(p.new) for p in matched)
-        out.caveats.append(f"devices paired by order (ranks/indices differ): base {b} with new {n}")
+        recorded = any(d is not None and (d.rank is not None or d.local_index is not None)
+                       for p in matched for d in (p.base, p.new))
+        why = "ranks/indices differ" if recorded else "neither side records ranks or device indices"
+        out.caveats.append(f"devices paired by order ({why}): base {b} with new {n}")
     # one message per distinct fact is enough
     out.reasons[:] = list(dict.fromkeys(out.reasons))[:3]
     out.caveats[:] = list(dict.fromkeys(out.caveats))
@@ -107,14 +111,16 @@ def _session_check(base: list[Capture], new: list[Capture], out: Comparability) 
 
 
 def comparability(base: list[Capture], new: list[Capture], pairs: list[DevicePair], mode: str,
-                  overlap: tuple[float, float] | None, shared: list[str] | None = None) -> Comparability:
+                  overlap: tuple[float, float] | None, evidence: Evidence | None = None) -> Comparability:
     """`overlap`: each side's share of kernel time in kernels both ran; None when a side ran no kernels.
-    `shared`: range and CUDA API names both sides recorded (`align.shared_structure`).
+    `evidence`: what else says the sides are one program (`identity.program_evidence`).
 
-    Little kernel time in common means different workloads, unless both sides mark iterations and share
-    program structure (ranges, API calls): then the change replaced the hot kernels (a fused kernel, a
-    tensor-core GEMM, flash attention), per-step time is still a fair comparison, and the low overlap is
-    a caveat. Without steps the work normalization needs common kernels, so the sides are not comparable."""
+    Little kernel time in common means different workloads, unless both sides mark iterations and the
+    evidence holds (shared tensor shapes, or copy sizes with related kernel names): then the change
+    replaced the hot kernels (a fused kernel, a tensor-core GEMM, flash attention), per-step time is a
+    fair comparison, and the low overlap is a caveat. CUDA API calls and step markers never count: every
+    program has them. Without steps the work normalization needs common kernels, so the sides are not
+    comparable either way."""
     out = Comparability()
     _gpu_checks(pairs, mode, out)
     ob, on = overlap if overlap is not None else (1.0, 1.0)
@@ -122,17 +128,23 @@ def comparability(base: list[Capture], new: list[Capture], pairs: list[DevicePai
         words = (f"only {100 * ob:.1f}% of base kernel time and {100 * on:.1f}% of new kernel time "
                  "is in kernels (normalized names) that both sides ran")
         steps_both = all(c.steps for c in base + new)
-        if steps_both and shared:
+        if steps_both and evidence is not None and evidence.same_program:
             out.caveats.append(
-                f"{words}: the change replaced the hot kernels; both sides mark iterations and share program "
-                f"structure ({len(shared)} range/CUDA API names in common), so step times are compared"
+                f"{words}: the change replaced the hot kernels; both sides mark iterations and {evidence.basis}, "
+                "so step times are compared"
             )
+        elif steps_both:
+            why = evidence.missing() if evidence is not None else "no other evidence"
+            out.reasons.append(f"different workloads: {words}, and nothing else says they are one program ({why}; "
+                               "CUDA API calls and step markers are in every program and do not count)")
         else:
-            why = "" if not steps_both else " (and no range or CUDA API name in common)"
-            out.reasons.append(f"different workloads: {words}{why}")
+            out.reasons.append(f"different workloads: {words}")
     _run_checks(base, new, out)
     _session_check(base, new, out)
     return out
+
+
+WITHIN_CAPTURE = ("within-capture", "mixed")  # interval scopes that leave out run-to-run variation
 
 
 @dataclass(frozen=True)
@@ -140,26 +152,56 @@ class Verdict:
     verdict: str  # regression | improvement | neutral | inconclusive
     reason: str
     confidence: str
+    rule: str = "threshold"  # what decided: threshold | interval-excludes-zero | interval-beyond-threshold | ...
 
 
 def decide(comp: Comparability, delta_pct: float | None, ci_pct: tuple[float, float] | None, threshold_pct: float,
-           metric_words: str) -> Verdict:
-    """The overall verdict from comparability, the metric's change and its interval (percent of base)."""
+           metric_words: str, ci_scope: str | None = None) -> Verdict:
+    """The overall verdict from comparability, the metric's change and its interval (percent of base).
+
+    A change within the threshold is neutral; beyond it, an interval that includes zero makes it
+    inconclusive. When the interval comes from the steps of one capture (`ci_scope` within-capture or
+    mixed) it holds step-to-step noise only, not the run-to-run variation between two captures, so the
+    threshold is widened by it: a regression (improvement) needs the whole interval above +threshold
+    (below -threshold), i.e. the change exceeds the threshold *and* is significant against it; otherwise
+    the verdict is inconclusive. With captures as samples the interval holds run-to-run noise, and a
+    point change beyond the threshold whose interval excludes zero is called.
+    """
     if not comp.comparable:
-        return Verdict("inconclusive", "not comparable: " + "; ".join(comp.reasons), "n/a")
+        return Verdict("inconclusive", "not comparable: " + "; ".join(comp.reasons), "n/a", "not-comparable")
     if delta_pct is None:
-        return Verdict("inconclusive", f"no {metric_words} on one side", "n/a")
+        return Verdict("inconclusive", f"no {metric_words} on one side", "n/a", "no-metric")
     if comp.same_session:
-        return Verdict("neutral", f"{comp.same_session} ({metric_words} {delta_pct:+.1f}%)",
-                       "high")
-    conf = "interval" if ci_pct else "single sample per side: no noise estimate"
-    ci_txt = f", 95% CI [{ci_pct[0]:+.1f}%, {ci_pct[1]:+.1f}%]" if ci_pct else ""
+        return Verdict("neutral", f"{comp.same_session} ({metric_words} {delta_pct:+.1f}%)", "high", "same-session")
+    within = bool(ci_pct) and ci_scope in WITHIN_CAPTURE
+    if not ci_pct:
+        conf = "single sample per side: no noise estimate"
+    elif within:
+        conf = "within-capture interval: step-to-step noise only, run-to-run variation not measured"
+    else:
+        conf = "interval"
+    where = ("the steps of one capture per side" if ci_scope == "within-capture"
+             else "one side's samples are the steps of one capture")
+    scope = f" (within-capture: {where})" if within else ""
+    ci_txt = f", 95% CI [{ci_pct[0]:+.1f}%, {ci_pct[1]:+.1f}%]{scope}" if ci_pct else ""
     if abs(delta_pct) < threshold_pct:
         return Verdict("neutral", f"{metric_words} changed {delta_pct:+.1f}%{ci_txt}, within the ±{threshold_pct:g}% "
                                   "threshold", conf)
     if ci_pct and ci_pct[0] <= 0.0 <= ci_pct[1]:
         return Verdict("inconclusive", f"{metric_words} changed {delta_pct:+.1f}% but the 95% CI "
-                                       f"[{ci_pct[0]:+.1f}%, {ci_pct[1]:+.1f}%] includes no change: too noisy to tell",
-                       conf)
+                                       f"[{ci_pct[0]:+.1f}%, {ci_pct[1]:+.1f}%]{scope} includes no change: too noisy "
+                                       "to tell", conf, "interval-includes-zero")
     kind = "regression" if delta_pct > 0 else "improvement"
-    return Verdict(kind, f"{metric_words} {delta_pct:+.1f}%{ci_txt}, beyond the ±{threshold_pct:g}% threshold", conf)
+    if ci_pct and within:
+        near = ci_pct[0] if delta_pct > 0 else -ci_pct[1]  # the interval's end closest to no change
+        if near <= threshold_pct:
+            return Verdict(
+                "inconclusive",
+                f"{metric_words} changed {delta_pct:+.1f}% and the 95% CI [{ci_pct[0]:+.1f}%, {ci_pct[1]:+.1f}%] "
+                f"excludes no change, but it is within-capture ({where}: step-to-step noise, no run-to-run "
+                f"variation) and reaches inside the ±{threshold_pct:g}% threshold: repeat the capture >= 3 times "
+                "per side to tell", conf, "interval-reaches-threshold")
+        return Verdict(kind, f"{metric_words} {delta_pct:+.1f}%{ci_txt}, the whole interval beyond the "
+                             f"±{threshold_pct:g}% threshold", conf, "interval-beyond-threshold")
+    return Verdict(kind, f"{metric_words} {delta_pct:+.1f}%{ci_txt}, beyond the ±{threshold_pct:g}% threshold", conf,
+                   "interval-excludes-zero" if ci_pct else "threshold")

@@ -67,11 +67,13 @@ class AdvisorApp(App[None]):
         opener: Opener | None = None,
         session: Session | None = None,
         nsys: str | None = None,
+        ncu: str | None = None,
     ) -> None:
         super().__init__()
         self.paths = list(paths)
         self.opener = opener or default_opener()
         self.nsys = nsys
+        self.ncu = ncu  # an Nsight Compute report joined to the one trace (`advisor tui TRACE --ncu REPORT`)
         self.session: Session | None = session
         self.owns_session = session is None  # a session handed in is the caller's to close
         self.error: str | None = None
@@ -89,7 +91,7 @@ class AdvisorApp(App[None]):
 
     def _load(self) -> None:
         try:
-            session = load(self.paths, self.opener, self._progress, nsys=self.nsys)
+            session = load(self.paths, self.opener, self._progress, nsys=self.nsys, ncu=self.ncu)
         except AdvisorError as e:
             self.post_message(LoadFailed(e.one_line()))
         except Exception as e:  # a bug: still one line on screen, traceback in the log

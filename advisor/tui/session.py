@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from advisor.engine.analyze import analyze_run
+from advisor.errors import InputError
 from advisor.model.store import Run
 from advisor.parsers.base import ParseOptions, ProgressFn
 from advisor.tui.format import inert
@@ -38,6 +39,8 @@ class Session:
     new: Side
     base: Side | None = None
     diff: dict[str, Any] | None = None  # advisor.diff's document, for BASE NEW
+    ncu_run: Run | None = None  # `--ncu REPORT`, joined to `new` by analyze (doc["ncu"])
+    ncu_path: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -47,6 +50,19 @@ class Session:
     @property
     def doc(self) -> dict[str, Any]:
         return self.new.doc
+
+    @property
+    def ncu_classes(self) -> dict[str, str]:
+        """Timeline kernel name -> the ncu class of its matched launches (from the --ncu join).
+
+        A name profiled at several launch configurations takes the class holding most of its timeline time.
+        """
+        weight: dict[str, dict[str, int]] = {}
+        for k in (self.doc.get("ncu") or {}).get("kernels", []):
+            if k.get("class"):
+                by_class = weight.setdefault(k["kernel"], {})
+                by_class[k["class"]] = by_class.get(k["class"], 0) + int(k.get("timeline_ns") or 0)
+        return {name: max(by_class, key=lambda c: (by_class[c], c)) for name, by_class in weight.items()}
 
     def query(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Call `fn(run, *args, **kwargs)` with the connection to ourselves; trace text comes back inert."""
@@ -58,6 +74,8 @@ class Session:
             self.new.run.close()
             if self.base is not None:
                 self.base.run.close()
+            if self.ncu_run is not None:
+                self.ncu_run.close()
 
 
 Opener = Callable[[str, ParseOptions], Run]
@@ -76,19 +94,47 @@ def sanitize(value: T) -> T:
     return value
 
 
-def load(paths: Sequence[str], opener: Opener, progress: ProgressFn, nsys: str | None = None) -> Session:
-    """Open and analyse each path (the last one is the run shown; a first one is the diff base)."""
-    sides = []
-    for i, path in enumerate(paths):
-        def step(done: float, total: float, what: str, i: int = i, path: str = path) -> None:
-            progress(i * total + done, total * len(paths), f"{path}: {what}")
+def load(
+    paths: Sequence[str], opener: Opener, progress: ProgressFn, nsys: str | None = None, ncu: str | None = None
+) -> Session:
+    """Open and analyse each path (the last one is the run shown; a first one is the diff base).
 
-        run = opener(path, ParseOptions(nsys=nsys, progress=step))
-        progress(i + 0.9, len(paths), f"{path}: analysing")
-        sides.append(Side(path, run, sanitize(analyze_run(run))))
-    session = Session(new=sides[-1], base=sides[0] if len(sides) > 1 else None)
+    ncu: an Nsight Compute report of the same program (`advisor tui TRACE --ncu REPORT`), joined to
+    the one trace exactly as `advisor analyze TRACE --ncu REPORT` does (analyze_run(ncu=...)): the
+    ncu rules and verdict use it, the Kernels screen shows the class of matched kernels, the
+    Roofline screen plots the report.
+
+    Progress is in inputs: parsing input i fills [i, i + 0.9), analysing it [i + 0.9, i + 1), so the
+    bar never moves back when the parser's own count ends and the analysis starts.
+    """
+    if ncu is not None and len(paths) != 1:
+        raise InputError("--ncu joins one Nsight Compute report to one timeline trace",
+                         f"pass exactly one PATH with --ncu (got {len(paths)})")
+    inputs = len(paths) + (ncu is not None)
+
+    def options(i: int, path: str) -> ParseOptions:
+        def step(done: float, total: float, what: str) -> None:
+            fraction = min(max(done / total, 0.0), 1.0) if total else 0.0
+            progress(i + 0.9 * fraction, inputs, f"{path}: {what}")
+
+        return ParseOptions(nsys=nsys, progress=step)
+
+    ncu_run = opener(ncu, options(0, ncu)) if ncu is not None else None
+    sides = []
+    try:
+        for i, path in enumerate(paths, start=int(ncu is not None)):
+            run = opener(path, options(i, path))
+            progress(i + 0.9, inputs, f"{path}: analysing")
+            sides.append(Side(path, run, sanitize(analyze_run(run, ncu=ncu_run))))
+    except BaseException:
+        for s in sides:
+            s.run.close()
+        if ncu_run is not None:
+            ncu_run.close()
+        raise
+    session = Session(new=sides[-1], base=sides[0] if len(sides) > 1 else None, ncu_run=ncu_run, ncu_path=ncu)
     if session.base is not None:
-        progress(0.95, 1, "comparing the two runs")
+        progress(inputs - 0.05, inputs, "comparing the two runs")
         session.diff = sanitize(compare(session.base, session.new))
     progress(1, 1, "done")
     return session

@@ -76,6 +76,10 @@ def test_mfu_work_ratio_matches_launch_counts(mfu: dict[str, Any]) -> None:
     assert flash == pytest.approx(60 / 68)
     assert mfu["alignment"]["work"]["basis"] == "kernel-counts"
     assert mfu["alignment"]["work"]["ratio"] == pytest.approx(flash, abs=0.01)
+    # the derived exports record no rank or device index: the caveat says so (not that they differ)
+    assert mfu["alignment"]["devices_by"] == "order"
+    assert any(c.startswith("devices paired by order (neither side records ranks or device indices)")
+               for c in mfu["caveats"]), mfu["caveats"]
 
 
 def test_mfu_is_a_regression_per_unit_of_work(mfu: dict[str, Any]) -> None:
@@ -149,6 +153,8 @@ def test_hta_pair_is_not_comparable(hta: dict[str, Any]) -> None:
     assert v["reason"].startswith("not comparable: different GPUs")
     assert "A100" in v["reason"] and "V100" in v["reason"]
     assert any("world size: 8 ranks (base) vs 2" in c for c in hta["caveats"])
+    assert any(c.startswith("devices paired by order (ranks/indices differ): base rank 3 with new rank 1")
+               for c in hta["caveats"]), hta["caveats"]
 
 
 def test_hta_step_times_match_the_json(hta: dict[str, Any]) -> None:

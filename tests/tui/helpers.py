@@ -116,7 +116,16 @@ FINDINGS = [
 ]
 VERDICT = {"class": "launch", "cause": "the GPU waits on the host: launch gaps between short kernels",
            "basis": "kernel-name families and the device timeline", "confidence": "medium",
-           "shares": [{"name": "idle_launch", "ns": 17 * MS, "pct": 20.1, "of": "device span of device 0"}]}
+           "shares": [{"name": "idle_launch", "ns": 17 * MS, "pct": 20.1, "of": "device span of device 0"}],
+           # per-range verdicts as analyze puts them (verdict.ranges); "backward" has none
+           "ranges": [
+               {"name": "[b]train_step[/b]", "count": 1, "total_ns": 80 * MS,
+                "verdict": {"class": "launch", "cause": "[red GPU idle between short kernels", "confidence": "medium",
+                            "basis": "device timeline", "shares": []}},
+               {"name": "forward", "count": 1, "total_ns": 40 * MS,
+                "verdict": {"class": "compute", "cause": "math-bound kernels dominate", "confidence": "high",
+                            "basis": "kernel-name families", "shares": []}},
+           ]}
 
 
 def synthetic_session(findings: bool = True, ncu: bool = False, diff: bool = False) -> Session:
@@ -152,5 +161,29 @@ def drive(app: AdvisorApp, size: tuple[int, int], script: Callable[[Any], Awaita
         async with app.run_test(size=size) as pilot:
             await settle(app, pilot)
             await script(pilot)
+
+    asyncio.run(main())
+
+
+async def wait_loaded(app: AdvisorApp, pilot: Any, timeout_s: float = 120.0) -> None:
+    """Wait for the loading worker to open the app's inputs (asserting it did, without error)."""
+    waited = 0.0
+    while app.session is None and app.error is None and waited < timeout_s:
+        await pilot.pause(0.1)
+        waited += 0.1
+    assert app.error is None, app.error
+    assert app.session is not None, "the run did not open in time"
+    await settle(app, pilot)
+
+
+def run_paths(paths: list[str], size: tuple[int, int], script: Callable[[AdvisorApp, Any], Awaitable[None]],
+              ncu: str | None = None) -> None:
+    """Open `paths` (and an --ncu report) through the loading worker, as `advisor tui` does, then run `script`."""
+    app = AdvisorApp(paths, ncu=ncu)
+
+    async def main() -> None:
+        async with app.run_test(size=size) as pilot:
+            await wait_loaded(app, pilot)
+            await script(app, pilot)
 
     asyncio.run(main())

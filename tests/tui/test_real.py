@@ -9,35 +9,17 @@ from textual.widgets import DataTable, Static, Tree
 
 from advisor.tui.app import AdvisorApp
 from tests.conftest import real_path
-from tests.tui.helpers import screen_text, settle
+from tests.tui.helpers import run_paths, screen_text, settle, wait_loaded
 
 pytestmark = pytest.mark.real
 
 NSYS = "nsys-ai/mfu_2gpu_before.sqlite"
+NSYS_AFTER = "nsys-ai/mfu_2gpu_after.sqlite"
 NCU = "ncu/cutlass_a100_fused_two_gemms_s8_ncu2024.1.1.ncu-rep"
 
 
-async def wait_loaded(app: AdvisorApp, pilot: Any, timeout_s: float = 120.0) -> None:
-    waited = 0.0
-    while app.session is None and app.error is None and waited < timeout_s:
-        await pilot.pause(0.1)
-        waited += 0.1
-    assert app.error is None, app.error
-    assert app.session is not None, "the run did not open in time"
-    await settle(app, pilot)
-
-
 def run_app(path: str, size: tuple[int, int], script: Any) -> None:
-    import asyncio
-
-    app = AdvisorApp([str(real_path(path))])
-
-    async def main() -> None:
-        async with app.run_test(size=size) as pilot:
-            await wait_loaded(app, pilot)
-            await script(app, pilot)
-
-    asyncio.run(main())
+    run_paths([str(real_path(path))], size, script)
 
 
 def test_nsys_run_every_screen() -> None:
@@ -61,7 +43,18 @@ def test_nsys_run_every_screen() -> None:
         assert app.screen.query_one("#gaps", DataTable).row_count == 20
         await pilot.press("r")
         await settle(app, pilot)
-        assert len(app.screen.query_one("#ranges", Tree).root.children) > 0
+        top = app.screen.query_one("#ranges", Tree).root.children
+        assert len(top) > 0
+        # the classifier's per-range verdicts (analyze's verdict.ranges) reach the tree and the detail line
+        assert app.session is not None
+        named = {r["name"]: r["verdict"]["class"] for r in app.session.doc["verdict"]["ranges"]}
+        assert named, "no per-range verdicts on this run"
+        tagged = [n for n in top if str(n.label).split("  ")[0] in named]
+        assert tagged and all(str(n.label).endswith("  " + named[str(n.label).split("  ")[0]]) for n in tagged)
+        detail = str(app.screen.query_one("#range-detail", Static).render())
+        first = str(top[0].label).split("  ")[0]
+        if first in named:
+            assert f"verdict: {named[first]}: " in detail
         await pilot.press("l")
         await settle(app, pilot)
         assert "Roofline not available" in str(app.screen.query_one("#roofline-info", Static).render())
@@ -76,15 +69,46 @@ def test_ncu_report_roofline_and_kernels() -> None:
     async def script(app: AdvisorApp, pilot: Any) -> None:
         await pilot.press("l")
         await settle(app, pilot)
+        # the CUTLASS int8 GEMMs on the INT8 tensor roof (no FP work: before, they had no roofline point)
+        info = str(app.screen.query_one("#roofline-info", Static).render())
+        assert "3 profiled kernel launch(es) · peak DRAM 1.93 TB/s · int8_tc 460 Top/s" in info
+        assert "no counted work" not in info
         points = app.screen.query_one("#roofline-points", DataTable)
-        assert points.row_count == 3
-        assert [str(points.get_row_at(i)[2]) for i in range(3)] == ["latency"] * 3
-        assert "Roofline (Nsight Compute)" in screen_text(app)
+        rows = [[str(c) for c in points.get_row_at(i)] for i in range(points.row_count)]
+        assert [r[2] for r in rows] == ["latency"] * 3
+        assert [r[3] for r in rows] == ["int8_tc"] * 3
+        assert [r[7] for r in rows] == ["81.1 Top/s", "83.3 Top/s", "69.7 Top/s"]
+        assert [r[8] for r in rows] == ["17.6%", "18.1%", "15.2%"]  # op/s over the INT8 tensor roof
+        text = screen_text(app)
+        assert "Roofline (Nsight Compute counters)" in text and "INT8 tensor" in text and "DRAM" in text
+        assert "op/s" in text and "op/byte (DRAM)" in text
         await pilot.press("k")
         await settle(app, pilot)
         assert "from Nsight Compute" in str(app.screen.query_one("#kernels-info", Static).render())
 
     run_app(NCU, (80, 24), script)
+
+
+def test_base_new_opens_on_the_diff() -> None:
+    """`advisor tui BASE NEW` on the nsys-ai pair: the Diff screen shows the diff engine's verdict and kernels."""
+    import asyncio
+
+    app = AdvisorApp([str(real_path(NSYS)), str(real_path(NSYS_AFTER))])
+
+    async def main() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_loaded(app, pilot)
+            assert app.current_mode == "diff"
+            summary = str(app.screen.query_one("#diff-summary", Static).render())
+            assert "mfu_2gpu_before.sqlite  →  mfu_2gpu_after.sqlite" in summary
+            assert "regression: GPU time per unit of work +13.1%" in summary
+            first = [str(c) for c in app.screen.query_one("#diff-kernels", DataTable).get_row_at(0)]
+            assert first[0] == "slower" and first[5].startswith("ncclDevKernel_Send")  # clipped to 20 columns at 80x24
+            await pilot.press("k")  # the other screens show the NEW run
+            await settle(app, pilot)
+            assert "mfu_2gpu_after" in str(app.sub_title)
+
+    asyncio.run(main())
 
 
 def test_missing_input_shows_the_error() -> None:

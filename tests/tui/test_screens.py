@@ -181,13 +181,24 @@ def test_ranges_tree(full: Session) -> None:
         tree = app.screen.query_one("#ranges", Tree)
         top = tree.root.children
         assert len(top) == 1 and str(top[0].label).startswith("[b]train_step[/b]")
+        assert str(top[0].label).endswith("  launch")  # the per-range verdict's class, in the tree
+        detail = static_text(app, "#range-detail")
+        assert detail.startswith("[b]train_step[/b]\n") and "verdict: launch: [red GPU idle" in detail
         await pilot.press("enter")  # expand
         await settle(app, pilot)
-        assert sorted(str(c.label).split("  ")[0] for c in top[0].children) == ["backward", "forward"]
-        await pilot.press("down")
-        await settle(app, pilot)
-        detail = static_text(app, "#range-detail")
-        assert detail.startswith("[b]train_step[/b] > ") and "1 instance(s)" in detail and "verdict: n/a" in detail
+        labels = {str(c.label).split("  ")[0]: str(c.label) for c in top[0].children}
+        assert sorted(labels) == ["backward", "forward"]
+        assert labels["forward"].endswith("  compute") and not labels["backward"].endswith(("compute", "launch"))
+        details = {}
+        for _ in range(2):  # both children, whichever order the tree lists them in
+            await pilot.press("down")
+            await settle(app, pilot)
+            detail = static_text(app, "#range-detail")
+            assert detail.startswith("[b]train_step[/b] > ") and "1 instance(s)" in detail
+            details[detail.split("\n")[0].rsplit(" > ", 1)[1]] = detail
+        assert "verdict: compute: math-bound kernels dominate" in details["forward"]
+        assert "(all 1 ranges of this name, 40 ms; confidence high)" in details["forward"]
+        assert "verdict: n/a" in details["backward"]
 
     drive(app, size, script)
 
@@ -200,12 +211,17 @@ def test_roofline_with_ncu(full: Session) -> None:
         await pilot.press("l")
         await settle(app, pilot)
         info = static_text(app, "#roofline-info")
-        assert "2 profiled kernel launch(es)" in info and "fp32 25.3 TFLOP/s" in info
-        assert "no FP32/FP64 work" in info
+        assert "2 profiled kernel launch(es) · peak DRAM 1.92 TB/s · fp32 25.3 TFLOP/s" in info
+        assert "basis: Nsight Compute counters" in info
+        assert "kernel(s) 2: no counted work, so no roofline point; see SM % / mem %." in info
         points = app.screen.query_one("#roofline-points", DataTable)
         assert cell_texts(points, 2) == ["compute", "latency"]
-        assert cell_texts(points, 5) == ["6", "-"]
-        assert "Roofline (Nsight Compute)" in screen_text(app)
+        assert cell_texts(points, 3) == ["fp32", "-"]
+        assert cell_texts(points, 6) == ["6", "-"]
+        assert cell_texts(points, 7) == ["6 TFLOP/s", "n/a"]
+        assert cell_texts(points, 8) == ["23.7%", "-"]  # 6 of the 25.344 TFLOP/s FP32 roof
+        text = screen_text(app)
+        assert "Roofline (Nsight Compute counters)" in text and "FP32" in text and "op/s" in text
 
     drive(app, size, script)
 

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -45,7 +46,7 @@ class Tmux:
 def tmux(tmp_path: Path) -> Iterator[Tmux]:
     if shutil.which("tmux") is None:
         _absent("tmux is not installed (scripts/test-setup.sh installs it)")
-    t = Tmux(f"advisor-test-{os.getpid()}")
+    t = Tmux(f"advisor-test-{os.getpid()}-{uuid.uuid4().hex[:8]}")  # one server per test: no leftover session
     yield t
     t("kill-server", check=False)
 
@@ -70,3 +71,22 @@ def test_advisor_tui_in_tmux(tmux: Tmux) -> None:
     while "Overview" in tmux.screen() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert "Overview" not in tmux.screen(), "q did not quit the app"
+
+
+def test_advisor_tui_with_ncu_in_tmux(tmux: Tmux) -> None:
+    """`advisor tui TRACE --ncu REPORT` from the command line: matched kernels carry the ncu class, and the
+    Roofline screen plots the report (our ME006 H100 capture: nsys timeline + ncu CSV of one `vadd` launch)."""
+    root = Path(__file__).resolve().parents[2]
+    trace = root / "fixtures/nsys/ME006_grid_too_small_baseline/ME006_grid_too_small_baseline.sqlite.gz"
+    report = root / "fixtures/ncu/ME006_grid_too_small_baseline/ME006_grid_too_small_baseline.raw.csv.gz"
+    cmd = f"{sys.executable} -m advisor tui {trace} --ncu {report}; sleep 30"
+    env = ["-e", f"ADVISOR_CACHE_DIR={os.environ['ADVISOR_CACHE_DIR']}", "-e", "TERM=xterm-256color"]
+    tmux("new-session", "-d", "-s", "tui", "-x", "120", "-y", "30", *env, cmd)
+    tmux.wait_for("Verdict", "o Overview")
+    tmux("send-keys", "-t", "tui", "k")
+    screen = tmux.wait_for("kernel name(s)", "ncu class from", "(1 of 1 profiled launch(es) matched)")
+    vadd = next(line for line in screen.splitlines() if line.lstrip().startswith("vadd("))
+    assert vadd.split()[-1] == "latency", vadd
+    tmux("send-keys", "-t", "tui", "l")
+    tmux.wait_for("fp32 66.8 TFLOP/s", "Roofline (Nsight Compute counters)", "op/byte (DRAM)")
+    tmux("send-keys", "-t", "tui", "q")

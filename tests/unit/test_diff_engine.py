@@ -121,6 +121,13 @@ def test_slower_gemm_is_a_regression_with_an_interval() -> None:
     top = d["kernels"]["items"][0]
     assert top["key"] == "cutlass_80_tensorop_s1688gemm_64x64_32x4_nn_align1" and top["delta_ns"] == 2 * MS
     assert top["contribution"]["pct"] == 25.0
+    # one capture per side: the interval holds step-to-step noise only, and says so; +25% [+22%, +28%] lies wholly
+    # beyond the 5% threshold, so the change is called
+    assert any(c.startswith("the confidence interval is over the steps of one capture per side (within-capture)")
+               for c in d["caveats"])
+    assert m["ci"]["scope"] == "within-capture" and v["interval"] == "within-capture"
+    assert v["rule"] == "interval-beyond-threshold" and "(within-capture: the steps of one capture per side)" in v[
+        "reason"]
 
 
 def test_faster_is_an_improvement() -> None:
@@ -184,6 +191,7 @@ def test_repeated_captures_give_an_interval() -> None:
     m = d["metric"]
     assert m["samples"]["base"] == 3 and "captures" in m["samples"]["base_kind"]
     assert m["ci"] is not None and d["verdict"]["verdict"] == "regression"
+    assert not any("steps of one capture per side" in c for c in d["caveats"])  # captures carry run-to-run noise
 
 
 def test_findings_matched_by_fingerprint() -> None:
@@ -219,3 +227,55 @@ def test_findings_on_aligned_devices_match_across_device_ids() -> None:
     d = diff_findings(base, new, {3: "rank 3"}, {0: "rank 3"})
     assert d is not None and not d["new"] and not d["resolved"]
     assert d["changed"][0]["delta_est_gain_ns"] == -6 * MS
+
+
+# ---- one capture per side: the within-capture interval widens the threshold ------------------------------------
+
+NOISY = (0.4, -0.4, 0.2, -0.2, 0.0)  # ms added to each step's GEMM: step time 8.0 ms +- 0.3 ms
+
+
+def test_within_capture_change_must_clear_the_threshold_with_its_interval() -> None:
+    """+7.5% is beyond the 5% threshold and its step interval excludes zero, but the interval (steps of one capture
+    per side) reaches below +5%: inconclusive, not a regression; the gate has nothing to fail on."""
+    d = diff([make_run(sha="a", jitter=NOISY)], [make_run(gemm_ms=6.6, sha="b", start_unix=10**15, jitter=NOISY)])
+    v, m = d["verdict"], d["metric"]
+    assert m["delta"]["pct"] == 7.5 and m["samples"]["base_kind"] == "steps of one capture"
+    assert m["ci"]["scope"] == "within-capture"
+    assert 0 < m["ci"]["low_pct"] < 5 < m["ci"]["high_pct"], m["ci"]  # Welch over 5 vs 5 steps: [+1.7%, +13.3%]
+    assert (m["ci"]["low_pct"], m["ci"]["high_pct"]) == (1.7, 13.3)
+    assert v["verdict"] == "inconclusive" and v["rule"] == "interval-reaches-threshold"
+    assert "within-capture (the steps of one capture per side" in v["reason"]
+    assert "repeat the capture >= 3 times per side" in v["reason"]
+    assert v["confidence"].startswith("within-capture interval")
+    from advisor.cli.commands.diff import gate, text
+
+    d["gate"] = gate(d, 5.0)
+    assert not d["gate"]["failed"]
+    out = text(d)
+    assert "VERDICT: INCONCLUSIVE" in out and "within-capture" in out.split("CI gate")[0]
+
+
+def test_same_change_across_captures_is_called() -> None:
+    """The same +7.5% measured as 3 captures per side: each capture is a sample, the interval carries run-to-run
+    variation, and a point change beyond the threshold with an interval excluding zero is a regression."""
+    base = [make_run(sha=f"b{i}", start_unix=i * 10**12, gemm_ms=6.0 + 0.05 * (i - 1)) for i in range(3)]
+    new = [make_run(sha=f"n{i}", start_unix=10**15 + i * 10**12, gemm_ms=6.6 + 0.05 * (i - 1)) for i in range(3)]
+    d = diff(base, new)
+    v, m = d["verdict"], d["metric"]
+    assert m["delta"]["pct"] == 7.5 and m["ci"]["scope"] == "between-captures" and v["interval"] == "between-captures"
+    assert v["verdict"] == "regression" and v["rule"] == "interval-excludes-zero"
+    assert "within-capture" not in v["reason"]
+
+
+def test_within_capture_improvement_needs_the_whole_interval_below_minus_threshold() -> None:
+    d = diff([make_run(sha="a", jitter=NOISY)], [make_run(gemm_ms=5.4, sha="b", start_unix=10**15, jitter=NOISY)])
+    assert d["metric"]["delta"]["pct"] == -7.5
+    assert d["verdict"]["verdict"] == "inconclusive" and d["verdict"]["rule"] == "interval-reaches-threshold"
+    clear = diff([make_run(sha="a", jitter=NOISY)], [make_run(gemm_ms=4.0, sha="b", start_unix=10**15, jitter=NOISY)])
+    assert clear["verdict"]["verdict"] == "improvement" and clear["metric"]["ci"]["high_pct"] < -5
+
+
+def test_a_vs_a_noise_is_neutral_within_capture() -> None:
+    """Two captures of one program, steps shuffled: the change is within the threshold, neutral."""
+    d = diff([make_run(sha="a", jitter=NOISY)], [make_run(sha="b", start_unix=10**15, jitter=NOISY[::-1])])
+    assert d["metric"]["delta"]["pct"] == 0.0 and d["verdict"]["verdict"] == "neutral"

@@ -102,6 +102,13 @@ def test_range_key() -> None:
     )
     assert range_key("ProfilerStep#12") == "ProfilerStep#*"
     assert range_key("## forward ##") == "## forward ##"
+    # torch.compile graph calls: the code hash changes with the graph, the call site does not
+    assert range_key("## Call CompiledFxGraph f45ipyy7o6o5koysvqcpxhftrmcryvrwodf53qq242xsibrjzsw3 ##") == (
+        "## Call CompiledFxGraph ##"
+    )
+    assert range_key("## Call CompiledFxGraph fexlpn7xbgm5czevvhesbtbgvtrnxfw3pdxgx2dlmentumxczvni ##") == (
+        "## Call CompiledFxGraph ##"
+    )
 
 
 def test_gpu_key() -> None:

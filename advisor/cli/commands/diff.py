@@ -67,7 +67,15 @@ def gate(doc: dict[str, Any], pct: float | None) -> dict[str, Any]:
     delta = (doc["metric"].get("delta") or {}).get("pct")
     failed = pct is not None and doc["verdict"]["verdict"] == "regression" and delta is not None and delta > pct
     return {"fail_on_regression_pct": pct, "failed": failed, "metric_delta_pct": delta,
-            "of": (doc["metric"].get("delta") or {}).get("of")}
+            "of": (doc["metric"].get("delta") or {}).get("of"), "interval": doc["verdict"].get("interval")}
+
+
+def _gate_note(g: dict[str, Any]) -> str:
+    """What the gate's interval stands on, when it is not run-to-run spread."""
+    interval = g.get("interval")
+    if interval in (None, "between-captures"):
+        return ""
+    return f" (interval {interval}: step-to-step spread, not run-to-run; capture each side 3+ times)"
 
 
 def render(doc: dict[str, Any], fmt: str) -> str:
@@ -196,7 +204,7 @@ def text(doc: dict[str, Any]) -> str:
     g = doc.get("gate") or {}
     if g.get("fail_on_regression_pct") is not None:
         lines.append(f"   CI gate (--fail-on-regression {g['fail_on_regression_pct']:g}%): "
-                     + ("FAILED" if g["failed"] else "passed"))
+                     + ("FAILED" if g["failed"] else "passed") + _gate_note(g))
     lines.append(_metric_line(doc["metric"]))
     a = doc["alignment"]
     lines.append(f"Alignment: devices by {a['devices_by']}; work by {a['work']['basis']} ({a['work']['detail']})")
@@ -268,7 +276,8 @@ def markdown(doc: dict[str, Any]) -> str:
     g = doc.get("gate") or {}
     if g.get("fail_on_regression_pct") is not None:
         state = "FAILED" if g["failed"] else "passed"
-        head.append(f"- CI gate (fail above +{g['fail_on_regression_pct']:g}%): **{state}**")
+        note = md_cell(_gate_note(g), 200)
+        head.append(f"- CI gate (fail above +{g['fail_on_regression_pct']:g}%): **{state}**{note}")
     caveats = _MdBlock([], [f"- caveat: {md_cell(c, 400)}" for c in doc["caveats"]])
     if not doc["comparability"]["comparable"]:
         caveats.tail.append("- **the sides are not comparable**: the deltas below describe the difference, "

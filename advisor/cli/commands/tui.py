@@ -1,4 +1,4 @@
-"""`advisor tui PATH` or `advisor tui BASE NEW`: explore a run (or a diff of two) in the terminal."""
+"""`advisor tui PATH [--ncu REPORT]` or `advisor tui BASE NEW`: explore a run (or a diff of two) in the terminal."""
 
 from __future__ import annotations
 
@@ -15,6 +15,10 @@ HELP = "explore a run (or BASE NEW, a diff) interactively in the terminal"
 
 def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help="one trace to explore, or BASE NEW to compare two")
+    p.add_argument("--ncu", metavar="REPORT",
+                   help="an Nsight Compute report (.ncu-rep[.xz] or ncu CSV) of the same program, joined to the "
+                        "one PATH as `advisor analyze PATH --ncu REPORT` does: the Kernels screen shows the ncu "
+                        "class of matched kernels, the Roofline screen plots the report")
     p.add_argument("--nsys", help="nsys executable used to export .nsys-rep/.qdrep (default: nsys on PATH)")
     p.add_argument("--no-cache", action="store_true", help="parse again instead of reusing the cache")
 
@@ -23,12 +27,15 @@ def run(args: argparse.Namespace) -> int:
     if len(args.paths) > 2:
         raise InputError(f"advisor tui takes one PATH or BASE NEW, got {len(args.paths)} paths",
                          "run `advisor tui PATH` or `advisor tui BASE NEW`")
+    if args.ncu and len(args.paths) != 1:
+        raise InputError("--ncu joins one Nsight Compute report to one timeline trace",
+                         f"pass exactly one PATH with --ncu (got {len(args.paths)})")
     try:
         from advisor.tui.app import AdvisorApp, default_opener
     except ImportError as e:
         raise AdvisorError(f"the TUI needs Textual and plotext ({e.name} is not installed)",
                            "pip install 'advisor[tui]'") from None
-    app = AdvisorApp(args.paths, opener=default_opener(args.no_cache), nsys=args.nsys)
+    app = AdvisorApp(args.paths, opener=default_opener(args.no_cache), nsys=args.nsys, ncu=args.ncu)
     with _quiet_stdout():
         app.run()
     if app.error:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rich.text import Text
@@ -70,6 +71,12 @@ class KernelsScreen(AdvisorScreen):
         info += f"  ·  total {ns(data['total_kernel_ns'])} ({data['of']})"
         if data["source"] == "ncu_kernels":
             info += "  ·  from Nsight Compute (replayed launches)"
+        joined = self.session.doc.get("ncu")
+        classes = self.session.ncu_classes if joined else {}
+        if joined:
+            report = Path(joined["path"]).name if joined.get("path") else "the --ncu report"
+            info += (f"  ·  ncu class from {report} ({joined['matched']} of "
+                     f"{joined['profiled_launches']} profiled launch(es) matched)")
         self.query_one("#kernels-info", Static).update(Text(info))
         table = self.query_one("#kernels", DataTable)
         table.clear()
@@ -79,7 +86,7 @@ class KernelsScreen(AdvisorScreen):
                 Text(clip(k["name"], width)), Text(str(k["count"]), justify="right"),
                 Text(ns(k["total_ns"]), justify="right"), Text(ns(k["mean_ns"]), justify="right"),
                 Text(ns(k["p95_ns"]), justify="right"), Text(pct(k["share_pct"]), justify="right"),
-                Text(k["ncu_class"] or "-"), key=str(i),
+                Text(k["ncu_class"] or classes.get(k["name"]) or "-"), key=str(i),
             )
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:

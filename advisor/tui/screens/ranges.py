@@ -1,7 +1,9 @@
-"""Ranges: NVTX / annotation / step ranges as a tree aggregated by name path, with per-node stats."""
+"""Ranges: NVTX / annotation / step ranges as a tree aggregated by name path, with per-node stats and
+the classifier's per-range verdicts."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rich.text import Text
@@ -15,22 +17,46 @@ from advisor.tui.messages import DataReady
 from advisor.tui.screens.base import AdvisorScreen
 from advisor.tui.widgets import app_footer
 
+# PyTorch emit_nvtx call ids, dropped from tree names by explore.range_tree: dropped here too to match verdicts
+CALL_IDS = re.compile(r", (?:seq|op_id) = [0-9]+")
 
-def node_label(node: dict[str, Any], width: int) -> Text:
+
+def range_verdicts(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Range name -> the classifier's verdict for every range of that name (analyze's `verdict.ranges`:
+    the range names with most time), keyed as the tree names them."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in (doc.get("verdict") or {}).get("ranges") or []:
+        if r.get("verdict"):
+            out.setdefault(CALL_IDS.sub("", str(r["name"])), dict(r["verdict"], count=r.get("count"),
+                                                                   total_ns=r.get("total_ns")))
+    return out
+
+
+def node_label(node: dict[str, Any], width: int, verdict: dict[str, Any] | None = None) -> Text:
     text = Text(clip(node["path"][-1], width))
     text.append(f"  {node['count']}×  {ns(node['total_ns'])}  {pct(node['share_pct'])}", style="dim")
+    if verdict and verdict.get("class"):
+        text.append(f"  {verdict['class']}", style="bold")
     return text
 
 
-def detail_text(node: dict[str, Any], verdicts: dict[str, Any]) -> Text:
+def detail_text(node: dict[str, Any], verdicts: dict[str, dict[str, Any]]) -> Text:
     text = Text(" > ".join(node["path"]), style="bold")
     text.append(f"\nsource {node['source']} · {node['count']} instance(s) · total {ns(node['total_ns'])} "
                 f"({pct(node['share_pct'])} of the capture span) · mean {ns(node['mean_ns'])} · "
                 f"max {ns(node['max_ns'])}")
     verdict = verdicts.get(node["path"][-1])
     text.append("\nverdict: ", style="dim")
-    text.append(str(verdict) if verdict else "n/a (the rule engine gave no per-range verdict)",
-                style="" if verdict else "dim")
+    if not verdict:
+        text.append("n/a (the classifier gives verdicts for the range names with most time; not this one)",
+                    style="dim")
+        return text
+    text.append(str(verdict.get("class", "?")), style="bold")
+    if verdict.get("cause"):
+        text.append(f": {verdict['cause']}")
+    if verdict.get("count") is not None:
+        text.append(f"  (all {verdict['count']} ranges of this name, {ns(verdict.get('total_ns'))}; "
+                    f"confidence {verdict.get('confidence', 'n/a')})", style="dim")
     return text
 
 
@@ -64,17 +90,18 @@ class RangesScreen(AdvisorScreen):
         tree: Tree[dict[str, Any]] = self.query_one("#ranges", Tree)
         tree.clear()
         width = max(self.app.size.width - 40, 20)
+        verdicts = range_verdicts(self.session.doc)
         by_path: dict[tuple[str, ...], TreeNode[dict[str, Any]]] = {(): tree.root}
         for node in sorted(nodes, key=lambda n: len(n["path"])):  # stable: keeps total-desc order per level
             path = tuple(node["path"])
             parent = by_path.get((node["source"],) + path[:-1] if path[:-1] else ())
             if parent is None:
                 continue  # its parent was cut off by the node limit
-            by_path[(node["source"],) + path] = parent.add(node_label(node, width), data=node)
+            by_path[(node["source"],) + path] = parent.add(node_label(node, width, verdicts.get(path[-1])), data=node)
         tree.root.expand()
         tree.cursor_line = 0
 
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted[dict[str, Any]]) -> None:
         if event.node.data is not None:
-            verdicts = {r["name"]: r["verdict"] for r in self.session.doc["ranges"]["items"] if r.get("verdict")}
-            self.query_one("#range-detail", Static).update(detail_text(event.node.data, verdicts))
+            self.query_one("#range-detail", Static).update(detail_text(event.node.data,
+                                                                       range_verdicts(self.session.doc)))

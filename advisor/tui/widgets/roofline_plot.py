@@ -1,7 +1,10 @@
 """Roofline (or speed-of-light) scatter drawn with plotext at the widget's size.
 
-Points are numbered; the table beside the plot maps numbers to kernel names, so no trace text
-goes through plotext. plotext keeps global state, so figures are built on the UI thread only.
+Draws what `advisor.engine.explore.roofline` returns: the DRAM roof and every compute roof of the
+figure (one per precision a point uses: FP32, TF32 tensor, INT8 tensor, ...), each point on the
+roof of its own precision. Points are numbered; the table beside the plot maps numbers to kernel
+or op names, so no trace text goes through plotext. plotext keeps global state, so figures are
+built on the UI thread only.
 """
 
 from __future__ import annotations
@@ -14,54 +17,121 @@ from rich.text import Text
 from textual.widget import Widget
 
 MARKERS = "123456789abcdefghijklmnopqrstuvwxyz"
+SAMPLES = 60  # points per roof segment: enough for a smooth braille line at any terminal width
+SOURCE_NAMES = {"ncu": "Nsight Compute", "kineto": "Kineto"}
 
 
 def marker(i: int) -> str:
     return MARKERS[i] if i < len(MARKERS) else "+"
 
 
+def title(result: dict[str, Any]) -> str:
+    """Where the numbers come from: the engine's basis (e.g. "Nsight Compute counters"), estimates said so."""
+    source = result.get("source")
+    basis = result.get("basis") or SOURCE_NAMES.get(str(source), str(source or "unknown source"))
+    return f"Roofline estimate ({basis})" if source == "kineto" else f"Roofline ({basis})"
+
+
+def compute_roofs(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every compute roof of the figure, highest first (the figure holds only the precisions in use)."""
+    figure = result.get("figure") or {}
+    roofs = [r for r in figure.get("roofs", []) if r.get("kind") == "compute" and r.get("peak")]
+    return sorted(roofs, key=lambda r: -float(r["peak"]))
+
+
+def dram_peak(result: dict[str, Any]) -> float | None:
+    """The DRAM roof in byte/s (the x axis is op per DRAM byte, so DRAM is the memory roof drawn)."""
+    figure = result.get("figure") or {}
+    for r in figure.get("roofs", []):
+        if r.get("kind") == "memory" and r.get("name") == "DRAM" and r.get("peak"):
+            return float(r["peak"])
+    bw = (result.get("roofs") or {}).get("bytes_per_s")
+    return float(bw) if bw else None
+
+
+def plotted(result: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    """(marker index, point) for the points with counted work and DRAM bytes: they have a place on the plot."""
+    return [(i, p) for i, p in enumerate(result["points"]) if p.get("intensity") and p.get("flops_per_s")]
+
+
 def build(result: dict[str, Any], width: int, height: int) -> str:
-    """The plot as text with ANSI colours: log-log roofline if any kernel has an intensity, else SOL %."""
+    """The plot as text with ANSI colours: log-log roofline if any point has an intensity, else SOL %."""
     plt.clear_figure()
+    plt.limit_size(False, False)  # the widget's size, not the size plotext guesses for the terminal
     plt.plotsize(max(width, 30), max(height, 8))
     plt.theme("clear")
-    points = result["points"]
-    with_ai = [(i, p) for i, p in enumerate(points) if p["intensity"]]
-    if with_ai:
-        _roofline(result["roofs"], with_ai)
+    points = plotted(result)
+    if points:
+        _roofline(result, points)
     else:
-        _speed_of_light(points)
+        _speed_of_light(result["points"])
     return str(plt.build())
 
 
-def _roofline(roofs: dict[str, float], points: list[tuple[int, dict[str, Any]]]) -> None:
-    ais = [p["intensity"] for _, p in points]
-    lo, hi = min(ais) / 10, max(ais) * 10
-    xs = [10 ** (math.log10(lo) + (math.log10(hi) - math.log10(lo)) * k / 60) for k in range(61)]
-    bw = roofs.get("bytes_per_s")
-    for prec in ("fp32", "fp64"):
-        peak = roofs.get(f"{prec}_flops_per_s")
-        if peak and bw:
-            plt.plot(xs, [min(peak, x * bw) / 1e9 for x in xs], label=f"{prec} roof", marker="braille")
+def _logspace(lo: float, hi: float) -> list[float]:
+    a, b = math.log10(lo), math.log10(hi)
+    return [10 ** (a + (b - a) * k / SAMPLES) for k in range(SAMPLES + 1)]
+
+
+def si(value: float) -> str:
+    """A tick label: 200T, 1.5k, 0.5 (SI prefix, at most three significant digits)."""
+    for prefix, scale in (("E", 1e18), ("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if value >= scale:
+            return f"{value / scale:.3g}{prefix}"
+    return f"{value:.3g}"
+
+
+def log_ticks(lo: float, hi: float) -> list[float]:
+    """Round values in [lo, hi] for a log axis: 1-2-5 per decade, decades only when that is too many."""
+    decades = range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+    for steps in ((1, 2, 5), (1,), (1, 2, 3, 4, 5, 6, 7, 8, 9)):
+        ticks = [m * 10.0**d for d in decades for m in steps if lo <= m * 10.0**d <= hi]
+        if 2 <= len(ticks) <= 6:
+            return ticks
+    return [lo, hi]
+
+
+def _axis(values: list[float], which: str) -> None:
+    ticks = log_ticks(min(values), max(values))
+    (plt.xticks if which == "x" else plt.yticks)(ticks, [si(t) for t in ticks])
+
+
+def _roofline(result: dict[str, Any], points: list[tuple[int, dict[str, Any]]]) -> None:
+    bw = dram_peak(result)
+    roofs = compute_roofs(result)
+    ridges = [float(r["peak"]) / bw for r in roofs] if bw else []
+    xs = [float(p["intensity"]) for _, p in points] + ridges
+    lo, hi = min(xs) / 10, max(xs) * 10
+    if bw:  # the memory roof, up to where the highest compute roof takes over
+        top = max(ridges) if ridges else hi
+        line = _logspace(lo, min(top, hi))
+        plt.plot(line, [x * bw for x in line], label="DRAM", marker="braille")
+    for roof, ridge in zip(roofs, ridges or [lo] * len(roofs), strict=True):
+        line = _logspace(max(ridge, lo), hi)
+        plt.plot(line, [float(roof["peak"])] * len(line), label=str(roof["name"]), marker="braille")
+    ys: list[float] = [float(r["peak"]) for r in roofs] + [lo * bw] if bw else [float(r["peak"]) for r in roofs]
     for i, p in points:
-        plt.scatter([p["intensity"]], [p["flops_per_s"] / 1e9], marker=marker(i))
+        plt.scatter([p["intensity"]], [p["flops_per_s"]], marker=marker(i))
+        ys.append(float(p["flops_per_s"]))
     plt.xscale("log")
     plt.yscale("log")
-    plt.xlabel("FLOP/byte (DRAM)")
-    plt.ylabel("GFLOP/s")
-    plt.title("Roofline (Nsight Compute)")
+    _axis([lo, hi], "x")
+    _axis(ys, "y")
+    plt.xlabel("op/byte (DRAM)")
+    plt.ylabel("op/s")
+    plt.title(title(result))
 
 
 def _speed_of_light(points: list[dict[str, Any]]) -> None:
     for i, p in enumerate(points):
-        if p["mem_pct"] is not None and p["sm_pct"] is not None:
+        if p.get("mem_pct") is not None and p.get("sm_pct") is not None:
             plt.scatter([p["mem_pct"]], [p["sm_pct"]], marker=marker(i))
     plt.plot([0, 100], [0, 100], marker="·")
     plt.xlim(0, 100)
     plt.ylim(0, 100)
     plt.xlabel("memory throughput, % of peak")
     plt.ylabel("SM %")
-    plt.title("Speed of light (no FP work: no roofline intensity)")
+    plt.title("Speed of light (no counted work: no roofline intensity)")
 
 
 class RooflinePlot(Widget):
