@@ -177,17 +177,13 @@ g AS (
 isl AS (SELECT device_id, min(s) AS s, max(e) AS e FROM g GROUP BY device_id, island)
 """
 
-_BINS_SQL = f"""
-WITH {_ISLANDS},
-rows AS (
-  SELECT device_id, stream_id, s, e FROM w
-  UNION ALL SELECT device_id, NULL AS stream_id, s, e FROM isl
-),
-cut AS (
+# Busy ns per (device, stream, bin) of the rows of CTE `{src}` (device_id, stream_id, s, e): each row cut
+# at the bin edges of [$t0, $t0 + $bins * $w).
+_PER_BIN = """cut AS (
   SELECT device_id, stream_id, s, e,
          least(CAST(floor((s - $t0) / $w) AS BIGINT), $bins - 1) AS b0,
          least(CAST(floor((greatest(e - 1, s) - $t0) / $w) AS BIGINT), $bins - 1) AS b1
-  FROM rows
+  FROM {src}
 ),
 per_bin AS (
   SELECT device_id, stream_id, bin,
@@ -196,6 +192,14 @@ per_bin AS (
 )
 SELECT device_id, stream_id, bin, sum(ns) AS ns FROM per_bin GROUP BY ALL
 """
+
+_BINS_SQL = f"""
+WITH {_ISLANDS},
+rows AS (
+  SELECT device_id, stream_id, s, e FROM w
+  UNION ALL SELECT device_id, NULL AS stream_id, s, e FROM isl
+),
+{_PER_BIN.format(src="rows")}"""
 
 
 def gpu_window(run: Run) -> tuple[int, int] | None:
@@ -238,19 +242,7 @@ w AS (
   FROM ({_EVENTS}) ev JOIN keep ON keep.device_id = ev.device_id AND keep.stream_id = ev.stream_id
   WHERE ev.e > $t0 AND ev.s < $t1 AND ev.e > ev.s
 ),
-cut AS (
-  SELECT device_id, stream_id, s, e,
-         least(CAST(floor((s - $t0) / $w) AS BIGINT), $bins - 1) AS b0,
-         least(CAST(floor((greatest(e - 1, s) - $t0) / $w) AS BIGINT), $bins - 1) AS b1
-  FROM w
-),
-per_bin AS (
-  SELECT device_id, stream_id, bin,
-         greatest(least(e, $t0 + (bin + 1) * $w) - greatest(s, $t0 + bin * $w), 0) AS ns
-  FROM cut, range(b0, b1 + 1) AS r(bin)
-)
-SELECT device_id, stream_id, bin, sum(ns) AS ns FROM per_bin GROUP BY ALL
-"""
+{_PER_BIN.format(src="w")}"""
 MAX_STREAMS = 8
 
 
