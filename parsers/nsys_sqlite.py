@@ -109,6 +109,11 @@ def _bound_memory(con: duckdb.DuckDBPyConnection, options: ParseOptions) -> None
     atexit.register(shutil.rmtree, spill, ignore_errors=True)
 
 
+def memory_capped() -> bool:
+    """Whether the process-wide database runs under advisor's memory cap (set by the first parse with a work dir)."""
+    return bool(_spill_dir)
+
+
 def connect() -> duckdb.DuckDBPyConnection:
     """A private connection (own temp tables) to the shared database: scanner loaded, auto-install/-load off."""
     con = _database().cursor()
