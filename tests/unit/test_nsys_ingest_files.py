@@ -23,6 +23,7 @@ from advisor.model.schema import TABLES
 from advisor.model.validate import check_file, duck_type
 from advisor.parsers import nsys_sqlite
 from advisor.parsers.base import ParseOptions
+from tests.unit.nsys_tables import write_nvtx
 
 PUSH_POP, START_END, MARK = 59, 60, 34
 T1, T2 = (7 << 24) | 1, (7 << 24) | 2  # globalTid: pid 7, tids 1 and 2
@@ -47,15 +48,7 @@ EVENTS: list[tuple[int, int | None, int, str, int]] = [
 
 def _export(path: Path, events: list[tuple[int, int | None, int, str, int]]) -> Path:
     with sqlite3.connect(path) as db:
-        db.execute("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)")
-        db.execute(
-            "CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL,"
-            " text TEXT, textId INTEGER, globalTid INTEGER, domainId INTEGER)"
-        )
-        db.executemany(
-            "INSERT INTO NVTX_EVENTS VALUES (?, ?, ?, ?, NULL, ?, 0)",
-            [(s, e, t, text, g) for s, e, t, text, g in events],
-        )
+        write_nvtx(db, events)
     return path
 
 

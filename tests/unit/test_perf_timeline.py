@@ -24,6 +24,7 @@ from advisor.perf import gpu_metrics_section, kineto_op_rooflines, ops_figure, r
 from advisor.perf.peaks import roofs_for
 from advisor.perf.timeline_roofline import choose_precision, op_precision, shape_flop, tensor_bytes
 from tests.conftest import real_path
+from tests.unit.nsys_tables import write_nvtx
 
 QWEN = "tracelens/h100_qwen1.5-0.5b_inference.json.gz"
 RESNET_V100 = "kineto/resnet50_num_workers_0__worker0.1623143566756.pt.trace.json.gz"
@@ -301,15 +302,7 @@ def nsys_export_with_gpu_metrics(path: Path) -> Path:
     push_pop, tid = 59, (7 << 24) | 1
     type_id = (1 << 8) | 0  # nsys keeps the GPU id in the low byte of typeId
     with sqlite3.connect(path) as db:
-        db.execute("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)")
-        db.execute(
-            "CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL,"
-            " text TEXT, textId INTEGER, globalTid INTEGER, domainId INTEGER)"
-        )
-        db.executemany(
-            "INSERT INTO NVTX_EVENTS VALUES (?, ?, ?, ?, NULL, ?, 0)",
-            [(0, 95_000, push_pop, "copy", tid), (100_000, 195_000, push_pop, "gemm", tid)],
-        )
+        write_nvtx(db, [(0, 95_000, push_pop, "copy", tid), (100_000, 195_000, push_pop, "gemm", tid)])
         db.execute(
             "CREATE TABLE TARGET_INFO_GPU_METRICS (typeId INTEGER, sourceId INTEGER, typeName TEXT,"
             " metricId INTEGER, metricName TEXT)"
