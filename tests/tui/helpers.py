@@ -146,12 +146,24 @@ def screen_text(app: AdvisorApp) -> str:
     return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
 
 
-async def settle(app: AdvisorApp, pilot: Any) -> None:
-    """Let messages, timers and query workers finish."""
-    for _ in range(3):
-        await pilot.pause()
+async def settle(app: AdvisorApp, pilot: Any, max_rounds: int = 200) -> None:
+    """Let messages, timers and query workers finish: until no worker runs and the screen is unchanged.
+
+    A screen's queries chain (the window arrives, then its bins and gaps are fetched), and a resize can
+    supersede a fetch; on a loaded machine a fixed number of rounds can end before the last result is
+    drawn. So this waits on the state itself: three quiet rounds in a row with the same picture.
+    """
+    last, quiet = None, 0
+    for i in range(max_rounds):
+        await pilot.pause(0.02 if i >= 3 else None)
         await app.workers.wait_for_complete()
-    await pilot.pause()
+        await pilot.pause()
+        shot = screen_text(app)
+        busy = any(w.is_running or w.state.name == "PENDING" for w in app.workers)
+        quiet = quiet + 1 if (shot == last and not busy) else 0
+        if quiet >= 2:
+            return
+        last = shot
 
 
 def drive(app: AdvisorApp, size: tuple[int, int], script: Callable[[Any], Awaitable[None]]) -> None:

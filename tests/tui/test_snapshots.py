@@ -6,6 +6,8 @@ and review the SVGs (open them in a browser) before committing.
 
 from __future__ import annotations
 
+import difflib
+import html
 import os
 import re
 from pathlib import Path
@@ -26,6 +28,14 @@ def normalize(svg: str) -> str:
     return re.sub(r"\bterminal-\d+-", "terminal-", svg)
 
 
+def svg_lines(svg: str) -> list[str]:
+    """The text an exported SVG shows, one string per terminal line (to say how two snapshots differ)."""
+    rows: dict[float, list[tuple[float, str]]] = {}
+    for m in re.finditer(r'<text class="[^"]*" x="([\d.]+)" y="([\d.]+)"[^>]*>([^<]*)</text>', svg):
+        rows.setdefault(float(m.group(2)), []).append((float(m.group(1)), html.unescape(m.group(3))))
+    return ["".join(t for _, t in sorted(parts)).replace("\xa0", " ").rstrip() for _, parts in sorted(rows.items())]
+
+
 def check(name: str, svg: str) -> None:
     path = SNAPSHOTS / f"{name}.svg"
     svg = normalize(svg)
@@ -34,10 +44,15 @@ def check(name: str, svg: str) -> None:
         path.write_text(svg)
         return
     assert path.exists(), f"no snapshot {path.name}: run ADVISOR_UPDATE_SNAPSHOTS=1 pytest {__file__}"
-    assert svg == path.read_text(), (
-        f"{path.name} differs from what the app draws now; if the change is intended, regenerate with "
-        f"ADVISOR_UPDATE_SNAPSHOTS=1 python -m pytest tests/tui/test_snapshots.py and review the SVG"
-    )
+    want = path.read_text()
+    if svg != want:
+        text = "\n".join(difflib.unified_diff(svg_lines(want), svg_lines(svg), "snapshot", "drawn now", lineterm=""))
+        pytest.fail(
+            f"{path.name} differs from what the app draws now; if the change is intended, regenerate with "
+            f"ADVISOR_UPDATE_SNAPSHOTS=1 python -m pytest tests/tui/test_snapshots.py and review the SVG.\n"
+            f"Text on screen, snapshot vs now:\n{text or '(same text; styles or layout differ)'}",
+            pytrace=False,
+        )
 
 
 @pytest.mark.parametrize(
