@@ -487,20 +487,62 @@ def memory_events_sql() -> str:
         FROM raw_memory_usage"""
 
 
-def gpu_metrics_sql(exp: Export) -> str | None:
+def gpu_metrics_sql(exp: Export, notes: dict[str, Any]) -> str | None:
+    """Sampled GPU metrics: GPU_METRICS (2023+ exports) or, before it, the GpuMetrics generic events."""
     spec = mapping()["gpu_metrics"]
     data, names = exp.resolve(spec["table"]), exp.resolve(spec["names_table"])
     if data is None or names is None:
-        return None
+        return _generic_gpu_metrics_sql(exp, notes)
     for table, cols in ((data, ("timestamp", "typeId", "metricId", "value")), (names, ("typeId", "metricId"))):
         for c in cols:
             if c not in exp.columns[table]:
                 raise exp.missing_column(table, c, "gpu_metrics")
     metric = "t.metricName" if "metricName" in exp.columns[names] else "CAST(g.metricId AS VARCHAR)"
+    notes["gpu_metrics_device_from"] = spec["device_expr"]
     return f"""
         SELECT {spec["device_expr"].replace("typeId", "g.typeId")} AS device_id, g.timestamp AS timestamp_ns,
                {metric} AS metric, g.value
         FROM src.{_q(data)} g JOIN src.{_q(names)} t ON t.typeId = g.typeId AND t.metricId = g.metricId"""
+
+
+def _generic_gpu_metrics_sql(exp: Export, notes: dict[str, Any]) -> str | None:
+    """GENERIC_EVENTS rows of the "GpuMetrics" source (Nsight Systems 2022.x): one JSON object per sample."""
+    spec = mapping()["gpu_metrics"]
+    gen = spec["generic"]
+    tables = [exp.resolve(gen[k]) for k in ("events_table", "types_table", "sources_table")]
+    events, types, sources = tables
+    if events is None or types is None or sources is None:
+        return None
+    need = {events: ("rawTimestamp", "timestamp", "typeId", "data"), types: ("typeId", "sourceId"),
+            sources: ("sourceId", "data")}
+    for table, cols in need.items():
+        for c in cols:
+            if c not in exp.columns[table]:
+                raise exp.missing_column(table, c, "gpu_metrics (generic events)")
+    name = f"'{_sql_str(gen['source_name'])}'"
+    found = exp.rows(
+        f"SELECT DISTINCT json_extract_string(data, '$.TimeSource') FROM src.{_q(sources)} "
+        f"WHERE json_extract_string(data, '$.Name') = {name}"
+    )
+    if not found:
+        return None  # generic events of other kinds only: no GPU metrics were sampled
+    session = ", ".join(f"'{_sql_str(t)}'" for t in gen["session_time_sources"])
+    skipped = sorted(str(t) for (t,) in found if t not in gen["session_time_sources"])
+    if skipped:
+        notes["gpu_metrics_skipped_time_sources"] = ", ".join(skipped)
+    notes["gpu_metrics_source"] = f"{events} ({gen['source_name']} generic events)"
+    notes["gpu_metrics_device_from"] = spec["device_expr"]
+    device = spec["device_expr"].replace("typeId", "e.typeId")
+    # e.timestamp when the exporter converted it, else rawTimestamp, which is session time for these sources
+    return f"""
+        SELECT {device} AS device_id, coalesce(e.timestamp, e.rawTimestamp) AS timestamp_ns,
+               j.key AS metric, TRY_CAST(j.value ->> '$' AS DOUBLE) AS value
+        FROM src.{_q(events)} e
+        JOIN src.{_q(types)} t ON t.typeId = e.typeId
+        JOIN src.{_q(sources)} s ON s.sourceId = t.sourceId, json_each(e.data) j
+        WHERE json_extract_string(s.data, '$.Name') = {name}
+          AND (e.timestamp IS NOT NULL OR json_extract_string(s.data, '$.TimeSource') IN ({session}))
+          AND TRY_CAST(j.value ->> '$' AS DOUBLE) IS NOT NULL"""
 
 
 def threads_sql(exp: Export) -> str | None:
@@ -723,9 +765,8 @@ def _the_rest(exp: Export, out: Output, notes: dict[str, Any]) -> set[str]:
     if has(exp, "raw_memory_usage"):
         out.emit("memory_events", memory_events_sql())
         exp.drop("raw_memory_usage")
-    if gpu_metrics := gpu_metrics_sql(exp):
+    if gpu_metrics := gpu_metrics_sql(exp, notes):
         captured.add("gpu_metrics")
-        notes["gpu_metrics_device_from"] = mapping()["gpu_metrics"]["device_expr"]
         out.emit("gpu_metrics", gpu_metrics)
         _use_devices(exp, f"SELECT device_id FROM ({gpu_metrics})")
     um = nsys_um.queries(exp, notes)  # unified-memory faults and migrations (parsers/nsys_um.py)
