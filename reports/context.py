@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from advisor.errors import InputError
 from advisor.redact import redact
 from advisor.reports.figures import (
     ACTIVITY,
@@ -30,6 +31,8 @@ from advisor.reports.figures import (
     timeline_figure,
 )
 from advisor.reports.units import fmt_bytes, fmt_hz, fmt_ns, fmt_pct, fmt_value
+from advisor.rules.catalog import sections
+from advisor.rules.registry import get_rule
 
 NCU_HINT = ("capture with: ncu --set full -o profile python train.py (or --section SpeedOfLight), "
             "then pass profile.ncu-rep to advisor")
@@ -81,6 +84,8 @@ class FindingView:
     evidence_of: tuple[str, ...]
     fixes: tuple[FixView, ...]
     explain: str
+    # `advisor explain CODE`'s sections, embedded: an attached report has nothing offline to link to
+    explanation: tuple[tuple[str, str], ...] = ()
 
 
 NAME_LIMIT = 200
@@ -396,7 +401,20 @@ def _finding(rank: int, f: Mapping[str, Any], span_ns: int | None) -> FindingVie
         evidence_of=tuple(str(e.get("of") or "") for e in evidence),
         fixes=tuple(_fix(x) for x in f.get("fixes") or []),
         explain=f"advisor explain {code}",
+        explanation=explanation(code),
     )
+
+
+EXPLAIN_HEADINGS = ("Why it costs time", "How to fix", "Fix risk", "False positives")
+
+
+def explanation(code: str) -> tuple[tuple[str, str], ...]:
+    """The rule's own text under the headings a reader of a finding needs; () for a code no rule has."""
+    try:
+        body = sections(get_rule(code))
+    except InputError:
+        return ()
+    return tuple((h, body[h]) for h in EXPLAIN_HEADINGS if body.get(h))
 
 
 def _fix(x: Mapping[str, Any]) -> FixView:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from markupsafe import escape
 
 from advisor.cli.render import MD_LIMIT, markdown_document
 from advisor.engine.analyze import document
@@ -18,6 +19,8 @@ from advisor.reports.collect import collect
 from advisor.reports.context import ReportInputs, build_run_report, gain_text, notes_facts
 from advisor.reports.html import render_diff_html, render_run_html
 from advisor.reports.safety import redact, script_json
+from advisor.rules.catalog import sections
+from advisor.rules.registry import get_rule
 
 HOSTILE = "<script>alert(1)</script> \" ' </textarea> </script><!-- | *bold* [x](javascript:alert(1)) `tick` \u2028"
 SECRET = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
@@ -319,6 +322,14 @@ def test_context_do_first_and_findings(hostile_inputs: ReportInputs) -> None:
     assert r.do_first.action == "capture the step in a CUDA graph"
     assert "expected to save 500.0 us of" in r.do_first.gain
     assert [f.rank for f in r.findings] == [1, 2] and r.findings[0].explain == "advisor explain LA001"
+    # `advisor explain LA001`'s own sections travel inside the report (an attached file links nowhere)
+    want = sections(get_rule("LA001"))
+    headings = [h for h, _ in r.findings[0].explanation]
+    assert headings == ["Why it costs time", "How to fix", "Fix risk", "False positives"]
+    assert dict(r.findings[0].explanation)["How to fix"] == want["How to fix"]
+    html = render_run_html(hostile_inputs)
+    assert html.count('<pre class="explain-text">') == sum(len(f.explanation) for f in r.findings) >= 4
+    assert str(escape(want["How to fix"])) in html
     assert r.verdict is not None and r.verdict.klass == "launch"
     assert r.timeline is not None and r.breakdown is not None
     assert r.roofline is None and "ncu --set full" in r.roofline_missing
