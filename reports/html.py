@@ -59,13 +59,28 @@ class DiffRow:
     change: str
 
 
+@dataclass(frozen=True)
+class FindingChange:
+    """A finding that appeared, went away or moved between the sides (already formatted by the caller)."""
+
+    status: str  # new | resolved | changed
+    code: str
+    name: str
+    message: str
+    before: str
+    after: str
+
+
 def render_diff_html(before: ReportInputs, after: ReportInputs, rows: list[DiffRow] | None = None,
-                     verdict: str | None = None) -> str:
-    """A comparison page: both runs' verdicts and headline facts, plus the diff engine's rows when given."""
+                     verdict: str | None = None, findings: list[FindingChange] | None = None,
+                     findings_missing: str | None = None) -> str:
+    """A comparison page: both runs' verdicts, findings and headline facts, plus the diff engine's rows and
+    finding changes when given."""
     ctx_before: RunReport = build_run_report(before)
     ctx_after: RunReport = build_run_report(after)
     data = {"before": embedded_document(before.doc), "after": embedded_document(after.doc)}
     return environment().get_template("diff.html").render(
         before=ctx_before, after=ctx_after, rows=rows or [], diff_verdict=verdict,
+        finding_changes=findings or [], finding_changes_missing=findings_missing,
         advisor_version=__version__, data_json=script_json(data),
     )

@@ -139,6 +139,29 @@ def test_html_format(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None
     assert "ncclDevKernel_SendRecv" in page and "REGRESSION" in page
 
 
+def test_html_shows_findings_per_side_and_what_changed(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Our CP002 pair (naive -> tiled GEMM): the diff page lists each side's findings and the changed one."""
+    pytest.importorskip("jinja2")
+    from advisor.reports.units import fmt_ns
+    from tests.conftest import ROOT
+
+    name = "CP002_naive_gemm_no_tiling_{}"
+    b, a = (str(ROOT / "fixtures" / "nsys" / name.format(v) / f"{name.format(v)}.sqlite.gz")
+            for v in ("baseline", "optimized"))
+    rc, out, _ = cli(capsys, b, a, "--format", "json")
+    doc = json.loads(out)
+    changed = doc["findings"]["changed"]
+    assert [c["code"] for c in changed] == ["CP001"]  # the FP32 GEMM time shrank 5.6x, so did CP001's saving
+    page_path = tmp_path / "cp002.html"
+    rc, _, err = cli(capsys, b, a, "--format", "html", "-o", str(page_path))
+    assert rc == 0, err
+    page = page_path.read_text()
+    section = page[page.index('id="finding-changes"'):page.index("</section>", page.index('id="finding-changes"'))]
+    assert "<td>changed</td>" in section and "CP001" in section
+    assert fmt_ns(changed[0]["base_est_gain_ns"]) in section and fmt_ns(changed[0]["est_gain_ns"]) in section
+    assert page.count("findings</h2>") == 2  # Before: findings, After: findings
+
+
 # ---- HTA trace_diff pair: A100 rank 3 of 8 vs V100 rank 1 of 2 -------------------------------------
 
 

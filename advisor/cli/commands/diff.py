@@ -92,7 +92,7 @@ def html(doc: dict[str, Any]) -> str:
     """The report engineer's comparison page (reports/html.py), fed the diff's rows and verdict."""
     from advisor.diff import open_capture
     from advisor.reports.collect import collect
-    from advisor.reports.html import DiffRow, render_diff_html
+    from advisor.reports.html import DiffRow, FindingChange, render_diff_html
 
     inputs = []
     for side in ("base", "new"):
@@ -103,8 +103,24 @@ def html(doc: dict[str, Any]) -> str:
             run.close()
     rows = [DiffRow(clean(name, 120), before, after, change) for name, before, after, change in html_rows(doc)]
     v = doc["verdict"]
-    page: str = render_diff_html(inputs[0], inputs[1], rows, verdict=f"{v['verdict'].upper()}: {v['headline']}")
+    f = doc.get("findings")
+    changes = [FindingChange(status, str(c.get("code") or ""), str(c.get("name") or ""),
+                             clean(c.get("message") or "", 200), before, after)
+               for status, c, before, after in finding_changes(f)]
+    missing = None if f is not None else "not available: the rule engine did not run on one side (--no-rules)"
+    page: str = render_diff_html(inputs[0], inputs[1], rows, verdict=f"{v['verdict'].upper()}: {v['headline']}",
+                                 findings=changes, findings_missing=missing)
     return page
+
+
+def finding_changes(f: dict[str, Any] | None) -> list[tuple[str, dict[str, Any], str, str]]:
+    """(status, finding, saving before, saving after): new, then resolved, then changed (as the diff ranks them)."""
+    if not f:
+        return []
+    out = [("new", c, "-", fmt_ns(c["est_gain_ns"])) for c in f["new"]]
+    out += [("resolved", c, fmt_ns(c["est_gain_ns"]), "-") for c in f["resolved"]]
+    out += [("changed", c, fmt_ns(c["base_est_gain_ns"]), fmt_ns(c["est_gain_ns"])) for c in f["changed"]]
+    return out
 
 
 def html_rows(doc: dict[str, Any]) -> list[tuple[str, str, str, str]]:
