@@ -7,8 +7,9 @@ the way it is:
   slices cut at event boundaries (a .gz is inflated as a stream) and msgspec decodes each slice
   into small typed Structs that keep only the fields the model needs; `columns` turns each slice
   into per-category Arrow columns and drops the structs, so memory is O(columns), not O(events as
-  Python objects). `tables` then does the cross-category joins (kernel -> launch, nesting, flows,
-  collectives) over the finished columns; `merge` assembles a run from rank files.
+  Python objects). `tables` then does the cross-category joins (kernel -> launch, flows,
+  collectives) over the finished columns, `nesting` the parent/depth of cpu ops and ranges (numpy);
+  `merge` assembles a run from rank files, with Python's cyclic collector paused meanwhile.
 * Exact times: Kineto writes `ts`/`dur` in microseconds (`displayTimeUnit` is only a display
   hint for chrome://tracing). Floats are split into whole + fraction before scaling so ns
   digits survive; epoch-based traces with ns fractions (which a float64 cannot hold) are decoded

@@ -2,8 +2,8 @@
 
 The cross-category work runs here, vectorized over whole columns: kernel/memop/sync -> the runtime
 call that launched it (a hash lookup on the correlation id), names -> string ids, NCCL kernels ->
-their record_param_comms op. Only the nesting of ranges and cpu ops keeps a Python loop (a stack
-per thread), over four int columns.
+their record_param_comms op. The nesting of ranges and cpu ops is numpy sorts and binary searches
+(`nesting`).
 """
 
 from __future__ import annotations
@@ -12,12 +12,14 @@ import bisect
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from advisor.parsers.base import Interner
 from advisor.parsers.kineto.columns import I32, I64, KINDS, NAME_TYPE, STR, CommsOp, FileColumns, per_name
 from advisor.parsers.kineto.mapping import mappings
+from advisor.parsers.kineto.nesting import nest
 
 # the order the table builders used to meet cleaned durations: the order of the `cleaned_*` notes
 DUR_GROUPS = (
@@ -63,6 +65,11 @@ class Ctx:
         return mapping.take(indices)
 
 
+def _labels(*runs: tuple[str, int]) -> pa.Array:
+    """A string column of runs of one value each, e.g. ("cpu_op", 3), ("python_function", 2)."""
+    return pa.concat_arrays([pa.array([], STR)] + [pa.repeat(pa.scalar(v, STR), n) for v, n in runs])
+
+
 def _concat(arrays: list[pa.Array], typ: pa.DataType) -> pa.Array:
     if len(arrays) == 1:
         return arrays[0]
@@ -80,52 +87,6 @@ def merged_counts(cols: FileColumns) -> dict[str, int]:
     return counts
 
 
-def nest(p: pa.Array, t: pa.Array, starts: pa.Array, ends: pa.Array) -> tuple[pa.Array, pa.Array]:
-    """Parent row index and depth of each interval among those on the same (p, t).
-
-    Sorted by key, start, then longest first, so an enclosing interval comes before its children;
-    a stack per key then gives the innermost open interval that still covers the start.
-    """
-    n = len(starts)
-    if n == 0:
-        return pa.array([], I64), pa.array([], I32)
-    tbl = pa.table({"p": p, "t": t, "s": starts, "e": ends})
-    order = pc.sort_indices(
-        tbl, sort_keys=[("p", "ascending"), ("t", "ascending"), ("s", "ascending"), ("e", "descending")]
-    )
-    srt = tbl.take(order)
-    new_key = pc.or_(_changed(srt["p"].combine_chunks()), _changed(srt["t"].combine_chunks())).to_pylist()
-    s, e = srt["s"].to_pylist(), srt["e"].to_pylist()
-    parent: list[int | None] = [None] * n  # in sorted positions
-    depth = [0] * n
-    stack: list[int] = []
-    for k in range(n):
-        if new_key[k]:
-            stack.clear()
-        sk = s[k]
-        while stack and e[stack[-1]] <= sk:
-            stack.pop()
-        if stack:
-            parent[k] = stack[-1]
-            depth[k] = len(stack)
-        stack.append(k)
-    # back to row order: parent position -> row index, scattered to each row
-    inverse = pc.sort_indices(order)
-    parent_rows = order.take(pa.array(parent, I64)).cast(I64)
-    return parent_rows.take(inverse), pa.array(depth, I32).take(inverse)
-
-
-def _changed(col: pa.Array) -> pa.Array:
-    """True where a sorted key column differs from the row before (nulls equal each other), True at row 0."""
-    if len(col) == 0:
-        return pa.array([], pa.bool_())
-    cur, prev = col.slice(1), col.slice(0, len(col) - 1)
-    differs = pc.fill_null(pc.not_equal(cur, prev), True)
-    both_null = pc.and_(pc.is_null(cur), pc.is_null(prev))
-    rest = pc.and_not(differs, both_null)
-    return pa.concat_arrays([pa.array([True]), rest])
-
-
 def lookup(keys: pa.Array, value_keys: pa.Array, values: pa.Array) -> pa.Array:
     """values[position of key in value_keys] (first match), null where absent: a vectorized join."""
     if len(value_keys) == 0:
@@ -138,10 +99,11 @@ def build_tables(ctx: Ctx, rank: int | None) -> dict[str, pa.Table]:
     as soon as the tables that read them are built."""
     c = ctx.cols
     api = _api_calls(ctx)
-    kernels = _kernels(ctx, api)
-    memops = _memops(ctx, api)
+    launches = _launches(ctx, api)
+    kernels = _kernels(ctx, api, launches)
+    memops = _memops(ctx, api, launches)
     c.release("memcpy", "memset", "flow")
-    sync = _sync(ctx, api)
+    sync = _sync(ctx, api, launches)
     c.release("runtime", "driver", "sync")
     ranges = _ranges(ctx)
     c.release("step", "user_annotation", "gpu_user_annotation")
@@ -169,7 +131,7 @@ def _api_calls(ctx: Ctx) -> pa.Table:
     hip = pa.chunked_array(
         [per_name(ctx.cols.column(k, "name"), lambda s: s.startswith("hip"), pa.bool_()) for k in kinds], pa.bool_()
     ).combine_chunks()
-    cuda = pa.array(["cuda_runtime"] * n_rt + ["cuda_driver"] * ctx.cols.n("driver"), STR)
+    cuda = _labels(("cuda_runtime", n_rt), ("cuda_driver", ctx.cols.n("driver")))
     return pa.table(
         {
             "pid": ctx.col(kinds, "pid"),
@@ -184,18 +146,46 @@ def _api_calls(ctx: Ctx) -> pa.Table:
     )
 
 
-def _launch_info(api: pa.Table, corr: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array]:
-    """pid, tid, External id of the runtime call that launched each GPU activity (by correlation)."""
+LAUNCHED = ("kernel", "memcpy", "memset", "sync")
+Launch = tuple[pa.Array, pa.Array | None]  # correlation ids, row of the launching runtime call (None: no calls)
+
+
+def _launches(ctx: Ctx, api: pa.Table) -> dict[str, Launch]:
+    """kind -> (correlation ids, row of the launching runtime call in `api` or null), for every GPU kind.
+
+    One hash lookup for all kinds: hashing the ~1M runtime correlation ids is the cost, not probing.
+    Same matches as `lookup` (first match; a null id matches the first null one).
+    """
+    c = ctx.cols
+    corr = {
+        k: c.column(k, "correlation") if k == "sync" else c.flow_correlation(k, c.column(k, "correlation"))
+        for k in LAUNCHED
+    }
     keys = api["correlation_id"].combine_chunks()
-    pid, tid, ext = (lookup(corr, keys, api[c].combine_chunks()) for c in ("pid", "tid", "external_id"))
+    if len(keys) == 0:
+        return {k: (v, None) for k, v in corr.items()}
+    rows = pc.index_in(pa.concat_arrays(list(corr.values())), value_set=keys)
+    out: dict[str, Launch] = {}
+    at = 0
+    for k, v in corr.items():
+        out[k] = (v, rows.slice(at, len(v)))
+        at += len(v)
+    return out
+
+
+def _launch_info(api: pa.Table, launch: Launch) -> tuple[pa.Array, pa.Array, pa.Array]:
+    """pid, tid, External id of the runtime call that launched each GPU activity (from `_launches`)."""
+    corr, rows = launch
+    cols = [api[c].combine_chunks() for c in ("pid", "tid", "external_id")]
+    pid, tid, ext = (pa.nulls(len(corr), col.type) if rows is None else col.take(rows) for col in cols)
     return pid, tid, ext
 
 
-def _kernels(ctx: Ctx, api: pa.Table) -> pa.Table:
+def _kernels(ctx: Ctx, api: pa.Table, launches: dict[str, Launch]) -> pa.Table:
     c = ctx.cols
     start, end = ctx.times("kernel")
-    corr = c.flow_correlation("kernel", c.column("kernel", "correlation"))
-    pid, _, launch_ext = _launch_info(api, corr)
+    corr = launches["kernel"][0]
+    pid, _, launch_ext = _launch_info(api, launches["kernel"])
     out: dict[str, pa.Array] = {
         "device_id": c.column("kernel", "device"),
         "stream_id": c.column("kernel", "stream"),
@@ -215,13 +205,13 @@ def _kernels(ctx: Ctx, api: pa.Table) -> pa.Table:
     return pa.table(out)
 
 
-def _memops(ctx: Ctx, api: pa.Table) -> pa.Table:
+def _memops(ctx: Ctx, api: pa.Table, launches: dict[str, Launch]) -> pa.Table:
     c = ctx.cols
     parts = []
     for op in ("memcpy", "memset"):
         start, end = ctx.times(op)
-        corr = c.flow_correlation(op, c.column(op, "correlation"))
-        pid, _, launch_ext = _launch_info(api, corr)
+        corr = launches[op][0]
+        pid, _, launch_ext = _launch_info(api, launches[op])
         parts.append(
             pa.table(
                 {
@@ -244,11 +234,11 @@ def _memops(ctx: Ctx, api: pa.Table) -> pa.Table:
     return pa.concat_tables(parts)
 
 
-def _sync(ctx: Ctx, api: pa.Table) -> pa.Table:
+def _sync(ctx: Ctx, api: pa.Table, launches: dict[str, Launch]) -> pa.Table:
     c = ctx.cols
     start, end = ctx.times("sync")
-    corr = c.column("sync", "correlation")
-    pid, tid, _ = _launch_info(api, corr)
+    corr = launches["sync"][0]
+    pid, tid, _ = _launch_info(api, launches["sync"])
     return pa.table(
         {
             "device_id": c.column("sync", "device"),
@@ -284,7 +274,7 @@ def _ranges(ctx: Ctx) -> pa.Table:
     ctx.next_range_id += n_cpu + n_gpu
     return pa.table(
         {
-            "range_id": pa.array(range(base, base + n_cpu + n_gpu), I64),
+            "range_id": pa.array(np.arange(base, base + n_cpu + n_gpu, dtype=np.int64)),
             "parent_id": pc.add(parent, base),
             "depth": depth,
             "source": source,
@@ -309,12 +299,10 @@ def _cpu_ops(ctx: Ctx) -> pa.Table:
     ctx.next_op_id += n
     return pa.table(
         {
-            "op_id": pa.array(range(base, base + n), I64),
+            "op_id": pa.array(np.arange(base, base + n, dtype=np.int64)),
             "parent_id": pc.add(parent, base),
             "depth": depth,
-            "category": pa.array(
-                ["cpu_op"] * ctx.cols.n("cpu_op") + ["python_function"] * ctx.cols.n("python_function"), STR
-            ),
+            "category": _labels(("cpu_op", ctx.cols.n("cpu_op")), ("python_function", ctx.cols.n("python_function"))),
             "name_id": ctx.names(*kinds),
             "pid": pid,
             "tid": tid,
