@@ -7,6 +7,8 @@ DuckDB shell on its own. A file starts with `--` header lines:
     -- doc: Busy intervals per device: the union of kernels and memops, one row per island.
     -- materialize: true            (optional: computed once per run into TEMP TABLE m_<name>, and
                                      kept in the run's cache entry for the next analyze: metrics.derived)
+    -- materialize: view            (optional: TEMP VIEW m_<name>, neither stored nor kept: rows that
+                                     several metrics start from but only a few need, inlined into each)
     -- uses: gpu_ops, kernel_names  (optional: materialized metrics this one reads)
 
 Parameters are DuckDB named parameters (`$min_gap_ns`); `query()` passes only the ones the SQL
@@ -46,6 +48,7 @@ class Metric:
     sql: str
     materialize: bool
     uses: tuple[str, ...]
+    view: bool = False
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -74,7 +77,8 @@ def get(name: str) -> Metric:
     if head.get("metric") != name:
         raise KeyError(f"{name}.sql must start with '-- metric: {name}'")
     uses = tuple(u.strip() for u in head.get("uses", "").split(",") if u.strip())
-    return Metric(name, head.get("doc", ""), text, head.get("materialize") == "true", uses)
+    kind = head.get("materialize")
+    return Metric(name, head.get("doc", ""), text, kind in ("true", "view"), uses, kind == "view")
 
 
 @cache
@@ -90,14 +94,15 @@ def ensure(run: Run, name: str) -> None:
     if name in built:
         return
     metric = get(name)
-    keep = metric.materialize and not metric.params
+    keep = metric.materialize and not metric.view and not metric.params
     if keep and derived.load_table(run, metric.table, metric.table, _code_key()):
         built.add(name)  # what it uses is built when something else asks for it
         return
     for dep in metric.uses:
         ensure(run, dep)
     if metric.materialize:
-        run.sql(f"CREATE OR REPLACE TEMP TABLE {metric.table} AS {_body(metric.sql)}")
+        kind = "VIEW" if metric.view else "TABLE"
+        run.sql(f"CREATE OR REPLACE TEMP {kind} {metric.table} AS {_body(metric.sql)}")
         if keep:
             derived.save_table(run, metric.table, metric.table, _code_key())
     built.add(name)

@@ -1,15 +1,16 @@
 -- metric: attention_chains
 -- doc: Per device: unfused attention, i.e. a softmax kernel between two GEMM-family kernels on one stream with at most $max_between kernels between the GEMMs and no gap inside longer than $max_gap_ns (scores = Q K^T, softmax over the S x S scores, then P V). scores_ns is the time of the kernels between the two GEMMs (softmax, scale, mask, dropout: passes over the materialized scores), gemm_ns the two GEMMs; fused_kernels counts attention-family kernels (flash / memory-efficient / cuDNN SDPA) on the device.
 -- uses: kernel_names
-WITH k AS (
-    SELECT device_id, stream_id, start_ns, end_ns, dur_ns, name, family,
-        row_number() OVER (PARTITION BY device_id, stream_id ORDER BY start_ns, end_ns) AS rn
-    FROM m_kernel_names
+WITH k AS (  -- kernels numbered in (device, stream, start, end) order: a stream's numbers are consecutive, and only
+             -- their differences and order within a stream are used. row_number() with an empty OVER keeps the
+             -- order of the sorted subquery (DuckDB's documented order preservation) and streams.
+    SELECT device_id, stream_id, start_ns, end_ns, dur_ns, name, family, row_number() OVER () AS rn
+    FROM (SELECT * FROM m_kernel_names ORDER BY device_id, stream_id, start_ns, end_ns)
 ),
 g AS (SELECT device_id, stream_id, rn FROM k WHERE family = 'gemm'),
-s AS (  -- the regexp runs once per distinct name
+s AS (  -- the regexp runs once per string, not once per kernel
     SELECT device_id, stream_id, rn FROM k
-    WHERE name IN (SELECT DISTINCT name FROM m_kernel_names WHERE regexp_matches(lower(name), 'softmax'))
+    WHERE name IN (SELECT value FROM strings WHERE regexp_matches(lower(value), 'softmax'))
 ),
 prev AS (
     SELECT s.device_id, s.stream_id, s.rn AS s_rn, g.rn AS lo

@@ -22,23 +22,32 @@ ps AS (
     FROM (SELECT device_id, stream_id, sum(end_ns - start_ns) AS ns FROM tagged WHERE NOT on_default GROUP BY ALL)
     GROUP BY device_id
 ),
-ev AS (
-    SELECT device_id, start_ns AS t, on_default, 1 AS d FROM tagged
-    UNION ALL SELECT device_id, end_ns, on_default, -1 FROM tagged
+ev AS (  -- open counts of default-stream work (high bits) and other work (low 63 bits) in one sum; work on no
+         -- known stream (on_default NULL) counts as neither
+    SELECT device_id, start_ns AS t,
+        CASE WHEN on_default THEN 1::HUGEINT << 63 WHEN NOT on_default THEN 1::HUGEINT ELSE 0::HUGEINT END AS d
+    FROM tagged
+    UNION ALL
+    SELECT device_id, end_ns,
+        CASE WHEN on_default THEN -(1::HUGEINT << 63) WHEN NOT on_default THEN -1::HUGEINT ELSE 0::HUGEINT END
+    FROM tagged
 ),
-ordered AS (SELECT *, row_number() OVER (PARTITION BY device_id ORDER BY t, d) AS rn FROM ev),
-state AS (
-    SELECT device_id, t,
-        sum(CASE WHEN on_default THEN d ELSE 0 END) OVER w AS n_def,
-        sum(CASE WHEN NOT on_default THEN d ELSE 0 END) OVER w AS n_oth,
-        lead(t) OVER (PARTITION BY device_id ORDER BY rn) AS t_next
-    FROM ordered WINDOW w AS (PARTITION BY device_id ORDER BY rn ROWS UNBOUNDED PRECEDING)
+state AS (  -- each device's counts are back to 0 after its last event, so one running sum in (device_id, t) order
+            -- is each device's own; of tied times only the last row counts (t_next > t). Windows with an empty
+            -- OVER keep the order of the sorted subquery (DuckDB's documented order preservation) and stream.
+    SELECT device_id, t, n // (1::HUGEINT << 63) AS n_def, n % (1::HUGEINT << 63) AS n_oth, t_next, next_device
+    FROM (
+        SELECT device_id, t, sum(d) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS n,
+            lead(t) OVER () AS t_next, lead(device_id) OVER () AS next_device
+        FROM (SELECT * FROM ev ORDER BY device_id, t)
+    )
+    WHERE t_next > t AND next_device IS NOT DISTINCT FROM device_id
 ),
 alone AS (
     SELECT device_id,
         coalesce(sum(t_next - t) FILTER (WHERE n_def > 0 AND n_oth = 0), 0) AS default_alone_ns,
         coalesce(sum(t_next - t) FILTER (WHERE (n_def > 0 AND n_oth > 0) OR n_oth > 1), 0) AS concurrent_ns
-    FROM state WHERE t_next > t GROUP BY device_id
+    FROM state GROUP BY device_id
 )
 SELECT p.*, coalesce(a.default_alone_ns, 0) AS default_alone_ns, coalesce(a.concurrent_ns, 0) AS concurrent_ns,
     coalesce(ps.max_other_stream_ns, 0) AS max_other_stream_ns

@@ -1,21 +1,50 @@
 -- metric: idle_gaps
 -- doc: Every GPU idle gap between first and last activity of a device, attributed whole to the host activity of the feeding processes that overlaps it most (ties by priority input > sync > io > wait > launch > host); 'unknown' when recorded host activity covers less than half of the gap (the host was busy with something the capture did not record).
 -- materialize: true
--- uses: device_segments, device_pids, host_segments
+-- uses: device_segments, device_pids, host_acts
 WITH gaps AS (
     SELECT device_id, start_ns, end_ns FROM m_device_segments WHERE cls = 'idle'
 ),
--- Host segments of a process are disjoint, so the ones overlapping a gap are the latest one started at or
--- before the gap's start plus those starting inside the gap: two ASOF joins, each row matched once.
-cover AS (
-    SELECT q.device_id, q.start_ns, h.cls, greatest(least(h.end_ns, q.end_ns) - q.start_ns, 0) AS ns
-    FROM (SELECT g.*, p.pid FROM gaps g JOIN m_device_pids p USING (device_id)) q
-    ASOF JOIN m_host_segments h ON h.pid = q.pid AND q.start_ns >= h.start_ns
+-- One sweep per (device, feeding process) pair over the process's host activity (the packed open counters of
+-- host_acts, whose highest field is host_segments' class) and the device's gaps. The pieces between consecutive
+-- event times inside a gap, summed per class, are the gap's overlap with host_segments (computed here without
+-- building the segments: host_segments is the same sweep without the gaps). Gaps are numbered in sweep order,
+-- so the count of gaps started so far (high 32 bits of gs) numbers the latest one, and a piece is inside it
+-- while fewer have ended (low 32 bits).
+pairs AS (SELECT device_id, pid, row_number() OVER (ORDER BY device_id, pid) AS pr FROM m_device_pids),
+g AS (
+    SELECT g.device_id, g.start_ns, g.end_ns, p.pr, row_number() OVER (ORDER BY p.pr, g.start_ns) AS gn
+    FROM gaps g JOIN pairs p USING (device_id)
+),
+acts AS MATERIALIZED (SELECT p.pr, h.start_ns, h.end_ns, h.a, h.b FROM m_host_acts h JOIN pairs p USING (pid)),
+ev AS (
+    SELECT pr, start_ns AS t, a, b, 0::BIGINT AS gs FROM acts
     UNION ALL
-    SELECT g.device_id, g.start_ns, h.cls, least(h.end_ns, g.end_ns) - h.start_ns
-    FROM (SELECT p.device_id, h.cls, h.start_ns, h.end_ns FROM m_host_segments h JOIN m_device_pids p USING (pid)) h
-    ASOF JOIN gaps g ON g.device_id = h.device_id AND h.start_ns > g.start_ns
-    WHERE h.start_ns < g.end_ns
+    SELECT pr, end_ns, -a, -b, 0 FROM acts
+    UNION ALL
+    SELECT pr, start_ns, 0, 0, 1::BIGINT << 32 FROM g
+    UNION ALL
+    SELECT pr, end_ns, 0, 0, 1 FROM g
+),
+state AS (  -- counters are back to 0 at the end of each pair, so one running sum in (pair, t) order is each
+            -- pair's own; of tied times only the last row counts (t_next > t). Windows with an empty OVER keep
+            -- the order of the sorted subquery (DuckDB's documented order preservation) and stream.
+    SELECT pr, t, sum(a) OVER w AS n_a, sum(b) OVER w AS n_b, (sum(gs) OVER w)::BIGINT AS gs, lead(t) OVER () AS t_next
+    FROM (SELECT * FROM ev ORDER BY pr, t)
+    WINDOW w AS (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+),
+cover AS (
+    SELECT g.device_id, g.start_ns, s.t_next - s.t AS ns,
+        CASE
+            WHEN s.n_a >= (1::HUGEINT << 84) THEN 'input'
+            WHEN s.n_a >= (1::HUGEINT << 42) THEN 'sync'
+            WHEN s.n_a > 0 THEN 'io'
+            WHEN s.n_b >= (1::HUGEINT << 84) THEN 'wait'
+            WHEN s.n_b >= (1::HUGEINT << 42) THEN 'launch'
+            ELSE 'host'
+        END AS cls
+    FROM state s JOIN g ON g.gn = s.gs >> 32
+    WHERE s.t_next > s.t AND s.gs >> 32 > s.gs & 4294967295 AND (s.n_a <> 0 OR s.n_b <> 0)
 ),
 per AS (
     SELECT device_id, start_ns,

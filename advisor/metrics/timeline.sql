@@ -7,9 +7,18 @@ WITH s AS (
         CASE WHEN d.cls = 'idle' THEN 'idle_' || coalesce(g.cause, 'unknown') ELSE d.cls END AS cls
     FROM m_device_segments d
     LEFT JOIN m_idle_gaps g ON g.device_id = d.device_id AND g.start_ns = d.start_ns
+),
+-- One running sum of segment lengths in (device_id, cls, start_ns) order; a (device, class) starts where the
+-- previous row's pair differs, and its class time before a segment is the running sum less that at its start
+-- (a running max, the sum never decreasing). Windows with an empty OVER keep the order of the sorted subquery
+-- (DuckDB's documented order preservation) and stream, unlike the partitioned running sum.
+r AS (
+    SELECT *, sum(end_ns - start_ns) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS upto,
+        lag(device_id) OVER () IS NOT DISTINCT FROM device_id AND lag(cls) OVER () IS NOT DISTINCT FROM cls
+            AND lag(start_ns) OVER () IS NOT NULL AS same
+    FROM (SELECT * FROM s ORDER BY device_id, cls, start_ns)
 )
 SELECT device_id, cls, start_ns, end_ns,
-    coalesce(sum(end_ns - start_ns) OVER (
-        PARTITION BY device_id, cls ORDER BY start_ns ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
-        AS cum_before_ns
-FROM s
+    (upto - (end_ns - start_ns) - max(CASE WHEN NOT same THEN upto - (end_ns - start_ns) END)
+        OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW))::HUGEINT AS cum_before_ns
+FROM r

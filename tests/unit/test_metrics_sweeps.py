@@ -1,0 +1,127 @@
+"""The sweep metrics (host_segments, idle_gaps, device_segments, timeline) against brute-force interval joins on
+random traces with ties, zero-length and nested activities: the streaming running sums over a sorted subquery
+and idle_gaps' own sweep (it no longer reads host_segments) must give what a plain overlap computation gives."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from advisor import metrics
+from advisor.model.schema import TABLES
+from advisor.model.store import Run
+
+NAMES = ["cudaLaunchKernel", "cudaStreamSynchronize", "cudaMemcpy", "aten::add", "DataLoader.__next__",
+         "gemm_kernel", "elementwise_kernel"]
+
+
+def _t(name: str, rows: list[dict[str, Any]]) -> pa.Table:
+    return pa.Table.from_pylist(rows, schema=TABLES[name].arrow_schema)
+
+
+span = st.tuples(st.integers(0, 60), st.integers(0, 12))  # start, length (0: zero-length)
+
+
+@st.composite
+def traces(draw: st.DrawFn) -> Run:
+    kernels = [
+        {"device_id": draw(st.integers(0, 1)), "stream_id": 7, "pid": 1, "start_ns": s, "end_ns": s + n,
+         "name_id": draw(st.sampled_from([5, 6]))}
+        for s, n in draw(st.lists(span, min_size=1, max_size=12))
+    ]
+    calls = [
+        {"pid": 1, "tid": draw(st.integers(1, 2)), "start_ns": s, "end_ns": s + n, "api": "cuda_runtime",
+         "name_id": draw(st.sampled_from([0, 1, 2]))}
+        for s, n in draw(st.lists(span, max_size=10))
+    ]
+    ops = []
+    for i, (s, n) in enumerate(draw(st.lists(span, max_size=8))):
+        parent = draw(st.sampled_from([None, *range(i)]))
+        ops.append({"op_id": i, "parent_id": parent, "depth": 0, "category": "cpu_op", "pid": 1, "tid": 1,
+                    "name_id": draw(st.sampled_from([3, 4])), "start_ns": s, "end_ns": s + n})
+    strings = [{"string_id": i, "value": v} for i, v in enumerate(NAMES)]
+    return Run.from_tables({"kernels": _t("kernels", kernels), "api_calls": _t("api_calls", calls),
+                            "cpu_ops": _t("cpu_ops", ops), "strings": _t("strings", strings)})
+
+
+PRIORITY = ("CASE cls WHEN 'input' THEN 6 WHEN 'sync' THEN 5 WHEN 'io' THEN 4 WHEN 'wait' THEN 3 "
+            "WHEN 'launch' THEN 2 ELSE 1 END")
+
+
+def _host_reference(run: Run) -> list[tuple[Any, ...]]:
+    """host_segments by brute force: between consecutive distinct event times of a process, the
+    highest-priority class among the activities covering that stretch (host_acts' rows, decoded)."""
+    return run.sql_rows(f"""
+        WITH a AS (
+            SELECT pid, start_ns, end_ns,
+                CASE WHEN a >= (1::HUGEINT << 84) THEN 'input' WHEN a >= (1::HUGEINT << 42) THEN 'sync'
+                     WHEN a > 0 THEN 'io' WHEN b >= (1::HUGEINT << 84) THEN 'wait'
+                     WHEN b >= (1::HUGEINT << 42) THEN 'launch' ELSE 'host' END AS cls
+            FROM m_host_acts
+        ),
+        t AS (SELECT DISTINCT pid, unnest([start_ns, end_ns]) AS t FROM a),
+        seg AS (SELECT pid, t AS s, lead(t) OVER (PARTITION BY pid ORDER BY t) AS e FROM t)
+        SELECT seg.pid, arg_max(a.cls, {PRIORITY}) AS cls, seg.s, seg.e
+        FROM seg JOIN a ON a.pid = seg.pid AND a.start_ns <= seg.s AND a.end_ns >= seg.e
+        WHERE seg.e IS NOT NULL
+        GROUP BY ALL ORDER BY ALL
+    """)
+
+
+@settings(max_examples=40, deadline=None)
+@given(traces())
+def test_sweeps_match_brute_force(run: Run) -> None:
+    for name in ("host_segments", "idle_gaps", "timeline"):
+        metrics.ensure(run, name)
+    assert run.sql_rows("SELECT * FROM m_host_segments ORDER BY ALL") == _host_reference(run)
+
+    # device segments: every stretch between consecutive distinct kernel times of a device, idle when none runs
+    segs = run.sql_rows("SELECT device_id, start_ns, end_ns, cls FROM m_device_segments ORDER BY ALL")
+    assert segs == run.sql_rows("""
+        WITH k AS (SELECT device_id, start_ns, end_ns, family FROM m_kernel_names),
+        t AS (SELECT DISTINCT device_id, unnest([start_ns, end_ns]) AS t FROM k),
+        seg AS (SELECT device_id, t AS s, lead(t) OVER (PARTITION BY device_id ORDER BY t) AS e FROM t)
+        SELECT seg.device_id, seg.s, seg.e,
+            CASE WHEN bool_or(k.family = 'gemm') THEN 'compute' WHEN bool_or(k.family = 'elementwise') THEN 'memory'
+                 WHEN count(k.device_id) > 0 THEN 'kernel_other' ELSE 'idle' END
+        FROM seg LEFT JOIN k ON k.device_id = seg.device_id AND k.start_ns <= seg.s AND k.end_ns >= seg.e
+        WHERE seg.e IS NOT NULL GROUP BY ALL ORDER BY ALL
+    """)
+
+    # idle_gaps: each gap's time per class is its overlap with host_segments of the processes feeding the device
+    got = run.sql_rows("""
+        SELECT device_id, start_ns, input_ns, sync_ns, io_ns, wait_ns, launch_ns, host_ns FROM m_idle_gaps ORDER BY ALL
+    """)
+    want = run.sql_rows("""
+        WITH o AS (
+            SELECT g.device_id, g.start_ns, h.cls,
+                greatest(least(g.end_ns, h.end_ns) - greatest(g.start_ns, h.start_ns), 0) AS ns
+            FROM m_device_segments g JOIN m_device_pids p USING (device_id)
+            JOIN m_host_segments h ON h.pid = p.pid AND h.start_ns < g.end_ns AND h.end_ns > g.start_ns
+            WHERE g.cls = 'idle'
+        )
+        SELECT g.device_id, g.start_ns,
+            coalesce(sum(o.ns) FILTER (WHERE o.cls = 'input'), 0), coalesce(sum(o.ns) FILTER (WHERE o.cls = 'sync'), 0),
+            coalesce(sum(o.ns) FILTER (WHERE o.cls = 'io'), 0), coalesce(sum(o.ns) FILTER (WHERE o.cls = 'wait'), 0),
+            coalesce(sum(o.ns) FILTER (WHERE o.cls = 'launch'), 0), coalesce(sum(o.ns) FILTER (WHERE o.cls = 'host'), 0)
+        FROM m_device_segments g LEFT JOIN o USING (device_id, start_ns)
+        WHERE g.cls = 'idle' GROUP BY ALL ORDER BY ALL
+    """)
+    assert got == want
+
+    # timeline: a segment's cum_before_ns is the time of its class on its device before it
+    assert run.sql_rows("SELECT * FROM m_timeline t WHERE cum_before_ns <> coalesce((SELECT sum(end_ns - start_ns) "
+                        "FROM m_timeline u WHERE u.device_id = t.device_id AND u.cls = t.cls "
+                        "AND u.start_ns < t.start_ns), 0)") == []
+
+
+def test_view_metric_is_neither_stored_nor_kept() -> None:
+    run = Run.from_tables({})
+    metrics.ensure(run, "host_acts")
+    kinds = run.sql_rows("SELECT table_type FROM information_schema.tables WHERE table_name = 'm_host_acts'")
+    assert kinds == [("VIEW",)]
+    assert metrics.get("host_acts").view and metrics.get("host_acts").materialize
+    assert not metrics.get("host_segments").view
