@@ -395,6 +395,8 @@ def main() -> int:
     ap.add_argument("--tmp", default=None, help="folder for caches and peer copies (default: system temp)")
     ap.add_argument("--out", default=str(ROOT / "docs" / "benchmarks.md"))
     args = ap.parse_args()
+    if args.tmp:
+        Path(args.tmp).mkdir(parents=True, exist_ok=True)
     inputs = [Path(p) for p in args.inputs] if args.inputs is not None else [REAL / p for p in DEFAULT_INPUTS]
     if args.scaled:
         inputs += [args.scaled / n for n in SCALED]
