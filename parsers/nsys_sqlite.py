@@ -535,14 +535,15 @@ def _generic_gpu_metrics_sql(exp: Export, notes: dict[str, Any]) -> str | None:
     device = spec["device_expr"].replace("typeId", "e.typeId")
     # e.timestamp when the exporter converted it, else rawTimestamp, which is session time for these sources
     return f"""
-        SELECT {device} AS device_id, coalesce(e.timestamp, e.rawTimestamp) AS timestamp_ns,
-               j.key AS metric, TRY_CAST(j.value ->> '$' AS DOUBLE) AS value
-        FROM src.{_q(events)} e
-        JOIN src.{_q(types)} t ON t.typeId = e.typeId
-        JOIN src.{_q(sources)} s ON s.sourceId = t.sourceId, json_each(e.data) j
-        WHERE json_extract_string(s.data, '$.Name') = {name}
-          AND (e.timestamp IS NOT NULL OR json_extract_string(s.data, '$.TimeSource') IN ({session}))
-          AND TRY_CAST(j.value ->> '$' AS DOUBLE) IS NOT NULL"""
+        SELECT * FROM (
+            SELECT {device} AS device_id, coalesce(e.timestamp, e.rawTimestamp) AS timestamp_ns,
+                   j.key AS metric, TRY_CAST(j.value ->> '$' AS DOUBLE) AS value
+            FROM src.{_q(events)} e
+            JOIN src.{_q(types)} t ON t.typeId = e.typeId
+            JOIN src.{_q(sources)} s ON s.sourceId = t.sourceId, json_each(e.data) j
+            WHERE json_extract_string(s.data, '$.Name') = {name}
+              AND (e.timestamp IS NOT NULL OR json_extract_string(s.data, '$.TimeSource') IN ({session}))
+        ) WHERE value IS NOT NULL"""
 
 
 def threads_sql(exp: Export) -> str | None:
