@@ -136,47 +136,42 @@ def top_kernels(run: Run, limit: int = 10) -> dict[str, Any]:
 RANGE_GROUP_SQL = r"regexp_replace(s.value, ',\s*(op_id|seq|sizes)\s*=.*$', '')"
 
 _RANGES_SQL = f"""
-WITH g AS (  -- the group per distinct string: one regexp per name, not per range; an integer id to partition by
-  SELECT string_id, name, dense_rank() OVER (ORDER BY name) AS gid
-  FROM (SELECT s.string_id, {RANGE_GROUP_SQL} AS name FROM strings s
-        WHERE s.string_id IN (SELECT DISTINCT name_id FROM ranges WHERE source <> 'profiler_step'))
+WITH g AS (  -- one integer key per (source, group): the regexp runs once per distinct name, not per range, and an
+             -- integer sorts several times faster than the (source, name) strings
+  SELECT p.source, p.name_id, n.name, dense_rank() OVER (ORDER BY p.source, n.name) AS gk
+  FROM (SELECT DISTINCT source, name_id FROM ranges WHERE source <> 'profiler_step') p
+  JOIN (SELECT s.string_id, {RANGE_GROUP_SQL} AS name FROM strings s) n ON n.string_id = p.name_id
 ),
 r AS (
-  SELECT r.source, g.gid, r.range_id AS id, r.start_ns AS s, r.end_ns AS e, r.depth
-  FROM ranges r JOIN g ON g.string_id = r.name_id WHERE r.source <> 'profiler_step'
+  SELECT g.gk, r.start_ns AS s, r.end_ns AS e, r.depth
+  FROM ranges r JOIN g ON g.source = r.source AND g.name_id = r.name_id
 ),
 stats AS (
-  SELECT source, gid, count(*) AS count, sum(e - s)::BIGINT AS total_ns, avg(e - s) AS mean_ns,
+  SELECT gk, count(*) AS count, sum(e - s)::BIGINT AS total_ns, avg(e - s) AS mean_ns,
          quantile_cont(e - s, 0.5) AS p50_ns, quantile_cont(e - s, 0.95) AS p95_ns, min(depth) AS min_depth
-  FROM r GROUP BY ALL
+  FROM r GROUP BY gk
 ),
--- covered = the length of the union of a group's ranges. A running max of the ends costs DuckDB ~3 us per
--- row on few large groups; row numbers cost 0.6. So: starts (k = 1) and ends (k = 0, first at equal
--- times) in time order; after the i-th event, `ra` events of which `rk` of its kind have passed, so the
--- open count is 2 rk - ra after a start and ra - 2 rk after an end. The union is the sum of the ends
--- where it drops to 0 minus the starts where it rises to 1. Both numberings break ties by range id, so
--- equal events take the same places in both (else the counts would mix two orders).
-ev AS (
-  SELECT source, gid, id, s AS t, 1 AS k FROM r WHERE e > s
-  UNION ALL
-  SELECT source, gid, id, e AS t, 0 AS k FROM r WHERE e > s
+-- covered = the length of the union of a group's ranges. In (gk, start) order, with m_i the latest end among a
+-- group's ranges up to the i-th, the union grows by m_i - max(s_i, m_(i-1)) at each range (0 when it lies
+-- inside what came before). One sort, one running max and one lag, all streaming (an empty OVER keeps the
+-- order of the sorted subquery: DuckDB's documented order preservation): the group is folded into the
+-- running max's high bits, so the max never carries over from the group before (ends are taken from the
+-- earliest start, so they are >= 0 and below 2^64).
+lo AS (SELECT min(s) AS lo FROM r),
+o AS (SELECT gk, s - lo AS s, e - lo AS e FROM r, lo WHERE e > s ORDER BY gk, s),  -- any order of equal starts will do
+run_max AS (
+  SELECT gk, s, max((gk::HUGEINT << 64) + e) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS mx FROM o
 ),
-counted AS (
-  SELECT source, gid, t, k,
-         row_number() OVER (PARTITION BY source, gid ORDER BY t, k, id) AS ra,
-         row_number() OVER (PARTITION BY source, gid, k ORDER BY t, id) AS rk
-  FROM ev
+prev AS (  -- pm < 0: the previous row belongs to an earlier group (or there is none)
+  SELECT gk, s, mx - (gk::HUGEINT << 64) AS m, lag(mx) OVER () - (gk::HUGEINT << 64) AS pm FROM run_max
 ),
 covered AS (
-  SELECT source, gid,
-         sum(CASE WHEN k = 0 AND ra = 2 * rk THEN t WHEN k = 1 AND 2 * rk - ra = 1 THEN -t ELSE 0 END)::BIGINT
-           AS covered_ns
-  FROM counted GROUP BY ALL
+  SELECT gk, sum(m - CASE WHEN pm >= 0 THEN greatest(s, pm) ELSE s END)::BIGINT AS covered_ns FROM prev GROUP BY gk
 )
-SELECT st.source, n.name, st.count, st.total_ns, st.mean_ns, st.p50_ns, st.p95_ns, st.min_depth,
+SELECT g.source, g.name, st.count, st.total_ns, st.mean_ns, st.p50_ns, st.p95_ns, st.min_depth,
        coalesce(c.covered_ns, 0)::BIGINT AS covered_ns
-FROM stats st JOIN (SELECT DISTINCT gid, name FROM g) n USING (gid)
-LEFT JOIN covered c USING (source, gid)
+FROM stats st JOIN (SELECT DISTINCT gk, source, name FROM g) g USING (gk)
+LEFT JOIN covered c USING (gk)
 ORDER BY covered_ns DESC, total_ns DESC, name LIMIT $1
 """
 

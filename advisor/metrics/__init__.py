@@ -237,16 +237,12 @@ def shares_by_label(run: Run, windows_metric: str, **params: Any) -> list[LabelS
     key = None if stem is None else f"l_{stem}"
     rows = derived.load_json(run, key, _code_key()) if key is not None else None
     if not isinstance(rows, list):
-        ensure(run, "timeline")
         cols = {c[0] for c in run.sql_rows("DESCRIBE m_windows")}
         inst = "count(DISTINCT range_id)" if "range_id" in cols else "count(*)"
         totals = run.sql_dicts(
             f"SELECT label, count(*) AS n, {inst} AS inst, sum(end_ns - start_ns) AS span FROM m_windows GROUP BY label"
         )
-        by_cls = run.sql_dicts(
-            f"SELECT w.label, s.cls, sum(s.ns) AS ns FROM ({_body(get('window_shares').sql)}\n) s "
-            "JOIN m_windows w USING (win_id) GROUP BY ALL"
-        )
+        by_cls = query(run, "label_shares")
         rows = [{**t, "ns": {str(c["cls"]): int(c["ns"] or 0) for c in by_cls if c["label"] == t["label"]}}
                 for t in totals]
         if key is not None:

@@ -1,5 +1,5 @@
 -- metric: timeline
--- doc: device_segments with idle split by cause (idle_input, idle_sync, idle_io, idle_wait, idle_launch, idle_host, idle_unknown) and, per device and class, the class time before each segment (cum_before_ns) so window_shares can clip any window with ASOF lookups.
+-- doc: device_segments with idle split by cause (idle_input, idle_sync, idle_io, idle_wait, idle_launch, idle_host, idle_unknown), a small integer code k per class (the key window_probes joins on: an integer sorts several times faster than a string), and, per device and class, the class time before each segment (cum_before_ns) so window_probes can clip any window with ASOF lookups.
 -- materialize: true
 -- uses: device_segments, idle_gaps
 WITH s AS (
@@ -18,7 +18,13 @@ r AS (
             AND lag(start_ns) OVER () IS NOT NULL AS same
     FROM (SELECT * FROM s ORDER BY device_id, cls, start_ns)
 )
-SELECT device_id, cls, start_ns, end_ns,
+SELECT device_id, cls,
+    -- a class outside this list fails the query rather than silently matching nothing
+    CASE cls WHEN 'compute' THEN 1 WHEN 'memory' THEN 2 WHEN 'kernel_other' THEN 3 WHEN 'comm' THEN 4
+        WHEN 'xfer' THEN 5 WHEN 'idle_input' THEN 6 WHEN 'idle_sync' THEN 7 WHEN 'idle_io' THEN 8
+        WHEN 'idle_wait' THEN 9 WHEN 'idle_launch' THEN 10 WHEN 'idle_host' THEN 11 WHEN 'idle_unknown' THEN 12
+        ELSE error('timeline: no class code for ' || cls) END::UTINYINT AS k,
+    start_ns, end_ns,
     (upto - (end_ns - start_ns) - max(CASE WHEN NOT same THEN upto - (end_ns - start_ns) END)
         OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW))::HUGEINT AS cum_before_ns
 FROM r

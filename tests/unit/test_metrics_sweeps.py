@@ -118,6 +118,32 @@ def test_sweeps_match_brute_force(run: Run) -> None:
                         "AND u.start_ns < t.start_ns), 0)") == []
 
 
+windows = st.lists(st.tuples(st.integers(0, 1), st.integers(-5, 75), st.integers(0, 20), st.sampled_from("ab")),
+                   min_size=1, max_size=8)
+
+
+@settings(max_examples=40, deadline=None)
+@given(traces(), windows)
+def test_window_and_label_shares_match_overlaps(run: Run, wins: list[tuple[int, int, int, str]]) -> None:
+    """window_shares (per window) and label_shares (per label, no per-window rows) against the plain overlap
+    of each window with the timeline's segments of its device, for every class on that device."""
+    values = ", ".join(f"({i}, {d}, {s}, {s + n}, '{lab}')" for i, (d, s, n, lab) in enumerate(wins, 1))
+    run.sql(f"CREATE OR REPLACE TEMP TABLE m_windows AS SELECT * FROM (VALUES {values}) "
+            "v(win_id, device_id, start_ns, end_ns, label)")
+    overlap = """
+        SELECT w.win_id, w.label, c.cls, coalesce(sum(greatest(least(w.end_ns, t.end_ns)
+            - greatest(w.start_ns, t.start_ns), 0)), 0) AS ns
+        FROM m_windows w JOIN (SELECT DISTINCT device_id, cls FROM m_timeline) c USING (device_id)
+        LEFT JOIN m_timeline t ON t.device_id = w.device_id AND t.cls = c.cls
+        GROUP BY ALL"""
+    got = {(int(r["win_id"]), r["cls"]): int(r["ns"]) for r in metrics.query(run, "window_shares")}
+    want = {(int(r[0]), r[2]): int(r[3]) for r in run.sql_rows(overlap)}
+    assert got == want
+    got_l = {(r["label"], r["cls"]): int(r["ns"]) for r in metrics.query(run, "label_shares")}
+    want_l = {(r[0], r[1]): int(r[2]) for r in run.sql_rows(f"SELECT label, cls, sum(ns) FROM ({overlap}) GROUP BY ALL")}
+    assert got_l == want_l
+
+
 def test_view_metric_is_neither_stored_nor_kept() -> None:
     run = Run.from_tables({})
     metrics.ensure(run, "host_acts")
