@@ -2,8 +2,9 @@
 -- doc: Every GPU idle gap between first and last activity of a device, attributed whole to the host activity of the feeding processes that overlaps it most (ties by priority input > sync > io > wait > launch > host); 'unknown' when recorded host activity covers less than half of the gap (the host was busy with something the capture did not record).
 -- materialize: true
 -- uses: device_segments, device_pids, host_acts
-WITH gaps AS (
-    SELECT device_id, start_ns, end_ns FROM m_device_segments WHERE cls = 'idle'
+WITH gaps AS (  -- gid: an integer key per gap, so the per-gap sums group and join on one integer
+    SELECT device_id, start_ns, end_ns, row_number() OVER (ORDER BY device_id, start_ns) AS gid
+    FROM m_device_segments WHERE cls = 'idle'
 ),
 -- One sweep per (device, feeding process) pair over the process's host activity (the packed open counters of
 -- host_acts, whose highest field is host_segments' class) and the device's gaps. The pieces between consecutive
@@ -13,7 +14,7 @@ WITH gaps AS (
 -- while fewer have ended (low 32 bits).
 pairs AS (SELECT device_id, pid, row_number() OVER (ORDER BY device_id, pid) AS pr FROM m_device_pids),
 g AS (
-    SELECT g.device_id, g.start_ns, g.end_ns, p.pr, row_number() OVER (ORDER BY p.pr, g.start_ns) AS gn
+    SELECT g.gid, g.start_ns, g.end_ns, p.pr, row_number() OVER (ORDER BY p.pr, g.start_ns) AS gn
     FROM gaps g JOIN pairs p USING (device_id)
 ),
 acts AS MATERIALIZED (SELECT p.pr, h.start_ns, h.end_ns, h.a, h.b FROM m_host_acts h JOIN pairs p USING (pid)),
@@ -33,25 +34,27 @@ state AS (  -- counters are back to 0 at the end of each pair, so one running su
     FROM (SELECT * FROM ev ORDER BY pr, t)
     WINDOW w AS (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
 ),
-cover AS (
-    SELECT g.device_id, g.start_ns, s.t_next - s.t AS ns,
+cover AS (  -- pieces inside a gap with host activity: the gap's number in the sweep, the length, the class
+            -- by priority (6 input, 5 sync, 4 io, 3 wait, 2 launch, 1 host)
+    SELECT s.gs >> 32 AS gn, s.t_next - s.t AS ns,
         CASE
-            WHEN s.n_a >= (1::HUGEINT << 84) THEN 'input'
-            WHEN s.n_a >= (1::HUGEINT << 42) THEN 'sync'
-            WHEN s.n_a > 0 THEN 'io'
-            WHEN s.n_b >= (1::HUGEINT << 84) THEN 'wait'
-            WHEN s.n_b >= (1::HUGEINT << 42) THEN 'launch'
-            ELSE 'host'
-        END AS cls
-    FROM state s JOIN g ON g.gn = s.gs >> 32
+            WHEN s.n_a >= (1::HUGEINT << 84) THEN 6
+            WHEN s.n_a >= (1::HUGEINT << 42) THEN 5
+            WHEN s.n_a > 0 THEN 4
+            WHEN s.n_b >= (1::HUGEINT << 84) THEN 3
+            WHEN s.n_b >= (1::HUGEINT << 42) THEN 2
+            ELSE 1
+        END::UTINYINT AS c
+    FROM state s
     WHERE s.t_next > s.t AND s.gs >> 32 > s.gs & 4294967295 AND (s.n_a <> 0 OR s.n_b <> 0)
 ),
-per AS (
-    SELECT device_id, start_ns,
-        sum(ns) FILTER (WHERE cls = 'input') AS input_ns, sum(ns) FILTER (WHERE cls = 'sync') AS sync_ns,
-        sum(ns) FILTER (WHERE cls = 'io') AS io_ns, sum(ns) FILTER (WHERE cls = 'wait') AS wait_ns,
-        sum(ns) FILTER (WHERE cls = 'launch') AS launch_ns, sum(ns) FILTER (WHERE cls = 'host') AS host_ns
-    FROM cover GROUP BY device_id, start_ns
+per AS (  -- per gap: the (gap, pair) sums of the sweep, added over the pairs of its device
+    SELECT g.gid,
+        sum(ns) FILTER (WHERE c = 6)::BIGINT AS input_ns, sum(ns) FILTER (WHERE c = 5)::BIGINT AS sync_ns,
+        sum(ns) FILTER (WHERE c = 4)::BIGINT AS io_ns, sum(ns) FILTER (WHERE c = 3)::BIGINT AS wait_ns,
+        sum(ns) FILTER (WHERE c = 2)::BIGINT AS launch_ns, sum(ns) FILTER (WHERE c = 1)::BIGINT AS host_ns
+    FROM (SELECT gn, c, sum(ns) AS ns FROM cover GROUP BY gn, c) JOIN g USING (gn)
+    GROUP BY g.gid
 ),
 best AS (  -- the class with the most time, ties by priority: key = ns * 10 + priority over classes with ns > 0
     SELECT *, greatest(
@@ -69,4 +72,4 @@ SELECT g.device_id, g.start_ns, g.end_ns, g.end_ns - g.start_ns AS gap_ns,
     coalesce(b.k // 10, 0) AS cause_overlap_ns,
     coalesce(b.input_ns, 0) AS input_ns, coalesce(b.sync_ns, 0) AS sync_ns, coalesce(b.io_ns, 0) AS io_ns,
     coalesce(b.wait_ns, 0) AS wait_ns, coalesce(b.launch_ns, 0) AS launch_ns, coalesce(b.host_ns, 0) AS host_ns
-FROM gaps g LEFT JOIN best b USING (device_id, start_ns)
+FROM gaps g LEFT JOIN best b USING (gid)

@@ -7,15 +7,17 @@ WITH r AS (
     WHERE r.end_ns > r.start_ns
       AND (r.source = 'profiler_step' OR regexp_matches(lower(coalesce(s.value, '')), $step_pattern))
 ),
-outer_r AS (
-    SELECT * FROM r
-    WHERE NOT EXISTS (
-        SELECT 1 FROM r o
-        WHERE o.range_id <> r.range_id
-          AND o.pid IS NOT DISTINCT FROM r.pid AND o.device_id IS NOT DISTINCT FROM r.device_id
-          AND o.start_ns <= r.start_ns AND o.end_ns >= r.end_ns
-          AND (o.start_ns < r.start_ns OR o.end_ns > r.end_ns OR o.range_id < r.range_id)
+outer_r AS (  -- a step inside another of the same thread or device is dropped (of identical ones the lowest
+              -- range_id stays). In (start, end desc, range_id) order every range that contains a step comes
+              -- before it, so a step is outermost when it ends after all before it: one sort, no pairwise join
+              -- (a capture of a long run holds 100,000s of steps)
+    SELECT * EXCLUDE (before_end) FROM (
+        SELECT *, max(end_ns) OVER (
+                PARTITION BY pid, device_id ORDER BY start_ns, end_ns DESC, range_id
+                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before_end
+        FROM r
     )
+    WHERE before_end IS NULL OR end_ns > before_end
 ),
 host AS (
     SELECT o.range_id, p.device_id, o.start_ns, o.end_ns, o.name

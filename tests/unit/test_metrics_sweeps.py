@@ -144,6 +144,45 @@ def test_window_and_label_shares_match_overlaps(run: Run, wins: list[tuple[int, 
     assert got_l == want_l
 
 
+steps = st.lists(st.tuples(st.sampled_from([None, 1, 2]), st.sampled_from([None, 0]), span,
+                           st.sampled_from(["step 1", "DataLoader.__next__", "train_step", "other"])), max_size=14)
+
+
+@settings(max_examples=60, deadline=None)
+@given(steps)
+def test_outermost_steps_and_dataloader_ops_match_pairwise(rows: list[tuple[Any, Any, tuple[int, int], str]]) -> None:
+    """step_windows and dataloader_ops keep the outermost ranges with one sorted window pass; the pairwise
+    NOT EXISTS they replace (quadratic on a long run's 100,000s of steps) is the reference."""
+    names = sorted({r[3] for r in rows} | {"x"})
+    ranges = [
+        {"range_id": i, "depth": 0, "source": "nvtx", "pid": pid, "tid": pid, "device_id": dev,
+         "name_id": names.index(name), "start_ns": s, "end_ns": s + n}
+        for i, (pid, dev, (s, n), name) in enumerate(rows)
+    ]
+    kernels = [{"device_id": 0, "stream_id": 7, "pid": 1, "start_ns": 0, "end_ns": 100, "name_id": 0}]
+    run = Run.from_tables({"ranges": _t("ranges", ranges), "kernels": _t("kernels", kernels),
+                           "strings": _t("strings", [{"string_id": i, "value": v} for i, v in enumerate(names)])})
+    pattern = r"^(step [0-9]+|train_step)$"
+    metrics.ensure(run, "device_pids")
+    body = metrics.get("step_windows").sql.strip().rstrip(";").replace("$step_pattern", f"'{pattern}'")
+    got = run.sql_rows(f"SELECT * FROM ({body}\n) ORDER BY ALL")
+    pairwise = body[: body.index("outer_r AS (")] + """outer_r AS (
+    SELECT * FROM r WHERE NOT EXISTS (
+        SELECT 1 FROM r o WHERE o.range_id <> r.range_id
+          AND o.pid IS NOT DISTINCT FROM r.pid AND o.device_id IS NOT DISTINCT FROM r.device_id
+          AND o.start_ns <= r.start_ns AND o.end_ns >= r.end_ns
+          AND (o.start_ns < r.start_ns OR o.end_ns > r.end_ns OR o.range_id < r.range_id))
+),
+""" + body[body.index("host AS ("):]
+    assert got == run.sql_rows(f"SELECT * FROM ({pairwise}\n) ORDER BY ALL")
+
+    dl = metrics.get("dataloader_ops").sql.strip().rstrip(";")
+    want_dl = dl[: dl.index("-- d lies inside")] + (
+        "SELECT * FROM dl d WHERE NOT EXISTS (SELECT 1 FROM dl e WHERE e.pid = d.pid AND e.start_ns < d.start_ns "
+        "AND e.end_ns >= d.end_ns)")
+    assert run.sql_rows(f"SELECT * FROM ({dl}\n) ORDER BY ALL") == run.sql_rows(f"SELECT * FROM ({want_dl}\n) ORDER BY ALL")
+
+
 def test_view_metric_is_neither_stored_nor_kept() -> None:
     run = Run.from_tables({})
     metrics.ensure(run, "host_acts")
