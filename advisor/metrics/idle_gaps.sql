@@ -17,21 +17,36 @@ g AS (
     SELECT g.gid, g.start_ns, g.end_ns, p.pr, row_number() OVER (ORDER BY p.pr, g.start_ns) AS gn
     FROM gaps g JOIN pairs p USING (device_id)
 ),
-acts AS MATERIALIZED (SELECT p.pr, h.start_ns, h.end_ns, h.a, h.b FROM m_host_acts h JOIN pairs p USING (pid)),
-ev AS (
-    SELECT pr, start_ns AS t, a, b, 0::BIGINT AS gs FROM acts
+acts AS MATERIALIZED (  -- the class as a small code (6 input .. 1 host, host_acts' priority order): the sort
+                       -- below carries one byte per event, not two 16-byte counters
+    SELECT p.pr, h.start_ns, h.end_ns,
+        CASE WHEN h.a >= (1::HUGEINT << 84) THEN 6 WHEN h.a >= (1::HUGEINT << 42) THEN 5 WHEN h.a > 0 THEN 4
+             WHEN h.b >= (1::HUGEINT << 84) THEN 3 WHEN h.b >= (1::HUGEINT << 42) THEN 2 ELSE 1 END::TINYINT AS c
+    FROM m_host_acts h JOIN pairs p USING (pid)
+),
+ev AS (  -- d: +c where an activity of class c starts, -c where it ends; 7 / -7 where a gap starts / ends
+    SELECT pr, start_ns AS t, c AS d FROM acts
     UNION ALL
-    SELECT pr, end_ns, -a, -b, 0 FROM acts
+    SELECT pr, end_ns, -c FROM acts
     UNION ALL
-    SELECT pr, start_ns, 0, 0, 1::BIGINT << 32 FROM g
+    SELECT pr, start_ns, 7::TINYINT FROM g
     UNION ALL
-    SELECT pr, end_ns, 0, 0, 1 FROM g
+    SELECT pr, end_ns, -7::TINYINT FROM g
 ),
 state AS (  -- counters are back to 0 at the end of each pair, so one running sum in (pair, t) order is each
             -- pair's own; of tied times only the last row counts (t_next > t). Windows with an empty OVER keep
-            -- the order of the sorted subquery (DuckDB's documented order preservation) and stream.
+            -- the order of the sorted subquery (DuckDB's documented order preservation) and stream. The packed
+            -- increments (host_acts' a and b; gaps started at bit 32, ended at bit 0) are made after the sort.
     SELECT pr, t, sum(a) OVER w AS n_a, sum(b) OVER w AS n_b, (sum(gs) OVER w)::BIGINT AS gs, lead(t) OVER () AS t_next
-    FROM (SELECT * FROM ev ORDER BY pr, t)
+    FROM (
+        SELECT pr, t,
+            sign(d) * CASE abs(d) WHEN 6 THEN 1::HUGEINT << 84 WHEN 5 THEN 1::HUGEINT << 42 WHEN 4 THEN 1::HUGEINT
+                                  ELSE 0::HUGEINT END AS a,
+            sign(d) * CASE abs(d) WHEN 3 THEN 1::HUGEINT << 84 WHEN 2 THEN 1::HUGEINT << 42 WHEN 1 THEN 1::HUGEINT
+                                  ELSE 0::HUGEINT END AS b,
+            CASE d WHEN 7 THEN 1::BIGINT << 32 WHEN -7 THEN 1::BIGINT ELSE 0::BIGINT END AS gs
+        FROM (SELECT * FROM ev ORDER BY pr, t)
+    )
     WINDOW w AS (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
 ),
 cover AS (  -- pieces inside a gap with host activity: the gap's number in the sweep, the length, the class
