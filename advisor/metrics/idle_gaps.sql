@@ -17,12 +17,9 @@ g AS (
     SELECT g.gid, g.start_ns, g.end_ns, p.pr, row_number() OVER (ORDER BY p.pr, g.start_ns) AS gn
     FROM gaps g JOIN pairs p USING (device_id)
 ),
-acts AS MATERIALIZED (  -- the class as a small code (6 input .. 1 host, host_acts' priority order): the sort
-                       -- below carries one byte per event, not two 16-byte counters
-    SELECT p.pr, h.start_ns, h.end_ns,
-        CASE WHEN h.a >= (1::HUGEINT << 84) THEN 6 WHEN h.a >= (1::HUGEINT << 42) THEN 5 WHEN h.a > 0 THEN 4
-             WHEN h.b >= (1::HUGEINT << 84) THEN 3 WHEN h.b >= (1::HUGEINT << 42) THEN 2 ELSE 1 END::TINYINT AS c
-    FROM m_host_acts h JOIN pairs p USING (pid)
+acts AS MATERIALIZED (  -- the class as host_acts' priority prio (6 input .. 1 host): the sort below carries one
+                       -- byte per event, not two 16-byte counters
+    SELECT p.pr, h.start_ns, h.end_ns, h.prio AS c FROM m_host_acts h JOIN pairs p USING (pid)
 ),
 ev AS (  -- d: +c where an activity of class c starts, -c where it ends; 7 / -7 where a gap starts / ends
     SELECT pr, start_ns AS t, c AS d FROM acts
