@@ -102,7 +102,8 @@ def ensure(run: Run, name: str) -> None:
         ensure(run, dep)
     if metric.materialize:
         kind = "VIEW" if metric.view else "TABLE"
-        run.sql(f"CREATE OR REPLACE TEMP {kind} {metric.table} AS {_body(metric.sql)}")
+        derived.drop(run, metric.table)
+        run.sql(f"CREATE TEMP {kind} {metric.table} AS {_body(metric.sql)}")
         if keep:
             derived.save_table(run, metric.table, metric.table, _code_key())
     built.add(name)
@@ -185,7 +186,8 @@ def _build_windows(run: Run, windows_metric: str, params: dict[str, Any]) -> tup
     if stem is None or not derived.load_table(run, "m_windows", stem, _code_key()):
         for dep in metric.uses:
             ensure(run, dep)
-        run.sql(f"CREATE OR REPLACE TEMP TABLE m_windows AS {_body(metric.sql)}", used)
+        derived.drop(run, "m_windows")
+        run.sql(f"CREATE TEMP TABLE m_windows AS {_body(metric.sql)}", used)
         if stem is not None:
             derived.save_table(run, "m_windows", stem, _code_key())
     if stem is not None:

@@ -3,6 +3,11 @@
 SELECT m.device_id,
     sum(least(m.end_ns, w.end_ns) - greatest(m.start_ns, w.start_ns)) AS copy_ns,
     count(DISTINCT (m.start_ns, m.stream_id)) AS n_copies
-FROM memops m JOIN m_step_windows w ON w.device_id = m.device_id AND m.start_ns < w.end_ns AND m.end_ns > w.start_ns
-WHERE m.op = 'memcpy' AND m.copy_kind IN ('HtoD', 'DtoH', 'HtoH') AND m.end_ns > m.start_ns
+-- the device in the high bits of both time keys: two inequalities only, which DuckDB runs as an IEJoin (with
+-- `w.device_id = m.device_id` it was a hash join comparing every copy with every step of the device)
+FROM (SELECT *, (device_id::HUGEINT << 64) + start_ns AS ks, (device_id::HUGEINT << 64) + end_ns AS ke
+      FROM memops WHERE op = 'memcpy' AND copy_kind IN ('HtoD', 'DtoH', 'HtoH') AND end_ns > start_ns) m
+JOIN (SELECT device_id, start_ns, end_ns, (device_id::HUGEINT << 64) + start_ns AS ks,
+             (device_id::HUGEINT << 64) + end_ns AS ke FROM m_step_windows) w
+  ON m.ks < w.ke AND m.ke > w.ks
 GROUP BY m.device_id

@@ -17,12 +17,31 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
 
+from advisor.model.limits import duckdb_memory
 from advisor.model.schema import SCHEMA_VERSION
 from advisor.model.store import Run
 
 # DuckDB types Parquet cannot hold exactly: written as the lossless type, read back as the original.
 _WIDE = {"HUGEINT": "DECIMAL(38,0)", "UHUGEINT": "DECIMAL(38,0)"}
+# bytes per value of a column type in memory, for `_large` (anything else: 16, a string's inline size)
+_WIDTH = {
+    "BOOLEAN": 1,
+    "TINYINT": 1,
+    "UTINYINT": 1,
+    "SMALLINT": 2,
+    "USMALLINT": 2,
+    "INTEGER": 4,
+    "UINTEGER": 4,
+    "FLOAT": 4,
+    "BIGINT": 8,
+    "UBIGINT": 8,
+    "DOUBLE": 8,
+    "HUGEINT": 16,
+    "UHUGEINT": 16,
+}
 
 
 def fingerprint(*parts: str | bytes) -> str:
@@ -79,23 +98,52 @@ def save_json(run: Run, name: str, key: str, value: Any) -> None:
         pass
 
 
+def _large(rows: int, types: list[tuple[str, str]] | list[list[str]]) -> bool:
+    """Would `rows` rows of these column types take an eighth of DuckDB's memory cap or more?"""
+    width = sum(_WIDTH.get(str(t), 16) for _, t in types)
+    return rows * width * 8 >= duckdb_memory()
+
+
+def drop(run: Run, table: str) -> None:
+    """Drop the TEMP TABLE or TEMP VIEW `table`, whichever it is (a kept table may come back as either)."""
+    found = run.sql_rows(
+        "SELECT 'VIEW' FROM duckdb_views() WHERE view_name = $t AND temporary "
+        "UNION ALL SELECT 'TABLE' FROM duckdb_tables() WHERE table_name = $t AND temporary",
+        {"t": table},
+    )
+    for (kind,) in found:
+        run.sql(f"DROP {kind} {table}")
+
+
+def _select(path: Path, types: list[Any]) -> str:
+    cols = ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' for c, t in types)
+    return f"SELECT {cols} FROM read_parquet({_quote(path)})"
+
+
 def load_table(run: Run, table: str, name: str, key: str) -> bool:
-    """Create TEMP TABLE `table` from the copy saved as (`name`, `key`), with the column types it had."""
+    """Create `table` from the copy saved as (`name`, `key`), with the column types it had: a TEMP TABLE,
+    or for a large one (`_large`) a TEMP VIEW that reads the file, so it takes no memory under the cap."""
     path = _path(run, name, key, ".parquet")
     types = load_json(run, name + ".types", key)
     if path is None or not isinstance(types, list) or not path.is_file():
         return False
-    cols = ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' for c, t in types)
+    drop(run, table)
     try:
-        run.sql(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT {cols} FROM read_parquet({_quote(path)})")
-    except duckdb.Error:
-        run.sql(f"DROP TABLE IF EXISTS {table}")
+        kind = "VIEW" if _large(pq.read_metadata(path).num_rows, types) else "TABLE"
+        run.sql(f"CREATE TEMP {kind} {table} AS {_select(path, types)}")
+    except (OSError, pa.ArrowException, duckdb.Error):
+        drop(run, table)
         return False
     return True
 
 
 def save_table(run: Run, table: str, name: str, key: str) -> None:
-    """Keep TEMP TABLE `table` as Parquet (as `name`, `key`), in its row order, plus its column types."""
+    """Keep TEMP TABLE `table` as Parquet (as `name`, `key`), in its row order, plus its column types.
+
+    A large table (`_large`) is then read from that file instead: DuckDB keeps TEMP TABLEs in memory
+    under its cap, where they crowd out the sorts of the metrics after them. On a 10M-kernel export
+    device_segments alone held 870 MB of the 1 GiB, and idle_gaps' sort then ran out of memory.
+    """
     path = _path(run, name, key, ".parquet")
     if path is None:
         return
@@ -103,13 +151,13 @@ def save_table(run: Run, table: str, name: str, key: str) -> None:
     wide = [c for c, t in types if t in _WIDE]
     narrow = set()
     if wide:  # 128-bit sums usually fit in 64 bits: store those as BIGINT (cheaper to read back than DECIMAL)
-        fits = ", ".join(f'coalesce(min("{c}") >= -9223372036854775808 AND max("{c}") <= 9223372036854775807, true)'
-                         for c in wide)
+        fits = ", ".join(
+            f'coalesce(min("{c}") >= -9223372036854775808 AND max("{c}") <= 9223372036854775807, true)' for c in wide
+        )
         row = run.sql_rows(f"SELECT {fits} FROM {table}")[0]
         narrow = {c for c, ok in zip(wide, row, strict=True) if ok}
     cols = ", ".join(
-        f'CAST("{c}" AS {"BIGINT" if c in narrow else _WIDE[t]}) AS "{c}"' if t in _WIDE else f'"{c}"'
-        for c, t in types
+        f'CAST("{c}" AS {"BIGINT" if c in narrow else _WIDE[t]}) AS "{c}"' if t in _WIDE else f'"{c}"' for c, t in types
     )
     try:
         _replace(
@@ -120,7 +168,9 @@ def save_table(run: Run, table: str, name: str, key: str) -> None:
         )
         save_json(run, name + ".types", key, [list(t) for t in types])
     except (OSError, duckdb.Error):
-        pass
+        return
+    if _large(run.sql_rows(f"SELECT count(*) FROM {table}")[0][0], types):
+        load_table(run, table, name, key)
 
 
 def _quote(path: Path) -> str:

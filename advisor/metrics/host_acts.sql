@@ -1,41 +1,12 @@
 -- metric: host_acts
 -- doc: Host activity that host_segments and idle_gaps sweep over: one row per activity (pid, start_ns, end_ns) with its class as the increment of two packed open counters: a holds input, sync and io at bits 84, 42 and 0, b holds wait, launch and host the same way (so the highest set field of the sums is the class by priority input > sync > io > wait > launch > host), and the same priority as a number prio (6 input .. 1 host) for sweeps that sort a small code and make the counters after the sort. OS reads and waits count only on threads that call the CUDA/HIP API, when the process has such threads; framework ops nested inside their parent are left out (the parent covers them).
 -- materialize: view
-WITH units (c, prio, a, b) AS (  -- one open activity of class c (priority prio), as an increment of the packed counters
-    VALUES ('input', 6::TINYINT, 1::HUGEINT << 84, 0::HUGEINT), ('sync', 5, 1::HUGEINT << 42, 0::HUGEINT),
-           ('io', 4, 1::HUGEINT, 0::HUGEINT), ('wait', 3, 0::HUGEINT, 1::HUGEINT << 84),
-           ('launch', 2, 0::HUGEINT, 1::HUGEINT << 42), ('host', 1, 0::HUGEINT, 1::HUGEINT)
-),
-api_kind AS (  -- class per distinct (name, api): the regexps run once per name, not once per call
-    SELECT k.name_id, k.api,
-        CASE
-            WHEN regexp_matches(ln, 'synchronize')
-              OR (regexp_matches(ln, '^(cuda|hip)mem(cpy|set)') AND NOT regexp_matches(ln, 'async'))
-              OR regexp_matches(ln, '^cumem(cpy|set)[a-z0-9]*(_v[0-9]+)?$') AND NOT regexp_matches(ln, 'async')
-                THEN 'sync'
-            WHEN k.api = 'osrt' AND regexp_matches(ln, '^(p?read|readv|preadv|fread|recv|recvfrom|recvmsg|aio_|io_getevents)')
-                THEN 'io'
-            WHEN k.api = 'osrt' AND regexp_matches(ln, 'futex|cond_wait|cond_timedwait|poll|select|sem_wait|sem_timedwait|sleep|wait')
-                THEN 'wait'
-            WHEN k.api = 'osrt' THEN NULL
-            ELSE 'launch'
-        END AS c
-    FROM (
-        SELECT k.name_id, k.api, lower(coalesce(s.value, '')) AS ln
-        FROM (SELECT DISTINCT name_id, api FROM api_calls) k LEFT JOIN strings s ON s.string_id = k.name_id
-    ) k
-),
-api_cls AS (SELECT k.name_id, k.api, u.prio, u.a, u.b FROM api_kind k JOIN units u ON u.c = k.c),
+-- uses: host_classes
+WITH api_cls AS (SELECT name_id, api, prio, a, b FROM m_host_classes WHERE src = 'api'),
 gpu_threads AS (  -- threads that call the CUDA/HIP API: their OS reads and waits hold the GPU's work back
     SELECT DISTINCT pid, tid FROM api_calls WHERE api IS DISTINCT FROM 'osrt' AND tid IS NOT NULL AND pid IS NOT NULL
 ),
-op_cls AS (
-    SELECT k.name_id, k.c, u.prio, u.a, u.b
-    FROM (
-        SELECT k.name_id, CASE WHEN regexp_matches(lower(s.value), 'dataloader') THEN 'input' ELSE 'host' END AS c
-        FROM (SELECT DISTINCT name_id FROM cpu_ops) k LEFT JOIN strings s ON s.string_id = k.name_id
-    ) k JOIN units u ON u.c = k.c
-),
+op_cls AS (SELECT name_id, c, prio, a, b FROM m_host_classes WHERE src = 'op'),
 acts AS (
     SELECT a.pid, a.start_ns, a.end_ns, k.prio, k.a, k.b
     FROM api_calls a
@@ -54,9 +25,8 @@ acts AS (
       AND (k.c <> 'host' OR p.op_id IS NULL OR p.pid IS DISTINCT FROM o.pid OR p.end_ns < p.start_ns
            OR o.start_ns < p.start_ns OR o.end_ns > p.end_ns)
     UNION ALL
-    SELECT r.pid, r.start_ns, r.end_ns, 6::TINYINT, 1::HUGEINT << 84, 0::HUGEINT
-    FROM ranges r JOIN strings s ON s.string_id = r.name_id
+    SELECT r.pid, r.start_ns, r.end_ns, k.prio, k.a, k.b
+    FROM ranges r JOIN m_host_classes k ON k.src = 'range' AND k.name_id = r.name_id
     WHERE r.end_ns > r.start_ns AND r.pid IS NOT NULL AND r.device_id IS NULL
-      AND regexp_matches(lower(s.value), 'dataloader')
 )
 SELECT pid, start_ns, end_ns, prio, a, b FROM acts

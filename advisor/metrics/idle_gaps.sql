@@ -2,9 +2,12 @@
 -- doc: Every GPU idle gap between first and last activity of a device, attributed whole to the host activity of the feeding processes that overlaps it most (ties by priority input > sync > io > wait > launch > host); 'unknown' when recorded host activity covers less than half of the gap (the host was busy with something the capture did not record).
 -- materialize: true
 -- uses: device_segments, device_pids, host_acts
-WITH gaps AS (  -- gid: an integer key per gap, so the per-gap sums group and join on one integer
-    SELECT device_id, start_ns, end_ns, row_number() OVER (ORDER BY device_id, start_ns) AS gid
-    FROM m_device_segments WHERE cls = 'idle'
+-- Row numbers come from an empty OVER () over a sorted subquery (a streaming window, as in the sweep below):
+-- an OVER (ORDER BY ...) materializes all its rows at once, and on a 10M-kernel export that ran out of memory.
+-- The sort keys are unique (gaps of a device do not overlap), so both references of a CTE number alike.
+WITH gaps AS NOT MATERIALIZED (  -- gid: an integer key per gap, so the per-gap sums group and join on one integer
+    SELECT *, row_number() OVER () AS gid
+    FROM (SELECT device_id, start_ns, end_ns FROM m_device_segments WHERE cls = 'idle' ORDER BY device_id, start_ns)
 ),
 -- One sweep per (device, feeding process) pair over the process's host activity (the packed open counters of
 -- host_acts, whose highest field is host_segments' class) and the device's gaps. The pieces between consecutive
@@ -12,23 +15,18 @@ WITH gaps AS (  -- gid: an integer key per gap, so the per-gap sums group and jo
 -- building the segments: host_segments is the same sweep without the gaps). Gaps are numbered in sweep order,
 -- so the count of gaps started so far (high 32 bits of gs) numbers the latest one, and a piece is inside it
 -- while fewer have ended (low 32 bits).
-pairs AS (SELECT device_id, pid, row_number() OVER (ORDER BY device_id, pid) AS pr FROM m_device_pids),
-g AS (
-    SELECT g.gid, g.start_ns, g.end_ns, p.pr, row_number() OVER (ORDER BY p.pr, g.start_ns) AS gn
-    FROM gaps g JOIN pairs p USING (device_id)
+pairs AS NOT MATERIALIZED (SELECT device_id, pid, row_number() OVER (ORDER BY device_id, pid) AS pr FROM m_device_pids),
+g AS NOT MATERIALIZED (
+    SELECT *, row_number() OVER () AS gn
+    FROM (SELECT g.gid, g.start_ns, g.end_ns, p.pr FROM gaps g JOIN pairs p USING (device_id) ORDER BY p.pr, g.start_ns)
 ),
-acts AS MATERIALIZED (  -- the class as host_acts' priority prio (6 input .. 1 host): the sort below carries one
-                       -- byte per event, not two 16-byte counters
-    SELECT p.pr, h.start_ns, h.end_ns, h.prio AS c FROM m_host_acts h JOIN pairs p USING (pid)
-),
-ev AS (  -- d: +c where an activity of class c starts, -c where it ends; 7 / -7 where a gap starts / ends
-    SELECT pr, start_ns AS t, c AS d FROM acts
+ev AS (  -- d: +c where an activity of class c starts, -c where it ends (c: host_acts' priority prio, 6 input ..
+         -- 1 host, so the sort below carries one byte per event, not two 16-byte counters); 7 / -7 where a gap
+         -- starts / ends. Each source is read once (unnest), so no CTE is held in memory for a second reader.
+    SELECT p.pr, unnest([h.start_ns, h.end_ns]) AS t, unnest([h.prio, -h.prio]) AS d
+    FROM m_host_acts h JOIN pairs p USING (pid)
     UNION ALL
-    SELECT pr, end_ns, -c FROM acts
-    UNION ALL
-    SELECT pr, start_ns, 7::TINYINT FROM g
-    UNION ALL
-    SELECT pr, end_ns, -7::TINYINT FROM g
+    SELECT pr, unnest([start_ns, end_ns]), unnest([7::TINYINT, -7::TINYINT]) FROM g
 ),
 state AS (  -- counters are back to 0 at the end of each pair, so one running sum in (pair, t) order is each
             -- pair's own; of tied times only the last row counts (t_next > t). Windows with an empty OVER keep

@@ -1,13 +1,19 @@
 -- metric: idle_in_steps
 -- doc: Per device and cause, GPU idle gaps clipped to the steady-state steps (temp table m_step_windows, built by advisor.rules.steps.step_windows) whose clipped length is at least $min_gap_ns (count, total, longest), with the total window time on the device (span_ns, the denominator) and the number of windows.
 -- uses: idle_gaps
-WITH w AS (SELECT device_id, start_ns, end_ns FROM m_step_windows),
-tot AS (
-    SELECT device_id, sum(end_ns - start_ns) AS span_ns, count(*) AS n_windows FROM w GROUP BY ALL
+WITH tot AS (
+    SELECT device_id, sum(end_ns - start_ns) AS span_ns, count(*) AS n_windows FROM m_step_windows GROUP BY ALL
 ),
+-- The device goes into the high bits of both time keys, so the overlap join has only two inequalities, which
+-- DuckDB runs as an IEJoin (sorted, output-sensitive). With `device_id =` it was a hash join on the device that
+-- compared every gap with every step of the device: hours on an export with 10M gaps and 1M steps.
 c AS (
     SELECT g.device_id, g.cause, greatest(g.start_ns, w.start_ns) AS start_ns, least(g.end_ns, w.end_ns) AS end_ns
-    FROM m_idle_gaps g JOIN w ON w.device_id = g.device_id AND g.start_ns < w.end_ns AND g.end_ns > w.start_ns
+    FROM (SELECT *, (device_id::HUGEINT << 64) + start_ns AS ks, (device_id::HUGEINT << 64) + end_ns AS ke
+          FROM m_idle_gaps) g
+    JOIN (SELECT device_id, start_ns, end_ns, (device_id::HUGEINT << 64) + start_ns AS ks,
+                 (device_id::HUGEINT << 64) + end_ns AS ke FROM m_step_windows) w
+      ON g.ks < w.ke AND g.ke > w.ks
 )
 SELECT c.device_id, c.cause, count(*) AS n_gaps, sum(c.end_ns - c.start_ns) AS idle_ns,
     max(c.end_ns - c.start_ns) AS max_gap_ns, any_value(t.span_ns) AS span_ns, any_value(t.n_windows) AS n_windows,

@@ -3,8 +3,13 @@
 -- uses: device_pids, dataloader_ops
 SELECT w.win_id, w.device_id, count(*) AS n_calls,
     sum(least(d.end_ns, w.end_ns) - greatest(d.start_ns, w.start_ns)) AS loader_ns
-FROM m_step_windows w
-JOIN m_device_pids p ON p.device_id = w.device_id
-JOIN m_dataloader_ops d ON d.pid = p.pid AND d.start_ns < w.end_ns AND d.end_ns > w.start_ns
+-- the pid in the high bits of both time keys: two inequalities only, which DuckDB runs as an IEJoin (with
+-- `d.pid = p.pid` it was a hash join comparing every DataLoader op with every step of the process)
+FROM (SELECT w.win_id, w.device_id, w.start_ns, w.end_ns, (p.pid::HUGEINT << 64) + w.start_ns AS ks,
+             (p.pid::HUGEINT << 64) + w.end_ns AS ke
+      FROM m_step_windows w JOIN m_device_pids p ON p.device_id = w.device_id) w
+JOIN (SELECT start_ns, end_ns, (pid::HUGEINT << 64) + start_ns AS ks, (pid::HUGEINT << 64) + end_ns AS ke
+      FROM m_dataloader_ops) d
+  ON d.ks < w.ke AND d.ke > w.ks
 GROUP BY ALL
 ORDER BY w.win_id

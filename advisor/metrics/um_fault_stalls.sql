@@ -39,7 +39,12 @@ groups AS (
 ),
 hit AS (
     SELECT k.device_id, count(DISTINCT k.kid) AS kernels_hit
-    FROM k JOIN f ON f.device_id = k.device_id AND f.start_ns < k.end_ns AND f.end_ns > k.start_ns
+    -- the device in the high bits of both time keys: two inequalities only, an IEJoin, not every kernel of
+    -- the device against every fault group
+    FROM (SELECT device_id, kid, (device_id::HUGEINT << 64) + start_ns AS ks, (device_id::HUGEINT << 64) + end_ns AS ke
+          FROM k) k
+    JOIN (SELECT (device_id::HUGEINT << 64) + start_ns AS ks, (device_id::HUGEINT << 64) + end_ns AS ke FROM f) f
+      ON f.ks < k.ke AND f.ke > k.ks
     GROUP BY k.device_id
 ),
 mig AS (

@@ -163,6 +163,7 @@ class Run:
         self.meta = meta
         self.entry = entry
         self._intact: bool | None = None  # the entry's files checked against meta.json (only after an error)
+        self._threads = 0  # threads to set back after a statement retried on one thread (_one_thread)
         self.info: dict[str, Any] = self.sql_dicts("SELECT * FROM runs")[0] if self.count("runs") else {}
 
     @classmethod
@@ -208,9 +209,7 @@ class Run:
     def sql_arrow(self, query: str, params: list[Any] | dict[str, Any] | None = None) -> pa.Table:
         return self._execute(query, params).fetch_arrow_table()
 
-    def _execute(
-        self, query: str, params: list[Any] | dict[str, Any] | None = None
-    ) -> duckdb.DuckDBPyConnection:
+    def _execute(self, query: str, params: list[Any] | dict[str, Any] | None = None) -> duckdb.DuckDBPyConnection:
         """`execute`; a failure that may come from damaged table files is checked against meta.json.
 
         Damage inside a page fails as ZSTD errors naming the file, or as bare "Corrupted file?" /
@@ -219,8 +218,17 @@ class Run:
         advisor.metrics.derived recomputes) hashes the entry's files, at most once per Run and never
         on a healthy warm path. Damage raises CacheDamaged; otherwise the error is re-raised as is.
         """
+        if self._threads:
+            self._con.execute(f"SET threads = {self._threads}")
+            self._threads = 0
         try:
-            return execute(self._con, query, params)
+            try:
+                return execute(self._con, query, params)
+            except duckdb.OutOfMemoryException:
+                threads = int(self._con.execute("SELECT current_setting('threads')").fetchall()[0][0])
+                if threads <= 1:
+                    raise
+                return self._one_thread(query, params, threads)
         except _QUERY_MISTAKES:
             raise
         except duckdb.Error as e:
@@ -229,6 +237,20 @@ class Run:
                 cause = (str(e).strip().splitlines() or [type(e).__name__])[0].replace(str(self.entry) + "/", "")
                 raise CacheDamaged(self.entry, cause[:200]) from e
             raise
+
+    def _one_thread(
+        self, query: str, params: list[Any] | dict[str, Any] | None, threads: int
+    ) -> duckdb.DuckDBPyConnection:
+        """Run a statement that ran out of memory again on one thread (a failed statement left nothing behind).
+
+        Why: under the memory cap, DuckDB 1.5 with two threads can fail to evict an in-memory table
+        while both threads pin sort blocks ("failed to pin block"); one thread evicts it and spills.
+        Seen on the first analysis of a 10M-kernel export (idle_gaps). Results do not depend on the
+        thread count, so only the time changes.
+        """
+        self._con.execute("SET threads = 1")
+        self._threads = threads  # set back before the next statement: this one's result is still to be fetched
+        return execute(self._con, query, params)
 
     def _damaged(self, message: str) -> bool:
         entry = self.entry

@@ -65,3 +65,53 @@ def test_changed_code_ignores_kept_files(tmp_path: Path) -> None:
         assert run.sql_rows("SELECT count(*) FROM m_device_segments")[0][0] > 1
     finally:
         run.close()
+
+
+@pytest.mark.parametrize("trace", TRACES, ids=lambda p: p.parent.name)
+def test_large_tables_are_read_from_their_files(trace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A materialized table larger than an eighth of DuckDB's memory cap is a view over its kept Parquet copy,
+    on the first analyze and on the next; the analysis is the same as with every table in memory."""
+    first = open_run(trace, cache_dir=tmp_path / "in_memory")
+    try:
+        want = _strip(analyze_run(first))
+    finally:
+        first.close()
+    monkeypatch.setattr("advisor.metrics.derived.duckdb_memory", lambda: 64)  # every table counts as large
+    for warm in (False, True):  # computed, then read back from the cache entry
+        run = open_run(trace, cache_dir=tmp_path / "on_disk")
+        try:
+            assert _strip(analyze_run(run)) == want
+            metrics.ensure(run, "timeline")
+            views = {r[0] for r in run.sql_rows("SELECT view_name FROM duckdb_views() WHERE temporary")}
+            tables = {r[0] for r in run.sql_rows("SELECT table_name FROM duckdb_tables() WHERE temporary")}
+            assert ({"m_timeline"} if warm else {"m_idle_gaps", "m_timeline", "m_device_segments"}) <= views
+            assert not {t for t in tables if t.startswith("m_") and t != "m_step_windows"}
+        finally:
+            run.close()
+
+
+def test_out_of_memory_is_retried_on_one_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A statement that runs out of memory runs again on one thread; the thread count comes back after it."""
+    import duckdb
+
+    from advisor.model import store
+
+    run = open_run(TRACES[0], cache_dir=tmp_path)
+    try:
+        run.sql("SET threads = 2")
+        real = store.execute
+        seen: list[int] = []
+
+        def flaky(con: Any, query: str, params: Any = None) -> Any:
+            if query.startswith("SELECT 42"):
+                seen.append(int(con.execute("SELECT current_setting('threads')").fetchall()[0][0]))
+                if len(seen) == 1:
+                    raise duckdb.OutOfMemoryException("Out of Memory Error: failed to pin block")
+            return real(con, query, params)
+
+        monkeypatch.setattr(store, "execute", flaky)
+        assert run.sql_rows("SELECT 42 AS x") == [(42,)]  # the result of the retry is fetched intact
+        assert seen == [2, 1]
+        assert run.sql_rows("SELECT current_setting('threads')") == [(2,)]
+    finally:
+        run.close()

@@ -190,3 +190,45 @@ def test_view_metric_is_neither_stored_nor_kept() -> None:
     assert kinds == [("VIEW",)]
     assert metrics.get("host_acts").view and metrics.get("host_acts").materialize
     assert not metrics.get("host_segments").view
+
+
+@settings(max_examples=40, deadline=None)
+@given(traces(), windows, st.lists(st.tuples(st.integers(0, 1), span, st.sampled_from(["HtoD", "DtoD"])), max_size=8))
+def test_step_overlaps_match_keyed_join(run: Run, wins: list[tuple[int, int, int, str]],
+                                        copies: list[tuple[int, tuple[int, int], str]]) -> None:
+    """idle_in_steps, copies_in_steps and loader_in_steps join intervals with steps on (device or pid) keys packed
+    into the time keys, so DuckDB runs an IEJoin; the plain `key = key AND overlap` join (a hash join comparing
+    every pair of the key: hours on 10M gaps x 1M steps) is the reference."""
+    values = ", ".join(f"({i}, {d}, {s}, {s + n})" for i, (d, s, n, _) in enumerate(wins, 1))
+    run.sql(f"CREATE OR REPLACE TEMP TABLE m_step_windows AS SELECT * FROM (VALUES {values}) "
+            "v(win_id, device_id, start_ns, end_ns)")
+    run.sql("CREATE OR REPLACE TEMP TABLE memops AS SELECT * FROM main.memops WHERE false")  # shadows the view
+    for d, (s, n), k in copies:
+        run.sql("INSERT INTO memops (device_id, stream_id, start_ns, end_ns, op, copy_kind) "
+                "VALUES (?, 3, ?, ?, 'memcpy', ?)", [d, s, s + n, k])
+    for name, ref in [
+        ("idle_in_steps", """
+            WITH w AS (SELECT device_id, start_ns, end_ns FROM m_step_windows),
+            tot AS (SELECT device_id, sum(end_ns - start_ns) AS span_ns, count(*) AS n_windows FROM w GROUP BY ALL),
+            c AS (SELECT g.device_id, g.cause, greatest(g.start_ns, w.start_ns) AS start_ns,
+                      least(g.end_ns, w.end_ns) AS end_ns
+                  FROM m_idle_gaps g JOIN w ON w.device_id = g.device_id AND g.start_ns < w.end_ns
+                   AND g.end_ns > w.start_ns)
+            SELECT c.device_id, c.cause, count(*), sum(c.end_ns - c.start_ns), max(c.end_ns - c.start_ns),
+                any_value(t.span_ns), any_value(t.n_windows), min(c.start_ns), max(c.end_ns)
+            FROM c JOIN tot t USING (device_id) WHERE c.end_ns - c.start_ns >= 1 GROUP BY ALL"""),
+        ("copies_in_steps", """
+            SELECT m.device_id, sum(least(m.end_ns, w.end_ns) - greatest(m.start_ns, w.start_ns)),
+                count(DISTINCT (m.start_ns, m.stream_id))
+            FROM memops m JOIN m_step_windows w ON w.device_id = m.device_id AND m.start_ns < w.end_ns
+             AND m.end_ns > w.start_ns
+            WHERE m.op = 'memcpy' AND m.copy_kind IN ('HtoD', 'DtoH', 'HtoH') AND m.end_ns > m.start_ns
+            GROUP BY m.device_id"""),
+        ("loader_in_steps", """
+            SELECT w.win_id, w.device_id, count(*), sum(least(d.end_ns, w.end_ns) - greatest(d.start_ns, w.start_ns))
+            FROM m_step_windows w JOIN m_device_pids p ON p.device_id = w.device_id
+            JOIN m_dataloader_ops d ON d.pid = p.pid AND d.start_ns < w.end_ns AND d.end_ns > w.start_ns
+            GROUP BY ALL"""),
+    ]:
+        got = sorted(tuple(r.values()) for r in metrics.query(run, name, min_gap_ns=1))
+        assert got == sorted(run.sql_rows(ref)), name
