@@ -419,6 +419,11 @@ def _comms_op(e: Event) -> CommsOp:
 # One rank file's columns
 
 
+def _add_counts(into: dict[str, int], more: dict[str, int]) -> None:
+    for k, v in more.items():
+        into[k] = into.get(k, 0) + v
+
+
 @dataclass
 class FileColumns:
     """Columns of one rank file, filled slice by slice; see the module docstring."""
@@ -488,6 +493,25 @@ class FileColumns:
             self._meta(evs)
         if len(self.runtime_names) < 50:
             self.runtime_names += [e.name or "" for e in b.get("runtime", [])[: 50 - len(self.runtime_names)]]
+
+    def absorb(self, later: FileColumns) -> None:
+        """Append the columns of the text right after this one's (the parallel reader's merge): the
+        result is what one FileColumns fed both texts in order holds. Row numbers kept by `later`
+        (comms ops, GPU rows waiting for a flow) are shifted by this one's row counts."""
+        self.comms += [(self.n("cpu_op") + row, op) for row, op in later.comms]
+        self.need_flow += [(kind, self.n(kind) + row, key) for kind, row, key in later.need_flow]
+        for kind, parts in later.parts.items():
+            self.parts.setdefault(kind, []).extend(parts)
+        for kind, n in later.rows.items():
+            self.rows[kind] = self.n(kind) + n
+        _add_counts(self.counts, later.counts)
+        for kind, c in later.dur_counts.items():
+            _add_counts(self.dur_counts.setdefault(kind, {}), c)
+        self.roles_seen |= later.roles_seen
+        self.procs.update(later.procs)
+        self.threads.update(later.threads)
+        self.runtime_names = (self.runtime_names + later.runtime_names)[:50]
+        self.flow_side.update(later.flow_side)
 
     def column(self, kind: str, name: str) -> pa.Array:
         """The whole file's column (names stay dictionary-encoded, dictionaries unified in row order).

@@ -153,8 +153,11 @@ def sniff(head: bytes) -> tuple[str, bool]:
 # Streaming: slices of traceEvents
 
 
-def _blocks(path: Path, limit: int) -> Iterator[bytes]:
-    """The decompressed text in blocks; the same size limits and one-line errors as the whole-file read."""
+def _blocks(path: Path, limit: int, span: tuple[int, int | None] = (0, None)) -> Iterator[bytes]:
+    """The decompressed text in blocks; the same size limits and one-line errors as the whole-file read.
+
+    `span` (start, stop) reads only those bytes of a plain file (stop None: to the end).
+    """
     try:
         with path.open("rb") as f:
             gz = f.read(2) == b"\x1f\x8b"
@@ -164,10 +167,15 @@ def _blocks(path: Path, limit: int) -> Iterator[bytes]:
                     raise too_big(path, f"{size} bytes of JSON:", limit)
                 if size == 0:
                     raise InputError(f"{path}: empty file", "re-export the trace; a Kineto trace is a JSON object")
-                f.seek(0)
-                while block := f.read(READ_BYTES):
+                start, stop = span
+                f.seek(start)
+                left = (size if stop is None else stop) - start
+                while left > 0 and (block := f.read(min(READ_BYTES, left))):
+                    left -= len(block)
                     yield block
                 return
+            if span != (0, None):
+                raise Fallback  # a gzip stream cannot be entered in the middle
     except OSError as e:
         raise InputError(f"{path}: cannot read ({e.strerror or e})", "check the path and permissions") from None
     any_data = False
@@ -192,18 +200,35 @@ def text_size_hint(path: Path) -> int:
 
 
 class EventStream:
-    """`traceEvents` of one file, decoded slice by slice; `doc` (the header keys) once exhausted."""
+    """`traceEvents` of one file, decoded slice by slice; `doc` (the header keys) once exhausted.
 
-    def __init__(self, path: Path, limit: int) -> None:
+    `span` (start, stop) decodes only the events in those bytes of a plain file, for the parallel
+    reader (`parallel`): a span starting after 0 starts at the comma before an event and decodes
+    to the end of the file (`tail` then holds the text after the array); a span with a stop ends
+    right after an event and must decode exactly to there (else Fallback), leaving `doc` None and
+    `prefix` the text before the array. `sniffed` (mode, in_ns) is the first megabyte's verdict,
+    for spans that do not start the file.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        limit: int,
+        span: tuple[int, int | None] = (0, None),
+        sniffed: tuple[str, bool] | None = None,
+    ) -> None:
         self.path = path
-        self._blocks = _blocks(path, limit)
+        self.span = span
+        self._blocks = _blocks(path, limit, span)
         self._buf = bytearray()
         self._eof = False
         self.read = 0  # bytes of JSON text read so far (decompressed); those not in _buf are decoded
-        self._size_hint = text_size_hint(path)
+        self._size_hint = text_size_hint(path) if span == (0, None) else (span[1] or text_size_hint(path)) - span[0]
         while len(self._buf) < SNIFF_BYTES and self._more():
             pass
-        self.mode, self.in_ns = sniff(bytes(self._buf[:SNIFF_BYTES]))
+        self.mode, self.in_ns = sniffed or sniff(bytes(self._buf[:SNIFF_BYTES]))
+        self.prefix = b""
+        self.tail = b""
         self._list = _decoders()[f"{self.mode}_list"]
         self._raw_list = _decoders()["raw_list"]
         self.doc: Any = None
@@ -221,6 +246,15 @@ class EventStream:
         self.read += len(block)
         return True
 
+    @property
+    def pending(self) -> int:
+        """Bytes read but not yet decoded."""
+        return len(self._buf)
+
+    def header(self, tail: bytes) -> Any:
+        """The header keys of a file whose first span this stream read, given the text after the array."""
+        return self._header(self.prefix + b"[]" + tail)
+
     def fraction(self) -> float:
         """How much of the text has been decoded, in [0, 1): for progress reports, once per slice."""
         total = max(self._size_hint, 1)
@@ -235,13 +269,16 @@ class EventStream:
         emptied once the consumer has taken it, before the buffer moves on.
         """
         buf = self._buf
-        head = HEAD_RE.search(buf)
-        while head is None and len(buf) < HEAD_SEARCH_BYTES and self._more():
+        if self.span[0] == 0:
             head = HEAD_RE.search(buf)
-        if head is None:
+            while head is None and len(buf) < HEAD_SEARCH_BYTES and self._more():
+                head = HEAD_RE.search(buf)
+            if head is None:
+                raise Fallback
+            self.prefix = bytes(buf[: head.end() - 1])
+            del buf[: head.end() - 1]  # buf[0] is always the delimiter before the next event: `[` or `,`
+        elif buf[:1] != b",":
             raise Fallback
-        prefix = bytes(buf[: head.end() - 1])
-        del buf[: head.end() - 1]  # buf[0] is always the delimiter before the next event: `[` or `,`
         while True:
             while len(buf) < CHUNK_BYTES and self._more():
                 pass
@@ -257,10 +294,27 @@ class EventStream:
         cut = self._decode_upto_sep()
         if cut is not None:
             yield from self._hand_over(*cut)
-        last, tail = self._last_event()
+        if self.span[1] is not None:  # the span ends right after an event: all that is left is one
+            last = self._span_end()
+            if last:
+                yield last
+            return
+        last, self.tail = self._last_event()
         if last:
             yield last
-        self.doc = self._header(prefix + b"[]" + tail)
+        if self.span[0] == 0:
+            self.doc = self.header(self.tail)
+
+    def _span_end(self) -> list[Event]:
+        """The events between the last boundary and the span's stop; Fallback unless they decode whole
+        (a stop inside a string or a nested object leaves an open string or bracket, which cannot)."""
+        text = bytes(self._buf)
+        if text[:1] not in (b"[", b","):
+            raise Fallback
+        try:
+            return self._decode(b"[" + text[1:] + b"]")
+        except msgspec.DecodeError:
+            raise Fallback from None
 
     def _hand_over(self, events: list[Event], comma: int) -> Iterator[list[Event]]:
         yield events

@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 
 from advisor.errors import InputError
 from advisor.parsers.base import Interner, ParsedRun, ParseOptions
+from advisor.parsers.kineto import parallel
 from advisor.parsers.kineto.columns import FileColumns
 from advisor.parsers.kineto.decode import SNIFF_BYTES, EventStream, Fallback, decode_whole, read_json_bytes, sniff
 from advisor.parsers.kineto.mapping import mappings
@@ -53,9 +54,7 @@ def _quiet(fraction: float) -> None:
     return None
 
 
-def read_columns(
-    path: Path, limit: int, progress: Callable[[float], None] = _quiet
-) -> tuple[FileColumns, Any]:
+def read_columns(path: Path, limit: int, progress: Callable[[float], None] = _quiet) -> tuple[FileColumns, Any]:
     """Decode one file slice by slice into columns; (columns, header doc).
 
     The streaming reader handles every well-formed trace; for anything else (see decode.Fallback)
@@ -64,6 +63,13 @@ def read_columns(
     a 1 GB trace reports ~60 times; decoding is most of a Kineto parse); the whole-file path, for
     odd files only, reports nothing until it is done.
     """
+    cuts = parallel.cut_points(path, parallel.processes(path.stat().st_size)) if path.is_file() else []
+    if cuts:
+        try:
+            cols, doc = parallel.read_columns(path, limit, cuts, progress)
+            return cols, doc
+        except Fallback:
+            pass
     stream = EventStream(path, limit)
     cols = FileColumns(stream.mode == "exact", stream.in_ns)
     try:
