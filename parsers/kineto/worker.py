@@ -16,7 +16,8 @@ from pathlib import Path
 
 def main(argv: list[str]) -> int:
     out = sys.stdout.buffer
-    from advisor.parsers.kineto.parallel import write_frame  # after stdout is taken: imports print nothing there
+    sys.stdout = sys.stderr  # stdout carries the frames: a stray print() must not land in them
+    from advisor.parsers.kineto.parallel import write_frame
 
     try:
         from advisor.parsers.kineto.columns import FileColumns
