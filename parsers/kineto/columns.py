@@ -419,7 +419,8 @@ def _comms_op(e: Event) -> CommsOp:
 # One rank file's columns
 
 
-def _add_counts(into: dict[str, int], more: dict[str, int]) -> None:
+def add_counts(into: dict[str, int], more: dict[str, int]) -> None:
+    """Add `more`'s counts into `into`, keys new to it after its own (first-seen order)."""
     for k, v in more.items():
         into[k] = into.get(k, 0) + v
 
@@ -504,9 +505,9 @@ class FileColumns:
             self.parts.setdefault(kind, []).extend(parts)
         for kind, n in later.rows.items():
             self.rows[kind] = self.n(kind) + n
-        _add_counts(self.counts, later.counts)
+        add_counts(self.counts, later.counts)
         for kind, c in later.dur_counts.items():
-            _add_counts(self.dur_counts.setdefault(kind, {}), c)
+            add_counts(self.dur_counts.setdefault(kind, {}), c)
         self.roles_seen |= later.roles_seen
         self.procs.update(later.procs)
         self.threads.update(later.threads)

@@ -35,7 +35,7 @@ from typing import IO, Any
 import msgspec
 
 from advisor.errors import InputError
-from advisor.parsers.kineto.columns import FileColumns
+from advisor.parsers.kineto.columns import FileColumns, add_counts
 from advisor.parsers.kineto.decode import HEAD_RE, SEP_RE, SNIFF_BYTES, EventStream, Fallback
 
 PROCESSES_ENV = "ADVISOR_PARSE_PROCESSES"
@@ -110,8 +110,7 @@ class _Worker:
     proc: subprocess.Popen[bytes]
     parts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     done_bytes: int = 0
-    result: tuple[FileColumns, dict[str, int], bytes] | None = None
-    failed: str | None = None
+    result: tuple[FileColumns, dict[str, int], bytes] | None = None  # None: the span must be read again
 
     def receive(self) -> None:
         out = self.proc.stdout
@@ -124,10 +123,8 @@ class _Worker:
                     self.done_bytes = msg[2]
                 elif msg[0] == "done":
                     self.result = msg[1], msg[2], msg[3]
-                else:
-                    self.failed = str(msg[1:])
-        except Exception as e:  # noqa: BLE001 - any failure here means: read the file sequentially
-            self.failed = f"{type(e).__name__}: {e}"
+        except Exception:  # noqa: BLE001, S110 - a broken channel leaves no result: the file is read sequentially
+            self.result = None
 
 
 def _read_frame(f: IO[bytes]) -> Any:
@@ -184,8 +181,7 @@ def read_columns(path: Path, limit: int, cuts: list[int], progress: Callable[[fl
             later, later_notes, tail = w.result
             later.parts = w.parts
             cols.absorb(later)
-            for k, v in later_notes.items():
-                notes[k] = notes.get(k, 0) + v
+            add_counts(notes, later_notes)
         cols.counts = {**notes, **cols.counts}
         return cols, stream.header(tail)
     finally:
