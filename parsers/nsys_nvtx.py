@@ -135,7 +135,7 @@ def _select(exp: Export, nv: Mapping[str, Any], notes: dict[str, Any]) -> None:
     exp.create(  # a view: read once per thread group and once by nvtx_rng, never copied
         "nvtx_sel",
         f"""
-        SELECT n.rowid AS row_key, n.* EXCLUDE (end_ns, domain_id),
+        SELECT n.src_row AS row_key, n.* EXCLUDE (src_row, end_ns, domain_id),
                CASE WHEN n.event_type IN ({in_list(nv["mark_types"])}) THEN n.start_ns
                     ELSE coalesce(n.end_ns, {int(last)}) END AS end_ns,
                n.event_type IN ({in_list(nv["mark_types"])}) AS is_mark,

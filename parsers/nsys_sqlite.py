@@ -347,14 +347,18 @@ def enum_case(exp: Export, enum_name: str, raw_sql: str) -> str:
     return f"CASE {raw_sql} {whens} ELSE {default} END" if whens else default
 
 
-def select_source(exp: Export, source: str) -> str | None:
-    """SELECT of one mapped source table with model column names, or None when not captured."""
+def select_source(exp: Export, source: str, row_key: bool = False) -> str | None:
+    """SELECT of one mapped source table with model column names, or None when not captured.
+
+    With `row_key`, also the SQLite rowid as `src_row`: the export's own row order, which then survives
+    a scan that does not keep it (see `unordered`).
+    """
     spec = mapping()["sources"][source]
     table = exp.resolve(spec["table"])
     if table is None:
         return None
     have = exp.columns[table]
-    parts = []
+    parts = ["rowid AS src_row"] if row_key else []
     for model_col, col in spec["columns"].items():
         parts.append(f"{column_sql(exp, table, have, model_col, col)} AS {model_col}")
     where = ""
@@ -384,16 +388,19 @@ def in_list(values: list[Any]) -> str:
 # --------------------------------------------------------------------------------------------- tables
 
 
-def load_events(exp: Export, notes: dict[str, Any], sources: list[str], view: bool = False) -> set[str]:
+def load_events(
+    exp: Export, notes: dict[str, Any], sources: list[str], view: bool = False, row_key: bool = False
+) -> set[str]:
     """Mapped event sources as temp tables `raw_<source>`; return the captured model tables.
 
     With `view`, a view instead: the export is read once, by the query that writes the model table,
-    and nothing is materialized (later steps read that model table's output instead).
+    and nothing is materialized (later steps read that model table's output instead). `row_key`: see
+    `select_source`.
     """
     captured: set[str] = set()
     for source in sources:
         spec = mapping()["sources"][source]
-        sql = select_source(exp, source)
+        sql = select_source(exp, source, row_key)
         if sql is None:
             continue
         exp.create(f"raw_{source}", sql, view=view)
@@ -406,6 +413,20 @@ def load_events(exp: Export, notes: dict[str, Any], sources: list[str], view: bo
             if skipped:
                 notes[f"{table}_rows_skipped_by_event_class"] = int(skipped)
     return captured
+
+
+@contextmanager
+def unordered(exp: Export) -> Iterator[None]:
+    """Let a CREATE TABLE AS read the export on every thread.
+
+    With DuckDB's default insertion order, a scan of the SQLite scanner (which has no batch order) is
+    inserted by one thread. Whoever needs the export order reads it from `src_row` (`row_key`).
+    """
+    exp.run("SET preserve_insertion_order = false")
+    try:
+        yield
+    finally:
+        exp.run("RESET preserve_insertion_order")
 
 
 def has(exp: Export, temp: str) -> bool:
@@ -750,7 +771,8 @@ def _api_calls(exp: Export, out: Output, notes: dict[str, Any]) -> set[str]:
 
 def _ranges(exp: Export, out: Output, notes: dict[str, Any]) -> set[str]:
     """NVTX ranges with their nesting (the biggest group on NVTX-heavy exports)."""
-    captured = load_events(exp, notes, ["nvtx"])
+    with unordered(exp):  # 7.4M rows: 4.6 -> 2.5 s wall on 2 cores; their order is kept in src_row
+        captured = load_events(exp, notes, ["nvtx"], row_key=True)
     if has(exp, "raw_nvtx"):
         nsys_nvtx.build_ranges(exp, mapping()["nvtx"], notes)
         out.emit("ranges", nsys_nvtx.ranges_sql())
