@@ -135,6 +135,42 @@ def top_kernels(run: Run, limit: int = 10) -> dict[str, Any]:
 # PyTorch's emit_nvtx appends per-call ids ("aten::to, op_id = 999599", "seq = 12"): group by the op.
 RANGE_GROUP_SQL = r"regexp_replace(s.value, ',\s*(op_id|seq|sizes)\s*=.*$', '')"
 
+def _covered_sql(name: str, groups: str) -> str:
+    """CTEs `name`_o .. `name`: (gk, covered_ns) of the groups listed in CTE `groups` (none of them missing).
+
+    covered = the length of the union of a group's ranges. In (gk, start) order, with m_i the latest end among
+    a group's ranges up to the i-th, the union grows by m_i - max(s_i, m_(i-1)) at each range (0 when it lies
+    inside what came before). One sort, one running max and one lag, all streaming (an empty OVER keeps the
+    order of the sorted subquery: DuckDB's documented order preservation): the group is folded into the
+    running max's high bits, so the max never carries over from the group before (ends are taken from the
+    earliest start, so they are >= 0 and below 2^64).
+    """
+    return f"""
+{name}_o AS (  -- any order of equal starts will do
+  SELECT gk, s - lo AS s, e - lo AS e FROM r JOIN {groups} USING (gk), lo WHERE e > s ORDER BY gk, s
+),
+{name}_max AS (
+  SELECT gk, s, max((gk::HUGEINT << 64) + e) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS mx
+  FROM {name}_o
+),
+{name}_prev AS (  -- pm < 0: the previous row belongs to an earlier group (or there is none)
+  SELECT gk, s, mx - (gk::HUGEINT << 64) AS m, lag(mx) OVER () - (gk::HUGEINT << 64) AS pm FROM {name}_max
+),
+{name} AS (  -- groups whose ranges all have zero length cover 0
+  SELECT gk, coalesce(c.covered_ns, 0)::BIGINT AS covered_ns
+  FROM {groups} LEFT JOIN (
+    SELECT gk, sum(m - CASE WHEN pm >= 0 THEN greatest(s, pm) ELSE s END)::BIGINT AS covered_ns
+    FROM {name}_prev GROUP BY gk
+  ) c USING (gk)
+)"""
+
+
+# The union (the costly part: a sort of the ranges) is computed for as few groups as the ranking needs. A group
+# covers at most its bound (the sum of its positive lengths). First the $1 groups with the largest bounds
+# (first_in); `last` is the $1-th largest of their covered times, so the final $1-th is at least that. Then every
+# other group whose bound reaches `last` (then_in): any group left has bound < last, so it cannot rank. On 7.4M
+# NVTX ranges in 176 groups, the union of every group was 80% of this query's time; the 15 groups with the most
+# time hold a third of the ranges, and the second stage added one group.
 _RANGES_SQL = f"""
 WITH g AS (  -- one integer key per (source, group): the regexp runs once per distinct name, not per range, and an
              -- integer sorts several times faster than the (source, name) strings
@@ -148,30 +184,22 @@ r AS (
 ),
 stats AS (
   SELECT gk, count(*) AS count, sum(e - s)::BIGINT AS total_ns, avg(e - s) AS mean_ns,
-         quantile_cont(e - s, 0.5) AS p50_ns, quantile_cont(e - s, 0.95) AS p95_ns, min(depth) AS min_depth
+         quantile_cont(e - s, 0.5) AS p50_ns, quantile_cont(e - s, 0.95) AS p95_ns, min(depth) AS min_depth,
+         sum(greatest(e - s, 0))::BIGINT AS bound, min(s) AS first_s
   FROM r GROUP BY gk
 ),
--- covered = the length of the union of a group's ranges. In (gk, start) order, with m_i the latest end among a
--- group's ranges up to the i-th, the union grows by m_i - max(s_i, m_(i-1)) at each range (0 when it lies
--- inside what came before). One sort, one running max and one lag, all streaming (an empty OVER keeps the
--- order of the sorted subquery: DuckDB's documented order preservation): the group is folded into the
--- running max's high bits, so the max never carries over from the group before (ends are taken from the
--- earliest start, so they are >= 0 and below 2^64).
-lo AS (SELECT min(s) AS lo FROM r),
-o AS (SELECT gk, s - lo AS s, e - lo AS e FROM r, lo WHERE e > s ORDER BY gk, s),  -- any order of equal starts will do
-run_max AS (
-  SELECT gk, s, max((gk::HUGEINT << 64) + e) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS mx FROM o
+lo AS (SELECT min(first_s) AS lo FROM stats),
+first_in AS (
+  SELECT gk FROM stats
+  WHERE bound >= coalesce((SELECT bound FROM stats ORDER BY bound DESC LIMIT 1 OFFSET $1 - 1), -1)
 ),
-prev AS (  -- pm < 0: the previous row belongs to an earlier group (or there is none)
-  SELECT gk, s, mx - (gk::HUGEINT << 64) AS m, lag(mx) OVER () - (gk::HUGEINT << 64) AS pm FROM run_max
-),
-covered AS (
-  SELECT gk, sum(m - CASE WHEN pm >= 0 THEN greatest(s, pm) ELSE s END)::BIGINT AS covered_ns FROM prev GROUP BY gk
-)
-SELECT g.source, g.name, st.count, st.total_ns, st.mean_ns, st.p50_ns, st.p95_ns, st.min_depth,
-       coalesce(c.covered_ns, 0)::BIGINT AS covered_ns
-FROM stats st JOIN (SELECT DISTINCT gk, source, name FROM g) g USING (gk)
-LEFT JOIN covered c USING (gk)
+{_covered_sql("first_cov", "first_in")},
+last AS (SELECT coalesce((SELECT covered_ns FROM first_cov ORDER BY covered_ns DESC LIMIT 1 OFFSET $1 - 1), -1) AS c),
+then_in AS (SELECT gk FROM stats, last WHERE bound >= last.c AND gk NOT IN (SELECT gk FROM first_in)),
+{_covered_sql("then_cov", "then_in")}
+SELECT g.source, g.name, st.count, st.total_ns, st.mean_ns, st.p50_ns, st.p95_ns, st.min_depth, c.covered_ns
+FROM stats st JOIN (SELECT * FROM first_cov UNION ALL SELECT * FROM then_cov) c USING (gk)
+JOIN (SELECT DISTINCT gk, source, name FROM g) g USING (gk)
 ORDER BY covered_ns DESC, total_ns DESC, name LIMIT $1
 """
 

@@ -72,3 +72,27 @@ def test_touching_ranges_and_ties() -> None:
     got = {item["name"]: item["covered"]["ns"] for item in ranges_summary(run)["items"]}
     run.close()
     assert got == {"fwd": 20, "bwd": 6}
+
+
+@settings(max_examples=150, deadline=None)
+@given(spans, st.integers(1, 3))
+def test_top_groups_match_ranking_every_group(ranges: list[tuple[int, int, int, int]], limit: int) -> None:
+    # Only the groups with the most time get their union computed (ranges_summary asks again with more when
+    # a group left out could still rank): the top `limit` must be those of ranking every group by covered.
+    run = run_of(ranges)
+    got = [(item["name"], item["covered"]["ns"]) for item in ranges_summary(run, limit=limit)["items"]]
+    run.close()
+    groups: dict[str, list[tuple[int, int]]] = {}
+    for name, s, e, _ in ranges:
+        groups.setdefault(NAMES[name].split(",")[0], []).append((s, e))
+    ranked = sorted(groups.items(), key=lambda kv: (-union_length(kv[1]), -sum(e - s for s, e in kv[1]), kv[0]))
+    assert got == [(name, union_length(members)) for name, members in ranked[:limit]]
+
+
+def test_a_group_with_much_time_but_little_cover_is_passed_over() -> None:
+    # fwd: ten copies of [0,10] (100 ns of time, 10 covered); bwd: [0,30] alone. With limit 1 only fwd's union is
+    # computed first (it has the most time); it covers less than bwd's time, so bwd's union is computed too.
+    run = run_of([(0, 0, 10, i % 3) for i in range(10)] + [(1, 0, 30, 0)])
+    got = [(item["name"], item["covered"]["ns"]) for item in ranges_summary(run, limit=1)["items"]]
+    run.close()
+    assert got == [("bwd", 30)]
