@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from typing import Any
-
 from advisor.rules.base import Clean, Context, Evidence, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
 
 
@@ -62,35 +60,31 @@ class UnfusedElementwiseChain(Rule):
     }
 
     def check(self, ctx: Context) -> Outcome:
-        chains = ctx.metric("elementwise_chains", min_chain=int(ctx.opt("min_chain")), max_gap_ns=ctx.ns("max_gap_us"))
+        per = ctx.metric("elementwise_chains", min_chain=int(ctx.opt("min_chain")), max_gap_ns=ctx.ns("max_gap_us"))
         spans = {int(r["device_id"]): r for r in ctx.metric("device_spans")}
-        per: dict[int, list[dict[str, Any]]] = {}
-        for c in chains:
-            per.setdefault(int(c["device_id"]), []).append(c)
         findings = []
-        for dev, cs in sorted(per.items()):
-            gain = sum(_gain(c) for c in cs)
+        for c in per:  # one row per device, in device order
+            dev, gain = int(c["device_id"]), int(c["gain_ns"])
             if pct(gain, spans[dev]["span_ns"]) < float(ctx.opt("min_gain_pct")):
                 continue
-            top = max(cs, key=_gain)
             of = f"device span (first to last GPU activity on device {dev})"
             findings.append(
                 self.finding(
-                    f"device {dev}: {len(cs)} chains of elementwise kernels ({sum(int(c['n']) for c in cs)} kernels); "
+                    f"device {dev}: {int(c['n_chains'])} chains of elementwise kernels ({int(c['n_kernels'])} kernels); "
                     f"fusing each chain could save about {ms(gain)} ({pct(gain, spans[dev]['span_ns'])}% of the span)",
                     window=Window(
                         device_id=dev,
-                        stream_id=int(top["stream_id"]),
-                        start_ns=int(top["start_ns"]),
-                        end_ns=int(top["end_ns"]),
+                        stream_id=int(c["top_stream_id"]),
+                        start_ns=int(c["top_start_ns"]),
+                        end_ns=int(c["top_end_ns"]),
                     ),
                     evidence=[
-                        Evidence("chains", len(cs), "count"),
-                        Evidence("chained_kernels", sum(int(c["n"]) for c in cs), "count"),
-                        Evidence("chained_kernel_time", sum(int(c["kernel_ns"]) for c in cs), "ns"),
-                        Evidence("longest_chain", max(int(c["n"]) for c in cs), "count"),
+                        Evidence("chains", int(c["n_chains"]), "count"),
+                        Evidence("chained_kernels", int(c["n_kernels"]), "count"),
+                        Evidence("chained_kernel_time", int(c["kernel_ns"]), "ns"),
+                        Evidence("longest_chain", int(c["longest"]), "count"),
                         Evidence("est_saving_share", pct(gain, spans[dev]["span_ns"]), "%", of),
-                        Evidence("top_chain_kernels", str(top["names"])[:300], "names"),
+                        Evidence("top_chain_kernels", str(c["top_names"])[:300], "names"),
                     ],
                     est_gain_ns=gain,
                     gain_basis="per chain: kernel time minus its longest kernel, plus the gaps inside it "
@@ -107,12 +101,6 @@ class UnfusedElementwiseChain(Rule):
                 )
             )
         if not findings:
-            return Clean(
-                f"{len(chains)} elementwise chains; fusion would save little",
-                (Evidence("chains", len(chains), "count"),),
-            )
+            n = sum(int(c["n_chains"]) for c in per)
+            return Clean(f"{n} elementwise chains; fusion would save little", (Evidence("chains", n, "count"),))
         return Fired(tuple(findings))
-
-
-def _gain(c: dict[str, Any]) -> int:
-    return int(c["kernel_ns"]) - int(c["max_ns"]) + int(c["gap_ns"] or 0)
