@@ -33,9 +33,7 @@ def step_windows(run: Run) -> list[metrics.Window]:
     steps: list[metrics.Window] = []
     if run.count("ranges") and (run.count("kernels") or run.count("memops")):
         steps = metrics.shares(run, "step_windows", step_pattern=STEP_PATTERN)
-        run.sql(
-            "CREATE OR REPLACE TEMP TABLE m_step_windows AS SELECT win_id, device_id, start_ns, end_ns FROM m_windows"
-        )
+        metrics.copy_windows(run, "m_step_windows")
     _STEPS[run] = steps
     return steps
 

@@ -35,8 +35,9 @@ _HEADER = re.compile(r"^--\s*(\w+):\s*(.*)$")
 
 # run -> names of the materialized metrics already built on its connection
 _BUILT: weakref.WeakKeyDictionary[Run, set[str]] = weakref.WeakKeyDictionary()
-# run -> which windows metric and parameters its TEMP TABLE m_windows now holds (see shares())
-_WINDOWS: weakref.WeakKeyDictionary[Run, str] = weakref.WeakKeyDictionary()
+# run -> window temp tables (m_windows, and copies of it: copy_windows) -> which windows metric and parameters
+# each now holds (see shares()); a metric reading them is kept under that name
+_WINDOWS: weakref.WeakKeyDictionary[Run, dict[str, str]] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -149,13 +150,14 @@ _TEMP = re.compile(r"\bm_[A-Za-z0-9_]+")
 def _result_name(run: Run, metric: Metric, params: dict[str, Any]) -> str | None:
     """Name under which the rows of `metric` with `params` are kept, or None when they depend on state
     other than the tables, the materialized metrics and `params` (a temp table a rule built)."""
-    state = ""
-    for table in set(_TEMP.findall(metric.sql)):
-        if table == "m_windows" and run in _WINDOWS:
-            state = _WINDOWS[run]
+    windows = _WINDOWS.get(run, {})
+    state = []
+    for table in sorted(set(_TEMP.findall(metric.sql))):
+        if table in windows:
+            state.append(f"{table}={windows[table]}")
         elif not (table[2:] in names() and get(table[2:]).materialize):
             return None
-    digest = derived.fingerprint(metric.name, json.dumps(params, sort_keys=True, default=repr), state)
+    digest = derived.fingerprint(metric.name, json.dumps(params, sort_keys=True, default=repr), *state)
     return f"q_{metric.name}.{digest[:16]}"
 
 
@@ -181,7 +183,8 @@ def _build_windows(run: Run, windows_metric: str, params: dict[str, Any]) -> tup
     results are kept under (None when they cannot be kept)."""
     metric = get(windows_metric)
     used = {p: params[p] for p in metric.params}
-    _WINDOWS.pop(run, None)
+    windows = _WINDOWS.setdefault(run, {})
+    windows.pop("m_windows", None)
     stem = _result_name(run, metric, used)
     if stem is None or not derived.load_table(run, "m_windows", stem, _code_key()):
         for dep in metric.uses:
@@ -191,8 +194,19 @@ def _build_windows(run: Run, windows_metric: str, params: dict[str, Any]) -> tup
         if stem is not None:
             derived.save_table(run, "m_windows", stem, _code_key())
     if stem is not None:
-        _WINDOWS[run] = stem
+        windows["m_windows"] = stem
     return metric, stem
+
+
+def copy_windows(run: Run, table: str) -> None:
+    """TEMP TABLE `table` (win_id, device_id, start_ns, end_ns) from m_windows, which a later shares() call
+    replaces. Metrics reading `table` are kept like those reading m_windows (per windows metric and params)."""
+    run.sql(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT win_id, device_id, start_ns, end_ns FROM m_windows")
+    windows = _WINDOWS.setdefault(run, {})
+    if "m_windows" in windows:
+        windows[table] = windows["m_windows"]
+    else:
+        windows.pop(table, None)
 
 
 def shares(run: Run, windows_metric: str, **params: Any) -> list[Window]:

@@ -28,8 +28,8 @@ chains AS (
 members AS (
     SELECT c.device_id, c.stream_id, c.lo, c.hi, k.rn, k.start_ns, k.end_ns, k.dur_ns, k.name,
         k.start_ns - lag(k.end_ns) OVER (PARTITION BY c.device_id, c.stream_id, c.lo ORDER BY k.rn) AS gap_ns
-    FROM (SELECT *, unnest(range(lo, hi + 1)) AS m_rn FROM chains) c  -- a chain is short: list its members, equi-join
-    JOIN k ON k.device_id = c.device_id AND k.stream_id = c.stream_id AND k.rn = c.m_rn
+    FROM (SELECT *, unnest(range(lo, hi + 1)) AS member_rn FROM chains) c  -- a chain is short: list its members, equi-join
+    JOIN k ON k.device_id = c.device_id AND k.stream_id = c.stream_id AND k.rn = c.member_rn
 ),
 per_chain AS (
     SELECT device_id, stream_id, lo,
