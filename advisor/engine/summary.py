@@ -135,6 +135,7 @@ def top_kernels(run: Run, limit: int = 10) -> dict[str, Any]:
 # PyTorch's emit_nvtx appends per-call ids ("aten::to, op_id = 999599", "seq = 12"): group by the op.
 RANGE_GROUP_SQL = r"regexp_replace(s.value, ',\s*(op_id|seq|sizes)\s*=.*$', '')"
 
+
 def _covered_sql(name: str, groups: str) -> str:
     """CTEs `name`_o .. `name`: (gk, covered_ns) of the groups listed in CTE `groups` (none of them missing).
 

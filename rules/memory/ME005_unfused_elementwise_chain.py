@@ -70,7 +70,8 @@ class UnfusedElementwiseChain(Rule):
             of = f"device span (first to last GPU activity on device {dev})"
             findings.append(
                 self.finding(
-                    f"device {dev}: {int(c['n_chains'])} chains of elementwise kernels ({int(c['n_kernels'])} kernels); "
+                    f"device {dev}: {int(c['n_chains'])} chains of elementwise kernels "
+                    f"({int(c['n_kernels'])} kernels); "
                     f"fusing each chain could save about {ms(gain)} ({pct(gain, spans[dev]['span_ns'])}% of the span)",
                     window=Window(
                         device_id=dev,

@@ -140,7 +140,8 @@ def test_window_and_label_shares_match_overlaps(run: Run, wins: list[tuple[int, 
     want = {(int(r[0]), r[2]): int(r[3]) for r in run.sql_rows(overlap)}
     assert got == want
     got_l = {(r["label"], r["cls"]): int(r["ns"]) for r in metrics.query(run, "label_shares")}
-    want_l = {(r[0], r[1]): int(r[2]) for r in run.sql_rows(f"SELECT label, cls, sum(ns) FROM ({overlap}) GROUP BY ALL")}
+    by_label = f"SELECT label, cls, sum(ns) FROM ({overlap}) GROUP BY ALL"
+    want_l = {(r[0], r[1]): int(r[2]) for r in run.sql_rows(by_label)}
     assert got_l == want_l
 
 
@@ -180,7 +181,8 @@ def test_outermost_steps_and_dataloader_ops_match_pairwise(rows: list[tuple[Any,
     want_dl = dl[: dl.index("-- d lies inside")] + (
         "SELECT * FROM dl d WHERE NOT EXISTS (SELECT 1 FROM dl e WHERE e.pid = d.pid AND e.start_ns < d.start_ns "
         "AND e.end_ns >= d.end_ns)")
-    assert run.sql_rows(f"SELECT * FROM ({dl}\n) ORDER BY ALL") == run.sql_rows(f"SELECT * FROM ({want_dl}\n) ORDER BY ALL")
+    got_dl = run.sql_rows(f"SELECT * FROM ({dl}\n) ORDER BY ALL")
+    assert got_dl == run.sql_rows(f"SELECT * FROM ({want_dl}\n) ORDER BY ALL")
 
 
 def test_view_metric_is_neither_stored_nor_kept() -> None:
