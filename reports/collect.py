@@ -26,17 +26,17 @@ MAX_ROOFLINE_POINTS = 300
 
 
 def idle_gaps(run: Run, limit: int = MAX_GAPS) -> list[dict[str, Any]]:
-    """The longest GPU idle gaps with their attributed cause (metric `idle_gaps`), or [] without one.
+    """The longest GPU idle gaps with their attributed cause (metric `idle_claims`), or [] without one.
 
     Only the longest `limit` are kept: shorter gaps would be narrower than a pixel on the timeline.
     """
     if not (run.count("kernels") or run.count("memops")):
         return []
     try:
-        metric = metrics.get("idle_gaps")
+        metric = metrics.get("idle_claims")
     except KeyError:  # the metric ships with the rule engine; older trees lack it
         return []
-    metrics.ensure(run, "idle_gaps")
+    metrics.ensure(run, "idle_claims")
     return run.sql_dicts(
         f"SELECT device_id, start_ns, end_ns, cause FROM {metric.table} ORDER BY end_ns - start_ns DESC, start_ns "
         "LIMIT $1",

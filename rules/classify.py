@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # the join and its roofline code load only when an ncu report
     from advisor.perf.ncu_join import JoinResult
 
 Shift = Callable[[list[metrics.Window]], list[metrics.Window]]
-VerdictClass = Literal["compute", "memory", "io", "launch", "communication", "unknown"]
+VerdictClass = Literal["compute", "memory", "io", "launch", "communication", "mixed", "none", "unknown"]
 Confidence = Literal["high", "medium", "low"]
 
 # timeline class -> verdict class; kernel_other counts toward no class (it lowers confidence)
@@ -46,7 +46,9 @@ CLASS_OF: dict[str, VerdictClass] = {
     "idle_launch": "launch",
     "idle_host": "launch",
     "idle_wait": "launch",
-    "idle_unknown": "launch",
+    "idle_alloc": "launch",
+    "idle_late": "launch",
+    "idle_comm": "communication",
     # kernels an Nsight Compute report of the same program classified (analyze --ncu; rules/ncu_verdict.py)
     "ncu_compute": "compute",
     "ncu_memory": "memory",
@@ -60,12 +62,19 @@ SHARE_TEXT = {
     "comm": "communication with no other kernel running (exposed)",
     "xfer": "host<->device copies with no kernel running (exposed)",
     "idle_input": "GPU idle while the host was in the DataLoader",
-    "idle_io": "GPU idle while the host was reading files",
+    "idle_io": "GPU idle while the host was reading files or inside a range that loads data (load/read/prefetch/...)",
     "idle_sync": "GPU idle while the host was in a synchronize call or synchronous copy",
     "idle_wait": "GPU idle while the host was blocked in OS waits",
     "idle_launch": "GPU idle while the host was in CUDA API calls (launch overhead)",
     "idle_host": "GPU idle while the host ran framework ops",
-    "idle_unknown": "GPU idle with no recorded host activity covering it",
+    "idle_unknown": "GPU idle with no recorded host activity covering it, its work already issued (a dependency, "
+    "event or peer wait) or its host cause not captured",
+    "idle_late": "GPU idle until the host issued the next operation (what the host did meanwhile is not recorded)",
+    "idle_alloc": "GPU idle while the host allocated or freed device memory (calls of 1 ms or more)",
+    "idle_comm": "GPU idle while the host was inside a communication range (MPI, collectives on the host)",
+    "idle_startup": "GPU idle during one-time start-up (module loading, context/stream/handle creation, first "
+    "launches, ranges named init/setup/warm-up)",
+    "idle_compile": "GPU idle while the host compiled (ranges named compile/JIT/NVRTC/autotune)",
     "ncu_compute": "kernels Nsight Compute measured compute-bound (SM throughput the higher) running",
     "ncu_memory": "kernels Nsight Compute measured memory-bound (memory throughput the higher) running",
     "ncu_latency": "kernels Nsight Compute measured latency-bound (SM and memory both under 60% of peak) running",
@@ -112,10 +121,13 @@ class Verdict:
     basis: str
     confidence: Confidence
     shares: tuple[Share, ...]
+    # the bottleneck classes named: one, both of a `mixed` verdict, none for `none`/`unknown`
+    classes: tuple[VerdictClass, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "class": self.class_,
+            "classes": list(self.classes),
             "cause": self.cause,
             "basis": self.basis,
             "confidence": self.confidence,
@@ -168,6 +180,9 @@ def classify(
     """
     if not run.count("kernels") and not run.count("memops"):
         return RunVerdict(_from_ncu(run) if run.count("ncu_metrics") else _no_evidence())
+    too_little = _too_little_work(run)
+    if too_little is not None:
+        return RunVerdict(too_little)
     measured = None
     if ncu is not None:
         from advisor.rules.ncu_verdict import ncu_classes
@@ -279,8 +294,31 @@ def _sum_ns(parts: Iterable[Mapping[str, int]]) -> dict[str, int]:
     return total
 
 
+# Idle that is no steady-state bottleneck: one-time start-up and JIT compilation (metric idle_claims). It is kept
+# out of the class scores and of every saving; a window it dominates, with little else recorded, gets `none`.
+ONE_TIME = ("idle_startup", "idle_compile")
+# Idle whose host cause was not captured: reported as a share, never scored as a class on its own evidence.
+UNRECORDED = "idle_unknown"
+# GPU-side classes: the share of a window the GPU did work in
+BUSY = ("compute", "memory", "kernel_other", "comm", "xfer", "ncu_compute", "ncu_memory", "ncu_latency")
+# A class must hold this share of the window to carry a verdict where one-time or unrecorded idle dominates.
+JUDGE_PCT = 10.0
+# A window half one-time work in which the GPU is busy less than this share did nothing to judge (a test, a
+# benchmark harness): whatever the host did around the one-time work is not a workload's bottleneck.
+IDLE_GPU_PCT = 1.0
+# Two classes within this ratio of each other weigh about the same: the verdict is `mixed`, naming both.
+MIXED_RATIO = 0.9
+
+
 def decide(ns: Mapping[str, int], span_ns: int, of: str) -> Verdict:
-    """The class with the most time among the timeline classes, the cause in words, and the shares."""
+    """The class with the most time among the timeline classes, the cause in words, and the shares.
+
+    One-time start-up and compilation are left out of the scores (they are no steady-state bottleneck),
+    and idle with no recorded host cause is not scored as launch overhead: where it outweighs every
+    recorded class and no class holds JUDGE_PCT of the window, the verdict says the GPU waits on the host
+    with the cause unrecorded, at low confidence. `none` where one-time work dominates and nothing else
+    holds JUDGE_PCT; `mixed` (both classes named) where the two largest are within MIXED_RATIO.
+    """
     # ties break by name, so equal times give the same verdict and order on every run
     shares = tuple(
         sorted((Share(k, int(v), of, span_ns) for k, v in ns.items() if v > 0), key=lambda s: (-s.ns, s.name))
@@ -289,14 +327,57 @@ def decide(ns: Mapping[str, int], span_ns: int, of: str) -> Verdict:
     for k, v in ns.items():
         if k in CLASS_OF:
             scores[CLASS_OF[k]] = scores.get(CLASS_OF[k], 0) + int(v)
-    if not scores or not span_ns:
+    one_time = sum(int(ns.get(k, 0)) for k in ONE_TIME)
+    unrecorded = int(ns.get(UNRECORDED, 0))
+    if not span_ns or not (scores or one_time or unrecorded):
         return Verdict("unknown", "no GPU activity in this window", NAME_BASIS, "low", shares)
-    ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+    ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0])) or [("launch", 0)]
     best, best_ns = ranked[0]
-    second_ns = ranked[1][1] if len(ranked) > 1 else 0
+    second, second_ns = ranked[1] if len(ranked) > 1 else ("unknown", 0)
+    if pct(best_ns, span_ns) < JUDGE_PCT and max(one_time, unrecorded) > best_ns:
+        return _undecided(ns, span_ns, of, shares, one_time, unrecorded)
+    busy = sum(int(ns.get(k, 0)) for k in BUSY)
+    if one_time * 2 >= span_ns and pct(busy, span_ns) < IDLE_GPU_PCT:
+        return _undecided(ns, span_ns, of, shares, one_time, 0)
     other = int(ns.get("kernel_other", 0))
-    confidence: Confidence = "medium" if best_ns >= 1.5 * max(second_ns, other) else "low"
-    return Verdict(best, _cause(best, ns, span_ns, of), NAME_BASIS, confidence, shares)
+    confidence: Confidence = "medium" if best_ns >= 1.5 * max(second_ns, other, unrecorded) else "low"
+    if second_ns >= MIXED_RATIO * best_ns and pct(second_ns, span_ns) >= JUDGE_PCT:
+        cause = (
+            f"two classes weigh about the same: {_cause(best, ns, span_ns, of)}; and {_cause(second, ns, span_ns, of)}"
+        )
+        return Verdict("mixed", cause + _aside(one_time, unrecorded, span_ns), NAME_BASIS, "low", shares,
+                       (best, second))
+    return Verdict(best, _cause(best, ns, span_ns, of) + _aside(one_time, unrecorded, span_ns), NAME_BASIS,
+                   confidence, shares, (best,))
+
+
+def _undecided(
+    ns: Mapping[str, int], span_ns: int, of: str, shares: tuple[Share, ...], one_time: int, unrecorded: int
+) -> Verdict:
+    """No recorded class holds JUDGE_PCT of the window: one-time work or unrecorded host time dominates."""
+    if one_time >= unrecorded:
+        parts = "; ".join(f"{SHARE_TEXT[k]} {pct(ns.get(k, 0), span_ns)}%" for k in ONE_TIME if ns.get(k, 0))
+        cause = (
+            f"no steady-state bottleneck: one-time work dominates ({parts} of the {of}) and the rest holds no "
+            f"workload to judge; capture the steady state (after warm-up) to judge it"
+        )
+        return Verdict("none", cause, NAME_BASIS, "medium", shares, ())
+    cause = (
+        f"the GPU waits on the host, and what the host did is not recorded: {SHARE_TEXT[UNRECORDED]} "
+        f"{pct(unrecorded, span_ns)}% of the {of}; record host activity (nsys --trace=cuda,nvtx,osrt "
+        "--sample=cpu, or NVTX ranges) to tell launch overhead, host work and input stalls apart"
+    )
+    return Verdict("launch", cause, NAME_BASIS, "low", shares, ("launch",))
+
+
+def _aside(one_time: int, unrecorded: int, span_ns: int) -> str:
+    """What the scores left out, in words: one-time start-up/compile and idle with no recorded cause."""
+    said = []
+    if pct(one_time, span_ns) >= 1:
+        said.append(f"one-time start-up/compile {pct(one_time, span_ns)}% left out")
+    if pct(unrecorded, span_ns) >= 1:
+        said.append(f"GPU idle with the host's cause unrecorded {pct(unrecorded, span_ns)}% not scored")
+    return f" ({'; '.join(said)})" if said else ""
 
 
 def _cause(best: VerdictClass, ns: Mapping[str, int], span_ns: int, of: str) -> str:
@@ -311,8 +392,7 @@ def _cause(best: VerdictClass, ns: Mapping[str, int], span_ns: int, of: str) -> 
         "io": "the GPU waits on data",
         "launch": "the GPU waits on the host",
         "communication": "communication is not hidden behind compute",
-        "unknown": "",
-    }[best]
+    }.get(best, "")
     return f"{lead}: {said} (of the {of})"
 
 
@@ -339,6 +419,33 @@ def _from_ncu(run: Run) -> Verdict:
         "medium" if low else "high",
         shares,
     )
+
+
+# Fewer kernels than MIN_KERNELS doing less than MIN_WORK_NS of GPU work (kernels, copies, memsets) are a test,
+# a start-up or a probe, not a workload with a bottleneck to name.
+MIN_KERNELS = 10
+MIN_WORK_NS = 1_000_000
+
+
+def _too_little_work(run: Run) -> Verdict | None:
+    """`unknown` when no kernel was recorded (copies only), `none` for a few microseconds of GPU work; else None."""
+    row = metrics.query(run, "kernel_totals")[0]
+    n, busy = int(row["n"]), int(row["ns"]) + int(row["memops_ns"])
+    if n == 0:
+        cause = (
+            f"cannot judge: no kernels were recorded ({run.count('memops')} copies/memsets only). The capture "
+            "covers set-up only, or the profiler could not trace the kernels (for example a newer CUDA than the "
+            "Nsight Systems that captured it); capture the training/inference steps with a current profiler"
+        )
+        return Verdict("unknown", cause, NAME_BASIS, "low", ())
+    if n < MIN_KERNELS and busy < MIN_WORK_NS:
+        cause = (
+            f"no bottleneck to name: the trace holds {n} kernel(s), {busy / 1e3:.1f} us of GPU work in all (kernels "
+            "and copies), too "
+            "little to be a workload (a test, start-up or probe); capture several steady-state iterations"
+        )
+        return Verdict("none", cause, NAME_BASIS, "high", ())
+    return None
 
 
 def _no_evidence() -> Verdict:

@@ -32,6 +32,8 @@ def text_run(doc: dict[str, Any]) -> list[str]:
         lines.append(f"   not read: {clean(name, 200)} ({clean(why, 100)})")
     if doc.get("headline"):
         lines.append(f"=> {clean(doc['headline'], 300)}")
+    if doc.get("headline_note"):
+        lines.append(f"   {clean(doc['headline_note'], 300)}")
     verdict = doc.get("verdict")
     if verdict:
         lines += _text_verdict(verdict)

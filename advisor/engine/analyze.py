@@ -49,7 +49,7 @@ def analyze_run(
         joined = join_timeline(ncu, run)
         doc["ncu"] = join_section(ncu, joined)
     if not rules:
-        doc.update(findings=[], verdict=None, headline=None, rules=[])
+        doc.update(findings=[], verdict=None, headline=None, headline_note=None, rules=[])
         progress(total, total, "done")
         return doc
     report = run_rules(
@@ -60,10 +60,52 @@ def analyze_run(
     progress(total, total, "done")
     doc["verdict"] = dict(verdict["run"], devices=verdict.get("devices", []), ranges=verdict.get("ranges", []))
     rd = report.to_dict()
-    doc["headline"] = rd["headline"]
+    doc["headline"] = headline(doc["verdict"], rd["headline"])
+    doc["headline_note"] = headline_note(doc["verdict"], rd["findings"]) if doc["headline"] == rd["headline"] else None
     doc["findings"] = rd["findings"]
     doc["rules"] = rd["rules"]
     return doc
+
+
+# finding category -> the verdict class its fix addresses (ID001's follows the idle cause it prices most)
+FIX_CLASS = {"communication": "communication", "compute": "compute", "memory": "memory", "io": "io", "launch": "launch"}
+IDLE_FIX_CLASS = {"input": "io", "io": "io", "comm": "communication"}
+
+
+def headline(verdict: dict[str, Any], ranked: str) -> str:
+    """The rule report's "do this first" line, unless the verdict names no bottleneck to fix."""
+    if verdict.get("class") != "none":
+        return ranked
+    reason = str(verdict.get("cause") or "").split(":")[0]
+    return f"nothing to do first: {reason} (verdict none; findings below are facts, not priorities)"
+
+
+def headline_note(verdict: dict[str, Any], findings: list[dict[str, Any]]) -> str | None:
+    """One line saying why the first fix addresses another class than the verdict's, or None when they agree."""
+    named = [str(c) for c in verdict.get("classes") or []]
+    if not findings or not named or not findings[0].get("est_gain_ns"):
+        return None
+    top = findings[0]
+    fix_class = _fix_class(top)
+    if fix_class is None or fix_class in named:
+        return None
+    same = [f for f in findings if _fix_class(f) in named and f.get("est_gain_ns")]
+    best = (
+        f"the largest {'/'.join(named)} fix, {same[0]['code']} {same[0]['name']}, saves "
+        f"{same[0]['est_gain_ns'] / 1e6:.3f} ms"
+        if same else f"no rule prices a {'/'.join(named)} fix on this trace"
+    )
+    return (
+        f"why a {fix_class} fix first on a {verdict.get('class')} verdict: {top['code']} saves the most of any priced "
+        f"fix ({top['est_gain_ns'] / 1e6:.3f} ms); {best}"
+    )
+
+
+def _fix_class(finding: dict[str, Any]) -> str | None:
+    if finding.get("code") == "ID001":
+        cause = next((e["value"] for e in finding.get("evidence", []) if e.get("name") == "top_cause"), "")
+        return IDLE_FIX_CLASS.get(str(cause), "launch")
+    return FIX_CLASS.get(str(finding.get("category")))
 
 
 def analyze_paths(paths: Sequence[str], options: ParseOptions | None = None, top: int = 10) -> dict[str, Any]:
@@ -98,7 +140,7 @@ def document(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "runs": runs,
     }
     if len(runs) == 1:
-        for key in ("devices", "counts", "capture", "time", "top_kernels", "ranges", "headline", "findings",
-                    "verdict", "rules"):
+        for key in ("devices", "counts", "capture", "time", "top_kernels", "ranges", "headline", "headline_note",
+                    "findings", "verdict", "rules"):
             doc[key] = runs[0][key]
     return doc

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from advisor import metrics
@@ -51,6 +51,8 @@ __all__ = [
 ]
 
 SPAN_OF = "longest device span (first to last GPU activity on one device)"
+# A finding saving less than this share of the span is listed, never put forward as "do this first".
+HEADLINE_MIN_PCT = 1.0
 NCU_SPAN_OF = "profiled kernel time in this Nsight Compute report (sum of launch durations)"
 
 
@@ -132,6 +134,14 @@ class RuleReport:
             return "no findings: nothing the rules check for stands out in this trace"
         top = self.findings[0]
         share = pct(top.est_gain_ns, self.span_ns)
+        if share < HEADLINE_MIN_PCT:
+            largest = (
+                f"the largest, {top.code} {top.name}, {ms(top.est_gain_ns)}" if top.est_gain_ns else "they state facts"
+            )
+            return (
+                f"no fix to do first: no finding saves {HEADLINE_MIN_PCT:g}% of the {self.span_of} "
+                f"({len(self.findings)} finding(s); {largest})"
+            )
         return (
             f"do this first: {top.fixes[0].title if top.fixes else top.name} ({top.code} {top.name}), "
             f"expected to save {ms(top.est_gain_ns)} of {ms(self.span_ns)} ({share}% of the {self.span_of})"
@@ -274,5 +284,31 @@ def run_rules(
             results.append(_run_one(r, ncu, resolved[r.code], ncu_captured, strict, joined))
         else:
             results.append(_run_one(r, run, resolved[r.code], captured, strict))
-    findings = sorted((f for res in results for f in res.findings), key=lambda f: (-f.est_gain_ns, f.code, f.location))
+    found = [f for res in results for f in res.findings]
+    if found and not (ncu is not None and not run_span_ns(run)):
+        found = capped(found, device_span_ns(run))
+    findings = sorted(found, key=lambda f: (-f.est_gain_ns, f.code, f.location))
     return RuleReport(tuple(results), tuple(findings), *run_span(run))
+
+
+def device_span_ns(run: Run) -> dict[int, int]:
+    """Each device's span (first to last GPU activity): the most one device's finding can save."""
+    if not run.count("kernels") and not run.count("memops"):
+        return {}
+    return {int(r["device_id"]): int(r["span_ns"]) for r in metrics.query(run, "device_spans")}
+
+
+def capped(findings: list[Finding], spans: Mapping[int, int]) -> list[Finding]:
+    """No finding claims more than the time in its denominator: a device's (a rank's) finding at most that
+    device's span, any other at most the longest span. A capped finding says so in its gain basis."""
+    longest = max(spans.values(), default=0)
+    out = []
+    for f in findings:
+        dev = f.window.device_id
+        cap = spans.get(dev, longest) if dev is not None else longest
+        if cap and f.est_gain_ns > cap:
+            where = f"device {dev}'s span" if dev in spans else "the longest device span"
+            f = replace(f, est_gain_ns=cap, gain_basis=f"{f.gain_basis}; capped at {where} ({ms(cap)}), the most it "
+                        "can save")
+        out.append(f)
+    return out

@@ -1,12 +1,12 @@
 -- metric: timeline
--- doc: device_segments with idle split by cause (idle_input, idle_sync, idle_io, idle_wait, idle_launch, idle_host, idle_unknown), a small integer code k per class (the key window_probes joins on: an integer sorts several times faster than a string), and, per device and class, the class time before each segment (cum_before_ns) so window_probes can clip any window with ASOF lookups.
+-- doc: device_segments with idle split by cause (idle_input, idle_sync, idle_io, idle_wait, idle_launch, idle_host, idle_unknown, and from the host's ranges and long calls idle_startup, idle_compile, idle_comm, idle_alloc, idle_late: metric idle_claims), a small integer code k per class (the key window_probes joins on: an integer sorts several times faster than a string), and, per device and class, the class time before each segment (cum_before_ns) so window_probes can clip any window with ASOF lookups.
 -- materialize: true
--- uses: device_segments, idle_gaps
+-- uses: device_segments, idle_claims
 WITH s AS (
     SELECT d.device_id, d.start_ns, d.end_ns,
         CASE WHEN d.cls = 'idle' THEN 'idle_' || coalesce(g.cause, 'unknown') ELSE d.cls END AS cls
     FROM m_device_segments d
-    LEFT JOIN m_idle_gaps g ON g.device_id = d.device_id AND g.start_ns = d.start_ns
+    LEFT JOIN m_idle_claims g ON g.device_id = d.device_id AND g.start_ns = d.start_ns
 ),
 -- One running sum of segment lengths in (device_id, cls, start_ns) order; a (device, class) starts where the
 -- previous row's pair differs, and its class time before a segment is the running sum less that at its start
@@ -23,6 +23,8 @@ SELECT device_id, cls,
     CASE cls WHEN 'compute' THEN 1 WHEN 'memory' THEN 2 WHEN 'kernel_other' THEN 3 WHEN 'comm' THEN 4
         WHEN 'xfer' THEN 5 WHEN 'idle_input' THEN 6 WHEN 'idle_sync' THEN 7 WHEN 'idle_io' THEN 8
         WHEN 'idle_wait' THEN 9 WHEN 'idle_launch' THEN 10 WHEN 'idle_host' THEN 11 WHEN 'idle_unknown' THEN 12
+        WHEN 'idle_startup' THEN 13 WHEN 'idle_compile' THEN 14 WHEN 'idle_comm' THEN 15
+        WHEN 'idle_alloc' THEN 16 WHEN 'idle_late' THEN 17
         ELSE error('timeline: no class code for ' || cls) END::UTINYINT AS k,
     start_ns, end_ns,
     (upto - (end_ns - start_ns) - max(CASE WHEN NOT same THEN upto - (end_ns - start_ns) END)

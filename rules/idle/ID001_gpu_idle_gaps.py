@@ -10,7 +10,6 @@ from advisor.rules.steps import step_windows
 FIXES = {
     "input": Fix("feed the GPU from a faster input pipeline", "more DataLoader workers, pin_memory, prefetch", "safe"),
     "sync": Fix("remove host syncs from the loop", "see LA002; sync once per step or on events", "safe"),
-    "io": Fix("read ahead", "prefetch file reads on a thread / async I/O (see IO003)", "redesign"),
     "wait": Fix(
         "find what the host waits on",
         "OS waits (futex/poll): a queue, a lock or a worker; sample the CPU with nsys --sample=cpu",
@@ -24,20 +23,45 @@ FIXES = {
         "framework/Python work between launches: overlap it, vectorize it, or capture the step in a graph",
         "redesign",
     ),
-    "unknown": Fix(
-        "record what the host does",
-        "add NVTX ranges and trace osrt/python (nsys --trace=cuda,nvtx,osrt "
-        "--python-sampling=true) so the gaps can be attributed",
-        "safe",
+    "late": Fix(
+        "move host work off the critical path",
+        "the host issued each next operation only after the GPU had drained its queue: find the host work between "
+        "launches (Python, data preparation, logging) and overlap it, batch it, or capture the step in a graph",
+        "redesign",
+    ),
+    "comm": Fix(
+        "overlap host-side communication with GPU work",
+        "the host sits in communication ranges (MPI, host collectives) while the GPU idles: post them "
+        "non-blocking (MPI_Isend/Irecv), use CUDA-aware MPI or NCCL from device buffers, and queue GPU work first",
+        "redesign",
+    ),
+    "io": Fix(
+        "read ahead: overlap loading with GPU work",
+        "the host reads files or is inside ranges that load data while the GPU idles: prefetch the next piece on a "
+        "thread or side stream (async I/O, see IO003), keep it resident instead of reloading it, or load it before "
+        "the timed loop",
+        "redesign",
     ),
 }
+# Not a fix: what to capture so the unrecorded gaps can be attributed (evidence, never priced).
+CAPTURE_UNKNOWN = (
+    "add NVTX ranges and trace OS runtime and CPU samples (nsys --trace=cuda,nvtx,osrt --sample=cpu; Kineto: "
+    "record_function ranges or with_stack=True) so the gaps can be attributed"
+)
 
 
-# Idle causes a dedicated rule prices (IO005 input, IO003 file reads, LA002/IO004 syncs): ID001 leaves them
-# out of its own gain so the specific finding, with the specific fix, ranks first.
-DEDICATED = frozenset({"input", "io", "sync"})
+# ID001 prices only the gaps metric idle_claims gives it (rule 'ID001': launch, host, wait, host-side
+# communication, loading named by a range). Gaps a dedicated rule prices (IO005 input, IO003 file reads, LA002/IO004
+# syncs, LA004 allocation) are left to it, so the specific fix ranks first; one-time start-up and compilation, and
+# gaps whose host cause was not recorded, are priced by no rule: the finding states them as facts.
+PRICED_BY = "ID001"
+NOT_PRICED = {
+    "unknown": "the work was already issued or the host's activity was not recorded",
+    "startup": "one-time start-up",
+    "compile": "JIT compilation",
+}
 # idle classes in which LA002 may price host-only time after a sync (see blocking.overlappable_idle)
-CLAIMABLE = ("idle_unknown", "idle_host", "idle_launch", "idle_wait")
+CLAIMABLE = ("idle_late", "idle_host", "idle_launch", "idle_wait", "idle_comm")
 
 
 class GpuIdleGaps(Rule):
@@ -111,8 +135,13 @@ class GpuIdleGaps(Rule):
             per.setdefault(int(r["device_id"]), []).append(r)
         after_sync = overlappable_idle(ctx, SYNC_CALLS, classes=CLAIMABLE)
         between_graphs = graph_gap_idle(ctx)
+        named: dict[int, list[dict[str, Any]]] = {}
+        for r in ctx.metric("idle_by_range", min_gap_ns=ctx.ns("min_gap_us")):
+            named.setdefault(int(r["device_id"]), []).append(r)
         findings = [
-            self._finding(dev, causes, spans[dev], after_sync.get(dev, 0), between_graphs.get(dev, 0))
+            self._finding(
+                dev, causes, spans[dev], after_sync.get(dev, 0), between_graphs.get(dev, 0), named.get(dev, [])
+            )
             for dev, causes in sorted(per.items())
             if pct(sum(c["idle_ns"] for c in causes), spans[dev]["span_ns"]) >= float(ctx.opt("min_idle_pct"))
         ]
@@ -129,42 +158,85 @@ class GpuIdleGaps(Rule):
         )
 
     def _finding(
-        self, dev: int, causes: list[dict[str, Any]], span: dict[str, Any], after_sync: int, between_graphs: int
+        self,
+        dev: int,
+        rows: list[dict[str, Any]],
+        span: dict[str, Any],
+        after_sync: int,
+        between_graphs: int,
+        named: list[dict[str, Any]],
     ) -> Finding:
-        idle = sum(int(c["idle_ns"]) for c in causes)
-        claimable = sum(int(c["idle_ns"]) for c in causes if str(c["cause"]) not in DEDICATED)
-        residual = max(0, claimable - after_sync - between_graphs)
-        top = causes[0]  # the metric orders causes by idle time
+        causes = _by_cause(rows)
+        idle = sum(causes.values())
+        priced = sum(int(r["idle_ns"]) for r in rows if r["rule"] == PRICED_BY)
+        residual = max(0, priced - after_sync - between_graphs)
+        top = next(iter(causes))  # causes are ordered by idle time
         of = str(span["of"])
+        n_gaps = sum(int(r["n_gaps"]) for r in rows)
         evidence = [
             Evidence("idle_time", idle, "ns"),
             Evidence("idle_share", pct(idle, span["span_ns"]), "%", of),
-            Evidence("idle_gaps", sum(int(c["n_gaps"]) for c in causes), "count"),
-            Evidence("top_cause", str(top["cause"]), "cause"),
+            Evidence("idle_gaps", n_gaps, "count"),
+            Evidence("top_cause", top, "cause"),
             Evidence("idle_not_claimed", residual, "ns"),
             Evidence("idle_after_syncs", after_sync, "ns"),
             Evidence("idle_between_compiled_graphs", between_graphs, "ns"),
+            Evidence("idle_not_priced", sum(v for c, v in causes.items() if c in NOT_PRICED), "ns"),
         ]
         evidence += [
-            Evidence(f"idle_{c['cause']}", pct(c["idle_ns"], idle), "%", f"idle time in gaps on device {dev}")
-            for c in causes
+            Evidence(f"idle_{c}", pct(v, idle), "%", f"idle time in gaps on device {dev}") for c, v in causes.items()
         ]
-        split = ", ".join(f"{c['cause']} {pct(c['idle_ns'], idle)}%" for c in causes)
+        evidence += [
+            Evidence(f"idle_in_range:{r['range_name']}", pct(r["idle_ns"], idle), "%", f"idle in gaps on device {dev}")
+            for r in named[:5]
+        ]
+        split = ", ".join(f"{c} {pct(v, idle)}%" for c, v in causes.items())
         return self.finding(
-            f"device {dev} idled {ms(idle)} ({pct(idle, span['span_ns'])}% of the {of}) in "
-            f"{sum(int(c['n_gaps']) for c in causes)} gaps; by host activity: {split}",
+            f"device {dev} idled {ms(idle)} ({pct(idle, span['span_ns'])}% of the {of}) in {n_gaps} gaps; "
+            f"by host activity: {split}{_ranges_said(named, idle)}{_not_priced_said(causes, idle)}",
             window=Window(device_id=dev, start_ns=int(span["start_ns"]), end_ns=int(span["end_ns"])),
             evidence=evidence,
             est_gain_ns=residual,
             gain_basis="GPU idle time in gaps >= min_gap_us (inside the marked steps when the trace has them) "
-            "whose host activity no dedicated rule prices: idle while the host was in the DataLoader (IO005), "
-            "reading files (IO003) or synchronizing (LA002/IO004), the host-only time after syncs that LA002 "
-            "prices as overlappable, and the idle between torch.compile graphs that LA012 prices, is left to those "
-            "rules; an upper bound reached "
-            "only if the host kept the GPU fed",
-            fixes=tuple(FIXES[str(c["cause"])] for c in causes if str(c["cause"]) in FIXES)[:3],
+            "while the host was launching, running framework ops, waiting on the OS, in host-side communication or "
+            "in a range that loads data (metric idle_claims, rule ID001); idle a dedicated rule prices (DataLoader: "
+            "IO005, file reads: IO003, syncs: LA002/IO004, allocation: LA004, host-only time after syncs: LA002, "
+            "between torch.compile graphs: LA012) is left to it, and one-time start-up, compilation and idle with "
+            "no recorded host cause are priced by no rule; an upper bound reached only if the host kept the GPU fed",
+            fixes=_fixes(causes),
             location=f"device={dev}",
         )
+
+
+def _by_cause(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Idle per cause (a cause can come in several rows, one per pricing rule), largest first."""
+    out: dict[str, int] = {}
+    for r in rows:
+        out[str(r["cause"])] = out.get(str(r["cause"]), 0) + int(r["idle_ns"])
+    return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _fixes(causes: dict[str, int]) -> tuple[Fix, ...]:
+    fixes = tuple(FIXES[c] for c in causes if c in FIXES)[:3]
+    if not fixes and "unknown" in causes:
+        return (Fix("record what the host does (capture advice, not a fix)", CAPTURE_UNKNOWN, "safe"),)
+    return fixes
+
+
+def _ranges_said(named: list[dict[str, Any]], idle: int) -> str:
+    """'; inside host ranges: 'read_shard' 95.0% (x16)' for the ranges that name the gaps."""
+    if not named:
+        return ""
+    said = ", ".join(f"'{r['range_name']}' {pct(r['idle_ns'], idle)}% (x{r['n_gaps']})" for r in named[:3])
+    return f"; inside host ranges: {said}"
+
+
+def _not_priced_said(causes: dict[str, int], idle: int) -> str:
+    said = [f"{why} ({pct(causes[c], idle)}%)" for c, why in NOT_PRICED.items() if causes.get(c)]
+    if not said:
+        return ""
+    hint = f"; to attribute the unrecorded part, {CAPTURE_UNKNOWN}" if causes.get("unknown") else ""
+    return f"; not priced as a fix: {', '.join(said)}{hint}"
 
 
 def _idle_rows(ctx: Context) -> tuple[list[dict[str, Any]], dict[int, dict[str, Any]]]:

@@ -86,7 +86,7 @@ class SerialFileRead(Rule):
         return None
 
     def check(self, ctx: Context) -> Outcome:
-        rows = [r for r in ctx.metric("idle_by_cause", min_gap_ns=ctx.ns("min_gap_us")) if r["cause"] == "io"]
+        rows = [r for r in ctx.metric("idle_by_cause", min_gap_ns=ctx.ns("min_gap_us")) if r["rule"] == "IO003"]
         fired = [r for r in rows if pct(r["idle_ns"], r["span_ns"]) >= float(ctx.opt("min_idle_pct"))]
         if not fired:
             idle = sum(int(r["idle_ns"]) for r in rows)

@@ -1,0 +1,116 @@
+-- metric: idle_claims
+-- doc: Every GPU idle gap (idle_gaps) with its final cause, the host range that names it, and the rule that prices it: the one definition of an idle gap's cause that the timeline, the verdict and the rules share. idle_gaps' host-activity cause is refined by what the host was inside: a host range (NVTX, user annotation) of a feeding process covering at least half of the gap, named like JIT compilation, start-up (init, set-up, warm-up), loading or reading data, or host-side communication, gives 'compile', 'startup', 'io' or 'comm' and its name (range_name) (the range says which phase the host was in); else a host API call of 1 ms or more covering at least half of the gap is one-time start-up when it loads modules, creates a context, stream, event or handle, allocates pinned memory, or launches a kernel that long (lazy module loading), a blocking copy when it copies, an allocation when it allocates or frees device memory ('startup' / 'sync' / 'alloc'); else a gap with no recorded host activity whose closing operation the host issued in its second half or later is 'late' (the GPU waited on the host, whatever the host did), and one whose work was issued earlier stays 'unknown' (queued work waiting on a dependency, an event or a peer, or host activity the capture did not record). Only gaps attributed to launch, host, wait or nothing recorded are refined: input, sync and OS-read gaps keep their cause. rule: IO005 (input), LA002 (sync), LA004 (alloc), IO003 (io from OS reads), ID001 (launch, host, wait, late, comm, io named by a range); NULL where no fix is priced: startup and compile are one-time costs, unknown means the cause was not recorded.
+-- materialize: true
+-- uses: idle_gaps, device_pids
+-- The 1 ms and 50% bounds are properties of the data, not tuning knobs: a launch or create call that takes a
+-- millisecond is loading code or building state (a launch costs microseconds), and idle_gaps attributes a gap to
+-- the activity covering at least half of it in the same way.
+WITH long_calls AS (  -- host API calls of 1 ms or more, by what such a long call means
+    SELECT a.pid, a.start_ns, a.end_ns,
+        CASE
+            WHEN regexp_matches(ln, 'memcpy|memset') THEN 'sync'
+            WHEN regexp_matches(ln, 'graphlaunch|graphinstantiate|synchron|wait|query') THEN NULL
+            WHEN regexp_matches(ln, 'malloc[^h]|malloc$|free') THEN 'alloc'
+            WHEN regexp_matches(ln, 'launch|moduleload|libraryload|module_?load|ctxcreate|primaryctx|^cuinit|'
+                                    || 'streamcreate|eventcreate|getdevice|setdevice|streampriorityrange|hostalloc|'
+                                    || 'mallochost|hostregister|getproperties|funcgetattributes|getattribute|'
+                                    || 'cudnncreate|cublascreate|hipinit|registerfatbinary|registerfunction')
+                THEN 'startup'
+        END AS c
+    FROM api_calls a JOIN (SELECT string_id, lower(value) AS ln FROM strings) s ON s.string_id = a.name_id
+    WHERE a.end_ns - a.start_ns >= 1000000 AND a.api IS DISTINCT FROM 'osrt' AND a.pid IS NOT NULL
+),
+range_names AS (  -- host range names classified once (a trace may hold millions of instances of a few names)
+    SELECT name_id,
+        CASE
+            WHEN regexp_matches(ln, 'dataloader') THEN NULL  -- the DataLoader is input already (host_classes)
+            WHEN regexp_matches(ln, 'compil|nvrtc|(^|[^a-z])jit|autotun|inductor|dynamo|codegen|ptxas|lowering')
+                THEN 'compile'
+            WHEN regexp_matches(ln, 'comm_?init|init_?rank|(^|[^a-z])init|setup|set_up|warm_?up|start_?up|bootstrap')
+                THEN 'startup'
+            WHEN regexp_matches(ln, '^mpi_|all_?reduce|all_?gather|all_?to_?all|reduce_?scatter|broadcast|barrier|'
+                                    || 'nccl|gloo|send_?recv|(^|[^a-z])i?send($|[^a-z])|(^|[^a-z])i?recv($|[^a-z])')
+                THEN 'comm'
+            WHEN regexp_matches(ln, 'load|read|shard|prefetch|checkpoint|ckpt|(^|[^a-z])save|weight|fetch|download|'
+                                    || 'deserial|dataset|upload|staging|h2d|to_device|offload')
+                THEN 'io'
+        END AS c
+    FROM (SELECT DISTINCT name_id FROM ranges WHERE device_id IS NULL) k
+    JOIN (SELECT string_id, lower(value) AS ln FROM strings) s ON s.string_id = k.name_id
+),
+named AS (
+    SELECT r.pid, r.start_ns, r.end_ns, r.name_id, n.c
+    FROM ranges r JOIN range_names n USING (name_id)
+    WHERE n.c IS NOT NULL AND r.device_id IS NULL AND r.pid IS NOT NULL AND r.end_ns > r.start_ns
+),
+open_gaps AS (  -- gaps whose cause may be refined, once per feeding process; keys put the pid in the high bits
+                -- so each overlap join is two inequalities (an IEJoin), as in idle_in_steps
+    SELECT g.device_id, g.start_ns, g.end_ns, p.pid,
+        (p.pid::HUGEINT << 64) + g.start_ns AS ks, (p.pid::HUGEINT << 64) + g.end_ns AS ke
+    FROM m_idle_gaps g JOIN m_device_pids p USING (device_id)
+    WHERE g.cause IN ('launch', 'host', 'wait', 'unknown')
+),
+by_call AS (  -- the long-call class covering most of each gap (summed over its calls)
+    SELECT device_id, start_ns, arg_max(c, ns) AS c, max(ns) AS ns
+    FROM (
+        SELECT g.device_id, g.start_ns, l.c, sum(least(g.end_ns, l.end_ns) - greatest(g.start_ns, l.start_ns)) AS ns
+        FROM open_gaps g
+        JOIN (SELECT *, (pid::HUGEINT << 64) + start_ns AS ks, (pid::HUGEINT << 64) + end_ns AS ke
+              FROM long_calls WHERE c IS NOT NULL) l
+          ON g.ks < l.ke AND g.ke > l.ks
+        GROUP BY ALL
+    )
+    GROUP BY ALL
+),
+by_range AS (  -- the named range covering most of each gap (ties: the earlier range, then the smaller name id)
+    SELECT device_id, start_ns, arg_max(c, k) AS c, arg_max(name_id, k) AS name_id, max(ns) AS ns
+    FROM (
+        SELECT g.device_id, g.start_ns, r.c, r.name_id,
+            least(g.end_ns, r.end_ns) - greatest(g.start_ns, r.start_ns) AS ns,
+            [least(g.end_ns, r.end_ns) - greatest(g.start_ns, r.start_ns), -r.start_ns, -r.name_id] AS k
+        FROM open_gaps g
+        JOIN (SELECT *, (pid::HUGEINT << 64) + start_ns AS ks, (pid::HUGEINT << 64) + end_ns AS ke FROM named) r
+          ON g.ks < r.ke AND g.ke > r.ks
+    )
+    GROUP BY ALL
+),
+gpu_ops AS (  -- GPU operations with the correlation id of their launching call
+    SELECT device_id, start_ns, correlation_id FROM kernels WHERE correlation_id IS NOT NULL
+    UNION ALL
+    SELECT device_id, start_ns, correlation_id FROM memops WHERE correlation_id IS NOT NULL AND device_id IS NOT NULL
+),
+late AS (  -- unattributed gaps: how long after the gap opened the host issued the operation that closes it.
+           -- Issued late, the GPU waited on the host (whatever the host did); issued early, it had the work
+           -- queued and waited on something else (a dependency, an event, a peer).
+    SELECT g.device_id, g.start_ns,
+        max(least(g.end_ns, greatest(g.start_ns, a.start_ns)) - g.start_ns) AS host_late_ns
+    FROM m_idle_gaps g
+    JOIN gpu_ops o ON o.device_id = g.device_id AND o.start_ns = g.end_ns
+    JOIN api_calls a ON a.correlation_id = o.correlation_id AND a.start_ns <= o.start_ns
+    JOIN m_device_pids p ON p.device_id = g.device_id AND p.pid = a.pid
+    WHERE g.cause = 'unknown' AND a.api IS DISTINCT FROM 'osrt'
+    GROUP BY ALL
+),
+refined AS (
+    SELECT g.device_id, g.start_ns, g.end_ns, g.gap_ns, g.cause AS host_cause,
+        CASE
+            WHEN r.ns * 2 >= g.gap_ns THEN r.c
+            WHEN c.ns * 2 >= g.gap_ns THEN c.c
+            WHEN g.cause = 'unknown' AND l.host_late_ns * 2 >= g.gap_ns THEN 'late'
+            ELSE g.cause
+        END AS cause,
+        CASE WHEN r.ns * 2 >= g.gap_ns THEN r.name_id END AS range_name_id
+    FROM m_idle_gaps g
+    LEFT JOIN by_call c USING (device_id, start_ns)
+    LEFT JOIN by_range r USING (device_id, start_ns)
+    LEFT JOIN late l USING (device_id, start_ns)
+)
+SELECT f.device_id, f.start_ns, f.end_ns, f.gap_ns, f.cause, f.host_cause, s.value AS range_name,
+    CASE
+        WHEN f.cause = 'input' THEN 'IO005'
+        WHEN f.cause = 'sync' THEN 'LA002'
+        WHEN f.cause = 'alloc' THEN 'LA004'
+        WHEN f.cause = 'io' AND f.range_name_id IS NULL THEN 'IO003'
+        WHEN f.cause IN ('launch', 'host', 'wait', 'comm', 'io', 'late') THEN 'ID001'
+    END AS rule
+FROM refined f LEFT JOIN strings s ON s.string_id = f.range_name_id
