@@ -60,6 +60,7 @@ SHARE_TEXT = {
     "memory": "elementwise/reduce/copy kernels, DtoD copies or memsets running (no GEMM-family kernel)",
     "kernel_other": "kernels of no known family running",
     "comm": "communication with no other kernel running (exposed)",
+    "comm_wait": "communication kernels waiting for peers (far longer than their bytes need), no other kernel running",
     "xfer": "host<->device copies with no kernel running (exposed)",
     "idle_input": "GPU idle while the host was in the DataLoader",
     "idle_io": "GPU idle while the host was reading files or inside a range that loads data (load/read/prefetch/...)",
@@ -299,8 +300,10 @@ def _sum_ns(parts: Iterable[Mapping[str, int]]) -> dict[str, int]:
 ONE_TIME = ("idle_startup", "idle_compile")
 # Idle whose host cause was not captured: reported as a share, never scored as a class on its own evidence.
 UNRECORDED = "idle_unknown"
+# Collective time spent waiting for late peers (metric comm_waits): the late rank's bottleneck, not this one's;
+# reported as a share, not scored.
 # GPU-side classes: the share of a window the GPU did work in
-BUSY = ("compute", "memory", "kernel_other", "comm", "xfer", "ncu_compute", "ncu_memory", "ncu_latency")
+BUSY = ("compute", "memory", "kernel_other", "comm", "comm_wait", "xfer", "ncu_compute", "ncu_memory", "ncu_latency")
 # A class must hold this share of the window to carry a verdict where one-time or unrecorded idle dominates.
 JUDGE_PCT = 10.0
 # A window half one-time work in which the GPU is busy less than this share did nothing to judge (a test, a

@@ -3,7 +3,7 @@
 -- uses: device_segments, device_spans
 SELECT s.device_id, s.rank, s.device_name, s.span_ns,
     coalesce(sum(g.end_ns - g.start_ns) FILTER (WHERE g.cls IN ('compute', 'memory', 'kernel_other', 'xfer')), 0) AS work_ns,
-    coalesce(sum(g.end_ns - g.start_ns) FILTER (WHERE g.cls = 'comm'), 0) AS exposed_comm_ns,
+    coalesce(sum(g.end_ns - g.start_ns) FILTER (WHERE g.cls IN ('comm', 'comm_wait')), 0) AS exposed_comm_ns,
     coalesce(sum(g.end_ns - g.start_ns) FILTER (WHERE g.comm_running), 0) AS comm_ns,
     coalesce(sum(g.end_ns - g.start_ns) FILTER (WHERE g.cls = 'idle'), 0) AS idle_ns
 FROM m_device_spans s JOIN m_device_segments g USING (device_id)

@@ -1,16 +1,21 @@
 -- metric: device_segments
--- doc: Each device's span cut into elementary segments by what ran: compute (gemm/conv/attention kernels), memory (elementwise/reduce/copy kernels, DtoD copies, memsets), kernel_other, comm (NCCL kernels or PtoP copies with no other kernel running), xfer (host<->device copies with no kernel running) or idle. The classes partition the span from first to last GPU activity, so shares of them never exceed 100%.
+-- doc: Each device's span cut into elementary segments by what ran: compute (gemm/conv/attention kernels), memory (elementwise/reduce/copy kernels, DtoD copies, memsets), kernel_other, comm (NCCL kernels or PtoP copies with no other kernel running), comm_wait (the start of a communication kernel that ran far longer than its bytes need, metric comm_waits: waiting for peers, with no other kernel running), xfer (host<->device copies with no kernel running) or idle. The classes partition the span from first to last GPU activity, so shares of them never exceed 100%.
 -- materialize: true
--- uses: kernel_names
-WITH ops AS (
-    SELECT device_id, start_ns, end_ns,
+-- uses: kernel_names, comm_waits
+WITH waits AS (SELECT device_id, start_ns, wait_ns FROM m_comm_waits WHERE wait_ns > 0),
+ops AS (
+    SELECT k.device_id, k.start_ns + coalesce(w.wait_ns, 0) AS start_ns, k.end_ns,
         CASE
             WHEN family IN ('gemm', 'conv', 'attention') THEN 'comp'
             WHEN family IN ('reduce', 'elementwise', 'copy') THEN 'mem'
             WHEN family = 'comm' THEN 'comm'
             ELSE 'oth'
         END AS c
-    FROM m_kernel_names
+    FROM m_kernel_names k LEFT JOIN waits w ON k.family = 'comm' AND w.device_id = k.device_id
+        AND w.start_ns = k.start_ns
+    UNION ALL
+    -- the start of a communication kernel that ran far longer than its bytes need: waiting for peers
+    SELECT device_id, start_ns, start_ns + wait_ns, 'wait' FROM waits
     UNION ALL
     SELECT device_id, start_ns, end_ns,
         CASE
@@ -22,11 +27,12 @@ WITH ops AS (
     WHERE end_ns >= start_ns
 ),
 units AS (  -- open counts packed 42 bits apiece, as in host_segments: compute, memory and other kernels in a,
-            -- comm and xfer in b (a count never exceeds the row count, so no field overflows into the next)
+            -- comm, peer wait and xfer in b (a count never exceeds the row count, so no field overflows)
     SELECT device_id, start_ns, end_ns,
         CASE c WHEN 'comp' THEN 1::HUGEINT << 84 WHEN 'mem' THEN 1::HUGEINT << 42 WHEN 'oth' THEN 1::HUGEINT
                ELSE 0::HUGEINT END AS a,
-        CASE c WHEN 'comm' THEN 1::HUGEINT << 42 WHEN 'xfer' THEN 1::HUGEINT ELSE 0::HUGEINT END AS b
+        CASE c WHEN 'comm' THEN 1::HUGEINT << 84 WHEN 'wait' THEN 1::HUGEINT << 42 WHEN 'xfer' THEN 1::HUGEINT
+               ELSE 0::HUGEINT END AS b
     FROM ops
 ),
 ev AS (
@@ -48,7 +54,8 @@ SELECT device_id, t AS start_ns, t_next AS end_ns,
         WHEN n_a >= (1::HUGEINT << 84) THEN 'compute'
         WHEN n_a >= (1::HUGEINT << 42) THEN 'memory'
         WHEN n_a > 0 THEN 'kernel_other'
-        WHEN n_b >= (1::HUGEINT << 42) THEN 'comm'
+        WHEN n_b >= (1::HUGEINT << 84) THEN 'comm'
+        WHEN n_b >= (1::HUGEINT << 42) THEN 'comm_wait'
         WHEN n_b > 0 THEN 'xfer'
         ELSE 'idle'
     END AS cls,

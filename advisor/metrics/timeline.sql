@@ -25,6 +25,7 @@ SELECT device_id, cls,
         WHEN 'idle_wait' THEN 9 WHEN 'idle_launch' THEN 10 WHEN 'idle_host' THEN 11 WHEN 'idle_unknown' THEN 12
         WHEN 'idle_startup' THEN 13 WHEN 'idle_compile' THEN 14 WHEN 'idle_comm' THEN 15
         WHEN 'idle_alloc' THEN 16 WHEN 'idle_late' THEN 17
+        WHEN 'comm_wait' THEN 18
         ELSE error('timeline: no class code for ' || cls) END::UTINYINT AS k,
     start_ns, end_ns,
     (upto - (end_ns - start_ns) - max(CASE WHEN NOT same THEN upto - (end_ns - start_ns) END)
