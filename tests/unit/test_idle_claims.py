@@ -18,6 +18,11 @@ from tests.conftest import real_path
 pytestmark = pytest.mark.real
 
 
+def _events(path: Path) -> list[dict[str, object]]:
+    with gzip.open(path) as f:
+        return list(json.load(f)["traceEvents"])
+
+
 def _claims(path: Path) -> list[dict[str, object]]:
     run = open_run(str(path))
     try:
@@ -58,9 +63,8 @@ def test_first_launch_is_startup_not_launch_overhead() -> None:
 
 def test_peer_wait_in_small_all_to_all_dlrm_rank1() -> None:
     path = real_path("param/dlrm_8rank/worker1_step_12.1694128201556.pt.trace.json.gz")
-    events = json.load(gzip.open(path))["traceEvents"]
     sendrecv = sorted(
-        (e["ts"], e["dur"]) for e in events if e.get("cat") == "kernel" and "SendRecv" in e.get("name", "")
+        (int(str(e["ts"])), int(str(e["dur"]))) for e in _events(path) if e.get("cat") == "kernel" and "SendRecv" in str(e.get("name", ""))
     )
     first_us = sendrecv[0][1]
     assert first_us == 7635  # 6,144 floats (24 KB) all-to-all waiting 7.6 ms for the other ranks
@@ -82,7 +86,7 @@ def test_peer_wait_in_small_all_to_all_dlrm_rank1() -> None:
 
 def test_none_for_a_few_microseconds_of_gpu_work() -> None:
     path = real_path("hta/triton_example__triton_example.json.gz")
-    kernels = [e for e in json.load(gzip.open(path))["traceEvents"] if e.get("cat") == "kernel"]
+    kernels = [e for e in _events(path) if e.get("cat") == "kernel"]
     assert len(kernels) == 1
     run = open_run(str(path))
     try:
