@@ -64,7 +64,9 @@ def test_first_launch_is_startup_not_launch_overhead() -> None:
 def test_peer_wait_in_small_all_to_all_dlrm_rank1() -> None:
     path = real_path("param/dlrm_8rank/worker1_step_12.1694128201556.pt.trace.json.gz")
     sendrecv = sorted(
-        (int(str(e["ts"])), int(str(e["dur"]))) for e in _events(path) if e.get("cat") == "kernel" and "SendRecv" in str(e.get("name", ""))
+        (int(str(e["ts"])), int(str(e["dur"])))
+        for e in _events(path)
+        if e.get("cat") == "kernel" and "SendRecv" in str(e.get("name", ""))
     )
     first_us = sendrecv[0][1]
     assert first_us == 7635  # 6,144 floats (24 KB) all-to-all waiting 7.6 ms for the other ranks
