@@ -150,18 +150,54 @@ def _text_findings(findings: list[dict[str, Any]]) -> list[str]:
     if not findings:
         return []
     out = [f"Findings (ranked by estimated time saved; percent of the {findings[0].get('gain_pct_of', 'run')}):"]
-    for i, f in enumerate(findings[:10], 1):
+    groups = group_repeats(findings)
+    for i, (f, others) in enumerate(groups[:10], 1):
         gain = fmt_ns(f.get("est_gain_ns"))
         p = f.get("gain_pct")
         share_txt = f" = {p}%" if p is not None else ""
         out.append(f"   {i}. [{f.get('code')} {f.get('name')}] {clean(f.get('message'), 200)}")
+        if others:
+            rest = ", ".join(f"{_where(o)} {fmt_ns(o.get('est_gain_ns'))}" for o in others[:7])
+            more = f", +{len(others) - 7} more" if len(others) > 7 else ""
+            out.append(f"      the worst of {len(others) + 1} ({_where(f)}); the others save: {rest}{more}")
         out.append(f"      saves ~{gain}{share_txt}; basis: {clean(f.get('gain_basis'), 160)}")
         for fx in (f.get("fixes") or [])[:1]:
             out.append(f"      fix: {clean(fx.get('title'), 100)} (risk: {fx.get('risk')}); "
                        f"`advisor explain {f.get('code')}`")
-    if len(findings) > 10:
-        out.append(f"   ... {len(findings) - 10} more in --format json")
+    if len(groups) > 10:
+        out.append(f"   ... {len(groups) - 10} more in --format json")
     return out
+
+
+def group_repeats(findings: list[dict[str, Any]]) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """The same rule's findings on different devices, ranks or processes as one entry: the worst (first in
+    rank order) leads, the others follow it with their savings. Entries stay ranked by their lead's saving;
+    the JSON keeps every finding."""
+    out: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+    lead: dict[str, int] = {}
+    for f in findings:
+        key = f"{f.get('code')}|{_what(f)}"
+        i = lead.get(key)
+        if i is not None and _where(f) not in {_where(g) for g in [out[i][0], *out[i][1]]}:
+            out[i][1].append(f)
+            continue
+        lead.setdefault(key, len(out))
+        out.append((f, []))
+    return out
+
+
+def _what(f: dict[str, Any]) -> str:
+    """A finding's location without its device or process: findings that differ only there are repeats."""
+    parts = str(f.get("location") or "").split("|")
+    return "|".join(p for p in parts if not p.startswith(("device=", "process=", "pid=", "rank=")))
+
+
+def _where(f: dict[str, Any]) -> str:
+    dev = (f.get("window") or {}).get("device_id")
+    if dev is not None:
+        return f"device {dev}"
+    parts = [p for p in str(f.get("location") or "").split("|") if p.startswith(("process=", "pid=", "rank="))]
+    return " ".join(parts) or str(f.get("location") or "run")
 
 
 def text_document(doc: dict[str, Any]) -> str:
