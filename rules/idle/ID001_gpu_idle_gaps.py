@@ -69,8 +69,14 @@ class GpuIdleGaps(Rule):
 
     ## What it detects
     Devices whose idle gaps of at least `min_gap_us` (between first and last GPU activity) add
-    up to at least `min_idle_pct` of the device span, with the idle split by cause: input
-    pipeline, sync, I/O (OS reads), OS waits, launch (CUDA API), host (framework ops) or unknown.
+    up to at least `min_idle_pct` of the device span, with the idle split by cause (metric
+    `idle_claims`): input pipeline, sync, I/O (OS reads, or a host range that loads data), OS waits,
+    launch (CUDA API), host (framework ops), late (the host issued the next operation after the gap
+    opened, its work unrecorded), host-side communication (MPI / collective ranges), allocation,
+    one-time start-up (lazy module loading, context/handle creation, ranges named init/warm-up), JIT
+    compilation (ranges named compile/NVRTC/autotune) or unknown (work already issued, or nothing
+    recorded). The host ranges that name the gaps are listed ("inside host ranges: 'read_shard'
+    95.0% (x16)").
     When the trace marks its iterations (`ProfilerStep#N`, or ranges named `step`, `iteration`,
     `train_step`, ...) only idle inside those steps counts, as a share of their total time.
 
@@ -81,7 +87,9 @@ class GpuIdleGaps(Rule):
     ## Trace signature
     The device timeline (union of kernels and memops) and its gaps; each gap is attributed whole
     to the host activity of the feeding processes that overlaps it most (metric `idle_gaps`,
-    priority input > sync > io > wait > launch > host). nsys `gpu_gaps` (500 ms default) and
+    priority input > sync > io > wait > launch > host), then refined by the host range or the long
+    API call covering at least half of it, or by when the host issued the operation that closes it
+    (metric `idle_claims`). nsys `gpu_gaps` (500 ms default) and
     `gpu_time_util` (50%) and HTA's idle-time breakdown report the same idle without the cause.
 
     ## How to fix
@@ -102,8 +110,11 @@ class GpuIdleGaps(Rule):
     Traces that include start-up, evaluation or checkpointing phases have long legitimate gaps;
     mark the steps (NVTX range `step` / profiler schedule) so only steady state counts. The
     estimated gain leaves out idle that a dedicated rule prices (input pipeline: IO005, file
-    reads: IO003, syncs: LA002/IO004), so the total idle in the message is larger than the gain. Attribution picks
-    the largest overlap, so a gap shared by several host activities is given to one.
+    reads: IO003, syncs: LA002/IO004, allocation: LA004), and prices none of the one-time start-up,
+    the compilation or the idle whose host cause was not recorded (for those the finding is a fact,
+    with what to capture, never a fix with a saving), so the total idle in the message is larger
+    than the gain. Attribution picks the largest overlap, so a gap shared by several host activities
+    is given to one.
 
     ## Options
     `min_gap_us` (shortest gap considered), `min_idle_pct` (share of the device span to fire).
