@@ -20,6 +20,7 @@ import gzip
 import json
 from collections import defaultdict
 from pathlib import Path
+
 import pytest
 
 from advisor.ingest import open_run
