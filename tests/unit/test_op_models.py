@@ -122,6 +122,22 @@ CASES = [
                          [F32, "Scalar", "long int", F32], ["", "1", "", ""]), 500, 500 * 8 + 500 * 4 + 2 * 500 * 4),
     ("cat-hint", call("aten::cat", [[[1, 559, 32], [1, 559, 32]], []], ["TensorList", "Scalar"], hint="bytes4"),
      0, 2 * 2 * 559 * 32 * 4),
+    # pooling: out = floor((in + 2p - d(k-1) - 1)/s) + 1; numel(out)*prod(k) FLOPs; bytes in + out + indices
+    ("max_pool2d", call("aten::max_pool2d_with_indices", [[10, 64, 112, 112], [], [], [], [], []],
+                        [BF, "", "", "", "", ""], ["", "[3, 3]", "[2, 2]", "[1, 1]", "[1, 1]", "False"]),
+     10 * 64 * 56 * 56 * 9, (10 * 64 * 112 * 112 + 10 * 64 * 56 * 56) * 2 + 10 * 64 * 56 * 56 * 8),
+    ("max_pool2d_backward", call("aten::max_pool2d_with_indices_backward",
+                                 [[10, 64, 56, 56], [10, 64, 112, 112], [], [], [], [], [], [10, 64, 56, 56]],
+                                 [BF, BF, "", "", "", "", "", "long int"],
+                                 ["", "", "[3, 3]", "[2, 2]", "[1, 1]", "[1, 1]", "False", ""]),
+     10 * 64 * 56 * 56, (10 * 64 * 56 * 56 + 10 * 64 * 112 * 112) * 2 + 10 * 64 * 56 * 56 * 8),
+    ("adaptive_avg_pool2d", call("aten::_adaptive_avg_pool2d", [[8, 2048, 7, 7], []], [H, ""], ["", "[1, 1]"]),
+     8 * 2048 * 49, (8 * 2048 * 49 + 8 * 2048) * 2),
+    ("cudnn-backward-input", call("aten::cudnn_convolution_backward_input",
+                                  [[], [2, 8, 4, 4], [8, 3, 3, 3], [], [], [], [], [], [], []],
+                                  ["", F32, F32, "", "", "", "", "", "", ""],
+                                  ["[2, 3, 8, 8]", "", "", "[1, 1]", "[2, 2]", "[1, 1]", "1", "", "", ""]),
+     2 * 2 * 8 * 16 * 27, (2 * 8 * 16 + 8 * 27 + 2 * 3 * 64) * 4),
     # optimizer multi-tensor ops
     ("foreach_add", call("aten::_foreach_add_", [[[10, 10], [5]], [[10, 10], [5]], []],
                          ["TensorList", "TensorList", "Scalar"], hint=F32), 105, (210 + 105) * 4),
@@ -154,6 +170,11 @@ UNPRICED = [
     ("foreach without shapes", call("aten::_foreach_add_", [[], [], []], ["TensorList", "TensorList", "Scalar"])),
     ("cat of unknown dtype", call("aten::cat", [[[2, 3], [2, 3]], []], ["TensorList", "Scalar"])),
     ("triton name with an unknown part", call("triton_poi_fused_frobnicate_0", [[4, 4]], [F32])),
+    ("conv without Concrete Inputs (stride, padding unknown)",
+     OpCall("aten::cudnn_convolution", ([32, 64, 56, 56], [64, 64, 3, 3]), (F32, F32))),
+    ("mean without Concrete Inputs (dims unknown)", OpCall("aten::mean", ([4, 8], [], []), (F32, "ScalarList", ""))),
+    ("sdpa without Concrete Inputs (causal unknown)",
+     OpCall("aten::_scaled_dot_product_flash_attention", ([1, 2, 8, 4],) * 3, (BF,) * 3)),
 ]
 
 

@@ -1,7 +1,8 @@
 """Op performance models: FLOPs and compulsory bytes of framework ops from their recorded shapes.
 
 One small module per family (`gemm`, `conv`, `attention`, `norm` (softmax and normalizations),
-`elementwise`, `reduce`, `memory` (embedding, index, gather, scatter, cat), `optimizer`, `triton`);
+`elementwise`, `reduce`, `memory` (embedding, index, gather, scatter, cat), `pool`, `optimizer`,
+`triton`);
 each model is a function `OpCall -> Cost | None` whose docstring gives its formula. Usable with a
 trace (`op_groups`, `ops_section`, `roofline_split`) or without one:
 
@@ -14,7 +15,7 @@ trace (`op_groups`, `ops_section`, `roofline_split`) or without one:
 ('bf16_tc', 'compute', 138.9)
 """
 
-from advisor.perf.ops import attention, conv, elementwise, gemm, memory, norm, optimizer, reduce, triton
+from advisor.perf.ops import attention, conv, elementwise, gemm, memory, norm, optimizer, pool, reduce, triton
 from advisor.perf.ops.base import Cost, OpCall, OpModel, RooflineTime, gpu_roofs
 from advisor.perf.ops.registry import FAMILIES, MODELS, model_for, op_cost
 from advisor.perf.ops.section import Split, ops_section, roofline_split
@@ -41,6 +42,7 @@ __all__ = [
     "op_groups",
     "ops_section",
     "optimizer",
+    "pool",
     "reduce",
     "roofline_split",
     "triton",

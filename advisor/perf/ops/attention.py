@@ -72,8 +72,8 @@ def sdpa(call: OpCall) -> Cost | None:
     if lay is None:
         return None
     q, k, v, t = call.tensor(lay.q), call.tensor(lay.q + 1), call.tensor(lay.q + 2), call.dtype(lay.q)
-    if not q or not k or not v or t is None:
-        return None
+    if not q or not k or not v or t is None or (lay.causal is not None and not call.has_concrete):
+        return None  # the causal flag was not recorded: the FLOPs could be off by 2x
     causal = _causal(call, lay)
     if len(q) == 3 and len(k) == 3:
         return _varlen(call, lay, q, k, v, t, causal)

@@ -67,6 +67,12 @@ class OpCall:
         return cls(name, tuple(_loads(dims)), tuple(str(t) for t in _loads(dtypes)), tuple(_loads(strides)),
                    tuple(str(c) for c in _loads(concrete)), hint_dtype)
 
+    @property
+    def has_concrete(self) -> bool:
+        """Whether the profiler recorded scalar arguments (`Concrete Inputs`, PyTorch 2.0+): a model that
+        needs a stride, a dim list or a causal flag prices nothing without them rather than assume defaults."""
+        return bool(self.concrete)  # recorded: one entry per argument, "" for tensors and None
+
     def tensor(self, i: int) -> list[int] | None:
         """Dims of argument i when it is a tensor (possibly 0-dim), else None."""
         if i >= len(self.dims) or not _is_dims(self.dims[i]):

@@ -75,7 +75,7 @@ def forward(call: OpCall) -> Cost | None:
     output_padding,] groups) as each ATen overload orders them."""
     layout = _LAYOUTS.get(call.name)
     x, w, t = call.tensor(0), call.tensor(1), call.dtype(0)
-    if layout is None or not x or not w or t is None or len(x) != len(w) or len(x) < 3:
+    if layout is None or not x or not w or t is None or len(x) != len(w) or len(x) < 3 or not call.has_concrete:
         return None
     s, p, d, tr, op, g = layout
     try:
@@ -90,7 +90,7 @@ def backward(call: OpCall) -> Cost | None:
     transposed, output_padding, groups, output_mask): one forward's FLOPs per requested gradient
     (grad input, grad weight; the bias gradient is a reduction, N*C_out*prod(out) adds)."""
     gy, x, w, t = call.tensor(0), call.tensor(1), call.tensor(2), call.dtype(1)
-    if not gy or not x or not w or t is None or len(x) != len(w):
+    if not gy or not x or not w or t is None or len(x) != len(w) or not call.has_concrete:
         return None
     try:
         fwd = cost(x, w, t, call.scalar(4) or [1], call.scalar(5) or [0], call.scalar(6) or [1],
@@ -106,7 +106,26 @@ def backward(call: OpCall) -> Cost | None:
     return Cost(flop, moved, MATRIX, t, "forward FLOPs x (grad input + grad weight); bytes dy, x, w, dx, dw")
 
 
+def backward_part(call: OpCall) -> Cost | None:
+    """cudnn_convolution_backward_input(input_size, grad_out, weight, padding, stride, dilation, groups, ...)
+    and cudnn_convolution_backward_weight(weight_size, grad_out, input, padding, stride, dilation, groups, ...)
+    (PyTorch < 1.11): one forward's FLOPs each; bytes grad_out + the other operand read + the gradient written."""
+    size, gy, other, t = call.scalar(0), call.tensor(1), call.tensor(2), call.dtype(1)
+    if not isinstance(size, list) or not gy or not other or t is None:
+        return None
+    x, w = (size, other) if call.name.endswith("input") else (other, size)
+    try:
+        fwd = cost([int(v) for v in x], [int(v) for v in w], t, call.scalar(4) or [1], call.scalar(3) or [0],
+                   call.scalar(5) or [1], int(call.scalar(6) or 1))
+    except (TypeError, ValueError, IndexError, ZeroDivisionError):
+        return None
+    return Cost(fwd.flop, (numel(gy) + numel(other) + numel(size)) * DTYPE_BYTES[t], MATRIX, t,
+                "one forward's FLOPs; bytes dy + operand + gradient")
+
+
 MODELS = (
     OpModel("conv", tuple(_LAYOUTS), forward),
+    OpModel("conv", ("aten::cudnn_convolution_backward_input", "aten::cudnn_convolution_backward_weight"),
+            backward_part, "backward"),
     OpModel("conv", ("aten::convolution_backward",), backward, "backward"),
 )

@@ -31,8 +31,8 @@ def softmax(call: OpCall) -> Cost | None:
     """_softmax / softmax / _log_softmax(self, dim, half_to_float|dtype): 3*N FLOPs; bytes in + out
     (out in float32 when half_to_float)."""
     x, t = call.tensor(0), call.dtype(0)
-    if not x or t is None:
-        return None
+    if not x or t is None or (t in ("c10::Half", "c10::BFloat16") and not call.has_concrete):
+        return None  # half_to_float (the output dtype) was not recorded
     out_t = "float" if call.name.startswith("aten::_") and call.scalar(2) is True else t
     return Cost(3.0 * numel(x), nbytes(x, t) + nbytes(x, out_t), VECTOR, t, "3*N FLOPs; bytes in + out")
 
@@ -47,8 +47,8 @@ def softmax_backward(call: OpCall) -> Cost | None:
 
 def layer_norm(call: OpCall) -> Cost | None:
     """native_layer_norm / layer_norm(input, normalized_shape, weight, bias, eps): 7*N; R = N / C."""
-    x, t, shape = call.tensor(0), call.dtype(0), call.scalar(1)
-    c = numel(shape) if isinstance(shape, list) and shape else (x[-1] if x else 0)
+    x, t, shape, w = call.tensor(0), call.dtype(0), call.scalar(1), call.tensor(2)
+    c = numel(shape) if isinstance(shape, list) and shape else (numel(w) if w else 0)
     if not x or t is None or not c:
         return None
     params = c * (call.tensor(2) is not None) + c * (call.tensor(3) is not None)
@@ -57,8 +57,8 @@ def layer_norm(call: OpCall) -> Cost | None:
 
 def layer_norm_backward(call: OpCall) -> Cost | None:
     """native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias, mask)."""
-    x, t, shape = call.tensor(1), call.dtype(1), call.scalar(2)
-    c = numel(shape) if isinstance(shape, list) and shape else (x[-1] if x else 0)
+    x, t, shape, w = call.tensor(1), call.dtype(1), call.scalar(2), call.tensor(5)
+    c = numel(shape) if isinstance(shape, list) and shape else (numel(w) if w else 0)
     if not x or t is None or not c:
         return None
     return _norm(x, t, numel(x) // c, 2 * c, 7, 2, True, "layer norm")
@@ -89,8 +89,8 @@ def batch_norm(call: OpCall) -> Cost | None:
     """native_batch_norm / cudnn_batch_norm / miopen_batch_norm(input, weight, bias, running_mean,
     running_var, training, ...): 7*N training, 4*N (normalize + affine) in inference; R = C channels."""
     x, t = call.tensor(0), call.dtype(0)
-    if not x or t is None or len(x) < 2:
-        return None
+    if not x or t is None or len(x) < 2 or ("no_training" not in call.name and not call.has_concrete):
+        return None  # training or inference (7 vs 4 FLOPs per element) was not recorded
     training = "no_training" not in call.name and call.scalar(5) is not False
     return _norm(x, t, x[1], 4 * x[1], 7 if training else 4, 2, False, "batch norm")
 

@@ -37,6 +37,8 @@ def reduction(call: OpCall) -> Cost | None:
         return None
     if call.tensor(1):  # max(self, other) / min(self, other): the elementwise overload
         return elementwise.nary(call)
+    if len(call.dims) > 1 and not call.has_concrete:
+        return None  # a dim argument whose value was not recorded: the output size is unknown
     base = call.name.removeprefix("aten::")
     dims = call.scalar(1) if len(call.dims) > 1 and not call.tensor(1) else None
     out = out_elements(x, dims)
