@@ -69,8 +69,8 @@ def adaptive(call: OpCall) -> Cost | None:
 
 _DIMS = ("1d", "2d", "3d")
 MODELS = (
-    OpModel("pool", tuple(f"aten::max_pool{d}_with_indices" for d in _DIMS) + tuple(f"aten::avg_pool{d}" for d in _DIMS),
-            pool),
+    OpModel("pool", tuple(f"aten::max_pool{d}_with_indices" for d in _DIMS)
+            + tuple(f"aten::avg_pool{d}" for d in _DIMS), pool),
     OpModel("pool", tuple(f"aten::max_pool{d}_with_indices_backward" for d in _DIMS)
             + tuple(f"aten::avg_pool{d}_backward" for d in _DIMS), pool_backward, "backward"),
     OpModel("pool", ("aten::_adaptive_avg_pool2d", "aten::adaptive_avg_pool2d", "aten::_adaptive_avg_pool3d"),
