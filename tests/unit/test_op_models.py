@@ -138,6 +138,16 @@ CASES = [
                                   ["", F32, F32, "", "", "", "", "", "", ""],
                                   ["[2, 3, 8, 8]", "", "", "[1, 1]", "[2, 2]", "[1, 1]", "1", "", "", ""]),
      2 * 2 * 8 * 16 * 27, (2 * 8 * 16 + 8 * 27 + 2 * 3 * 64) * 4),
+    # vLLM custom ops with shapes that pin the cost
+    ("vllm-fp8-quant", call("_C::static_scaled_fp8_quant", [[888, 512], [888, 512], []],
+                            ["c10::Float8_e4m3fn", BF, F32]), 2 * 888 * 512, 888 * 512 * 3 + 4),
+    ("vllm-rotary", call("_C::rotary_embedding", [[888], [888, 512], [888, 64], [], [4096, 64], []],
+                         ["long int", BF, BF, "Scalar", BF, "Scalar"], ["", "", "", "64", "", "True"]),
+     3 * 888 * 9 * 64, 2 * (888 * 512 + 888 * 64) * 2 + 888 * 8 + 888 * 64 * 2),
+    ("vllm-cache-fp8", call("_C_cache_ops::reshape_and_cache_flash",
+                            [[888, 1, 64], [888, 1, 64], [100, 16, 1, 64], [100, 16, 1, 64], [888]],
+                            [BF, BF, "unsigned char", "unsigned char", "long int"]),
+     2 * 888 * 64, 2 * 888 * 64 * 3 + 888 * 8),
     # optimizer multi-tensor ops
     ("foreach_add", call("aten::_foreach_add_", [[[10, 10], [5]], [[10, 10], [5]], []],
                          ["TensorList", "TensorList", "Scalar"], hint=F32), 105, (210 + 105) * 4),

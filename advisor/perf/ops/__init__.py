@@ -2,7 +2,7 @@
 
 One small module per family (`gemm`, `conv`, `attention`, `norm` (softmax and normalizations),
 `elementwise`, `reduce`, `memory` (embedding, index, gather, scatter, cat), `pool`, `optimizer`,
-`triton`);
+`triton`, `vllm`);
 each model is a function `OpCall -> Cost | None` whose docstring gives its formula. Usable with a
 trace (`op_groups`, `ops_section`, `roofline_split`) or without one:
 
@@ -15,7 +15,7 @@ trace (`op_groups`, `ops_section`, `roofline_split`) or without one:
 ('bf16_tc', 'compute', 138.9)
 """
 
-from advisor.perf.ops import attention, conv, elementwise, gemm, memory, norm, optimizer, pool, reduce, triton
+from advisor.perf.ops import attention, conv, elementwise, gemm, memory, norm, optimizer, pool, reduce, triton, vllm
 from advisor.perf.ops.base import Cost, OpCall, OpModel, RooflineTime, gpu_roofs
 from advisor.perf.ops.registry import FAMILIES, MODELS, model_for, op_cost
 from advisor.perf.ops.section import Split, ops_section, roofline_split
@@ -46,4 +46,5 @@ __all__ = [
     "reduce",
     "roofline_split",
     "triton",
+    "vllm",
 ]

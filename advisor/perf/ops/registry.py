@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from advisor.perf.ops import attention, conv, elementwise, gemm, memory, norm, optimizer, pool, reduce, triton
+from advisor.perf.ops import attention, conv, elementwise, gemm, memory, norm, optimizer, pool, reduce, triton, vllm
 from advisor.perf.ops.base import Cost, OpCall, OpModel
 
 MODELS: tuple[OpModel, ...] = (
     gemm.MODELS + conv.MODELS + attention.MODELS + norm.MODELS + elementwise.MODELS + reduce.MODELS
-    + memory.MODELS + pool.MODELS + optimizer.MODELS + triton.MODELS
+    + memory.MODELS + pool.MODELS + optimizer.MODELS + triton.MODELS + vllm.MODELS
 )
 BY_NAME: dict[str, OpModel] = {name: m for m in MODELS for name in m.names}
 FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(m.family for m in MODELS))
