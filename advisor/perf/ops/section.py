@@ -188,6 +188,8 @@ def _unmodelled(groups: list[OpGroup]) -> list[dict[str, Any]]:
         if g.cost is not None:
             continue
         why = "no model for this op" if g.family is None else "recorded arguments do not pin the cost down"
+        if g.family is not None and not g.shapes_recorded:
+            why = "no shapes recorded (profile with record_shapes=True)"
         if _COMM.search(g.name):
             why = "communication: priced by the collective rules, not an op roofline"
         row = acc.setdefault(g.name, {"name": g.name, "calls": 0, "kernel_ns": 0, "reason": why})

@@ -55,6 +55,7 @@ class OpGroup:
     gpu_ns: int  # per call, the union of its kernels, summed over calls
     cost: Cost | None  # per call; None when unmodelled
     roof: RooflineTime | None
+    shapes_recorded: bool = True  # False: the trace has no Input Dims for these calls (record_shapes off)
 
     @property
     def flop(self) -> float:
@@ -99,4 +100,4 @@ def _group(r: dict[str, Any], roofs: RoofSet) -> OpGroup:
             cost = None  # arguments of an unexpected form: unmodelled, never guessed
     roof = cost.on(roofs, tf32=bool(r["tf32_kernels"])) if cost is not None else None
     return OpGroup(r["device_id"], r["name"], model.family if model else None, int(r["calls"]), int(r["kernels"]),
-                   int(r["kernel_ns"]), int(r["gpu_ns"]), cost, roof)
+                   int(r["kernel_ns"]), int(r["gpu_ns"]), cost, roof, r["input_shapes"] is not None)
