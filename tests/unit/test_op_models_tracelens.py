@@ -158,3 +158,22 @@ def test_roofline_split_on_qwen(cache_dir: Path) -> None:
     assert split.modelled_ns == pytest.approx(sum(by_name.values()) - by_name["aten::arange"], abs=len(by_name))
     assert split.kernel_ns == 45432698 and split.modelled_pct == 69.9
     assert "compute-bound" in split.basis
+
+
+def test_cpu_ops_keep_strides_and_concrete_inputs(cache_dir: Path) -> None:
+    """Schema 4: `Input Strides` and `Concrete Inputs` land in cpu_ops verbatim (counted from the JSON)."""
+    with gzip.open(real_path(QWEN), "rt", encoding="utf-8") as f:
+        events = json.load(f)["traceEvents"]
+    ops = [e for e in events if e.get("cat") in ("cpu_op", "python_function")]
+    want = {k: sum(1 for e in ops if e.get("args", {}).get(k)) for k in ("Input Strides", "Concrete Inputs")}
+    sdpa = next(e for e in ops if e["name"] == "aten::_scaled_dot_product_flash_attention")
+    run = open_run(str(real_path(QWEN)))
+    try:
+        got = run.sql_rows("SELECT count(input_strides), count(concrete_inputs) FROM cpu_ops")[0]
+        text = run.sql_rows("SELECT concrete_inputs, input_strides FROM cpu_ops WHERE external_id = $x",
+                            {"x": sdpa["args"]["External id"]})[0]
+    finally:
+        run.close()
+    assert got == (want["Input Strides"], want["Concrete Inputs"]) and got[0] > 4000
+    assert json.loads(text[0]) == sdpa["args"]["Concrete Inputs"] == ["", "", "", "0.", "True", "False", "0.125"]
+    assert json.loads(text[1]) == sdpa["args"]["Input Strides"]
