@@ -18,6 +18,7 @@ from advisor.engine.explore import MAX_STREAMS, stream_bins
 from advisor.engine.views import roofline_points, timeline_bins
 from advisor.model.store import Run
 from advisor.perf import classify_run, gpu_metrics_section, kineto_op_rooflines, ncu_figure, ops_figure
+from advisor.perf.ops import ops_section
 from advisor.reports.context import ReportInputs
 
 TIMELINE_BINS = 240
@@ -87,6 +88,8 @@ def collect(run: Run, top: int = 10, bins: int = TIMELINE_BINS, ncu: Run | None 
     timeline = timeline_bins(run, bins)
     if (section := gpu_metrics_section(run)) is not None:
         doc["gpu_metrics"] = section  # as `analyze` adds it: the embedded document matches --format json
+    if (ops := ops_section(run)) is not None:
+        doc["ops"] = ops  # as `analyze` adds it
     return ReportInputs(
         doc=doc,
         timeline=timeline,

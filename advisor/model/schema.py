@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 I8, I16, I32, I64 = pa.int8(), pa.int16(), pa.int32(), pa.int64()
 F64, STR, BOOL = pa.float64(), pa.string(), pa.bool_()
@@ -199,6 +199,8 @@ TABLES: dict[str, Table] = {
             C("sequence_number", I64, "autograd sequence number"),
             C("input_shapes", STR, "JSON of input dims"),
             C("input_dtypes", STR, "JSON of input types"),
+            C("input_strides", STR, "JSON of input strides (Kineto `Input Strides`)"),
+            C("concrete_inputs", STR, "JSON of scalar input values (Kineto `Concrete Inputs`)"),
             C("flop", F64, "floating point operations recorded by the profiler (with_flops)"),
         ),
         _t(

@@ -45,6 +45,10 @@ B200_DS = "NVIDIA HGX B200 specifications, per-GPU column (nvidia.com/en-us/data
 V100_DS = "NVIDIA Tesla V100 datasheet (volta-v100-datasheet-update-us-1165301-r5.pdf)"
 L4_DS = "NVIDIA L4 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/l4), sparse tensor figures halved"
 MI300X_DS = "AMD Instinct MI300X data sheet (amd-instinct-mi300x-data-sheet.pdf), dense peaks"
+MI325X_DS = "AMD Instinct MI325X data sheet (amd.com/en/products/accelerators/instinct/mi300/mi325x), dense peaks"
+MI355X_DS = "AMD Instinct MI355X data sheet (amd.com/en/products/accelerators/instinct/mi350/mi355x), dense peaks"
+B300_DS = ("NVIDIA HGX B300 specifications, 8-GPU figures / 8 (nvidia.com/en-us/data-center/hgx), "
+           "sparse figures halved")
 
 
 @dataclass(frozen=True)
@@ -177,6 +181,24 @@ PEAK_TABLE: tuple[GpuPeaks, ...] = (
         note="HGX B200 at 1,000 W; NVIDIA's earlier B200 material says 8 TB/s",
     ),
     GpuPeaks(
+        "b300",
+        "NVIDIA B300 (HGX, Blackwell Ultra, 288 GB)",
+        (r"B300",),
+        8.0 * T,
+        {
+            "fp64": 1.25 * T,
+            "fp64_tc": 1.25 * T,
+            "fp32": 75 * T,
+            "tf32_tc": 1125 * T,
+            "fp16_tc": 2250 * T,
+            "bf16_tc": 2250 * T,
+            "fp8_tc": 4500 * T,
+            "fp4_tc": 13500 * T,
+        },
+        B300_DS,
+        note="FP4 dense 108 PFLOPS per 8 GPUs; FP64 cut to 1.25 TFLOPS; INT8 not on the sheet",
+    ),
+    GpuPeaks(
         "v100_pcie",
         "NVIDIA V100 PCIe",
         (r"V100.*PCIE",),
@@ -231,6 +253,46 @@ PEAK_TABLE: tuple[GpuPeaks, ...] = (
         304,
         2.1e9,
         note="CUs, not SMs; '_tc' = matrix cores",
+    ),
+    GpuPeaks(
+        "mi325x",
+        "AMD Instinct MI325X",
+        (r"MI325X",),
+        6.0 * T,
+        {
+            "fp64": 81.7 * T,
+            "fp64_tc": 163.4 * T,
+            "fp32": 163.4 * T,
+            "tf32_tc": 653.7 * T,
+            "fp16_tc": 1307.4 * T,
+            "bf16_tc": 1307.4 * T,
+            "fp8_tc": 2614.9 * T,
+            "int8_tc": 2614.9 * T,
+        },
+        MI325X_DS,
+        304,
+        2.1e9,
+        note="MI300X compute with HBM3E at 6 TB/s; CUs, not SMs",
+    ),
+    GpuPeaks(
+        "mi355x",
+        "AMD Instinct MI355X",
+        (r"MI355X",),
+        8.0 * T,
+        {
+            "fp64": 78.6 * T,
+            "fp64_tc": 78.6 * T,
+            "fp32": 157.3 * T,
+            "fp16_tc": 2516.6 * T,
+            "bf16_tc": 2516.6 * T,
+            "fp8_tc": 5033.2 * T,
+            "int8_tc": 5033.2 * T,
+            "fp4_tc": 10066.3 * T,
+        },
+        MI355X_DS,
+        256,
+        2.4e9,
+        note="CDNA 4, 256 CUs; MXFP6 = MXFP4 rate; TF32 matrix not on the sheet",
     ),
 )
 

@@ -53,6 +53,8 @@ _OPS = {
     "sequence_number": I64,
     "input_shapes": STR,
     "input_dtypes": STR,
+    "input_strides": STR,
+    "concrete_inputs": STR,
     "flop": F64,
 }
 _HOST_RANGE = {"pid": I64, "tid": I64, **_X, "name": NAME_TYPE, "step": I64}
@@ -665,6 +667,8 @@ class FileColumns:
                 "sequence_number": pa.array([a.sequence_number for a in args], I64),
                 "input_shapes": _raw_texts(_input_dims(args)),
                 "input_dtypes": _raw_texts([a.input_type for a in args]),
+                "input_strides": _raw_texts([a.input_strides for a in args]),
+                "concrete_inputs": _raw_texts([a.concrete_inputs for a in args]),
                 "flop": _floats([a.flops for a in args]),
             },
         )

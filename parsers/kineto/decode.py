@@ -66,6 +66,8 @@ class Args(msgspec.Struct, gc=False):
     input_dims: msgspec.Raw = msgspec.field(default=EMPTY_RAW, name="Input Dims")
     input_dims_old: msgspec.Raw = msgspec.field(default=EMPTY_RAW, name="Input dims")
     input_type: msgspec.Raw = msgspec.field(default=EMPTY_RAW, name="Input type")
+    input_strides: msgspec.Raw = msgspec.field(default=EMPTY_RAW, name="Input Strides")
+    concrete_inputs: msgspec.Raw = msgspec.field(default=EMPTY_RAW, name="Concrete Inputs")
     flops: Num | None = None
     sequence_number: int | None = msgspec.field(default=None, name="Sequence number")
     collective: str | None = msgspec.field(default=None, name="Collective name")

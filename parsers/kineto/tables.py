@@ -312,6 +312,8 @@ def _cpu_ops(ctx: Ctx) -> pa.Table:
             "sequence_number": ctx.col(kinds, "sequence_number"),
             "input_shapes": ctx.col(kinds, "input_shapes"),
             "input_dtypes": ctx.col(kinds, "input_dtypes"),
+            "input_strides": ctx.col(kinds, "input_strides"),
+            "concrete_inputs": ctx.col(kinds, "concrete_inputs"),
             "flop": ctx.col(kinds, "flop"),
         }
     )

@@ -85,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
     from advisor.ingest import open_run
     from advisor.parsers.base import ParseOptions
     from advisor.perf import gpu_metrics_section
+    from advisor.perf.ops import ops_section
 
     ncu = _open_ncu(args) if args.ncu else None
     runs = []
@@ -98,6 +99,8 @@ def run(args: argparse.Namespace) -> int:
                                       rule_options=rule_options(args.rule_option), select=selection(args.select))
                     if (section := gpu_metrics_section(r)) is not None:
                         doc["gpu_metrics"] = section  # nsys GPU metrics per NVTX range (docs/json-output.md)
+                    if (ops := ops_section(r)) is not None:
+                        doc["ops"] = ops  # per-op roofline from recorded shapes (docs/json-output.md)
                     runs.append(doc)
                 finally:
                     r.close()
