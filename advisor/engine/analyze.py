@@ -50,6 +50,7 @@ def analyze_run(
         doc["ncu"] = join_section(ncu, joined)
     if not rules:
         doc.update(findings=[], verdict=None, headline=None, headline_note=None, rules=[])
+        _add_profile(doc, run, [])
         progress(total, total, "done")
         return doc
     report = run_rules(
@@ -64,6 +65,7 @@ def analyze_run(
     doc["headline_note"] = headline_note(doc["verdict"], rd["findings"]) if doc["headline"] == rd["headline"] else None
     doc["findings"] = rd["findings"]
     doc["rules"] = rd["rules"]
+    _add_profile(doc, run, rd["findings"])
     return doc
 
 
@@ -106,6 +108,14 @@ def _fix_class(finding: dict[str, Any]) -> str | None:
         cause = next((e["value"] for e in finding.get("evidence", []) if e.get("name") == "top_cause"), "")
         return IDLE_FIX_CLASS.get(str(cause), "launch")
     return FIX_CLASS.get(str(finding.get("category")))
+
+
+def _add_profile(doc: dict[str, Any], run: Run, findings: list[dict[str, Any]]) -> None:
+    """An Nsight Compute report's per-kernel table (`ncu_profile`), with the findings about each kernel."""
+    if run.count("ncu_kernels"):
+        from advisor.engine.ncu_profile import profile_section
+
+        doc["ncu_profile"] = profile_section(run, findings)
 
 
 def analyze_paths(paths: Sequence[str], options: ParseOptions | None = None, top: int = 10) -> dict[str, Any]:
