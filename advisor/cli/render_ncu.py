@@ -106,11 +106,12 @@ def text_ncu_profile(sec: dict[str, Any] | None) -> list[str]:
     for k in sec["kernels"]:
         sol = k["sol"]
         waves = "n/a" if k["waves_per_sm"] is None else f"{k['waves_per_sm']:.2f}"
-        out.append(f"   #{k['ncu_id']} {clean(k['short_name'], 80)}: {fmt_ns(k['duration_ns'])} ({_p(k['share_pct'])}), "
-                   f"grid {_dims(k['grid'])} block {_dims(k['block'])}, {waves} waves per SM, occupancy {_occupancy(k)}")
+        out.append(f"   #{k['ncu_id']} {clean(k['short_name'], 80)}: {fmt_ns(k['duration_ns'])} "
+                   f"({_p(k['share_pct'])}), grid {_dims(k['grid'])} block {_dims(k['block'])}, {waves} waves per SM, "
+                   f"occupancy {_occupancy(k)}")
         units = ", ".join(f"{clean(u['unit'], 20)} {u['pct']:.1f}%" for u in sol["units"]) or "not available"
-        out.append(f"      {str(k['class']).upper()}-bound: SM {_side(sol, 'compute')}, memory {_side(sol, 'memory')}; "
-                   f"tensor pipe {_tensor(sol)}; units: {units}")
+        out.append(f"      {str(k['class']).upper()}-bound: SM {_side(sol, 'compute')}, "
+                   f"memory {_side(sol, 'memory')}; tensor pipe {_tensor(sol)}; units: {units}")
         for gap in sol["not_available"]:
             out.append(f"      not available: {clean(gap, 160)}")
         out.append(f"      findings: {_found(k)}")
@@ -126,7 +127,8 @@ def md_ncu_profile(sec: dict[str, Any] | None) -> list[str]:
         f"_Share = percent of the {md_cell(sec['of'], 120)} ({fmt_ns(sec['total_ns'])}); SM and memory = speed of "
         "light, % of peak, with the unit that limits each side._",
         "",
-        "| # | kernel | time (share) | grid / block | waves | occupancy | SM | memory | class | tensor pipe | findings |",
+        "| # | kernel | time (share) | grid / block | waves | occupancy | SM | memory | class | tensor pipe "
+        "| findings |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for k in sec["kernels"]:

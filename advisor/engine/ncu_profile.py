@@ -17,7 +17,7 @@ from advisor.model.store import Run
 from advisor.perf.kernel_class import ClassifiedKernel
 from advisor.perf.ncu_join import short_label
 from advisor.rules.base import pct
-from advisor.rules.ncu_kernels import classified, launch_key, launch_location
+from advisor.rules.ncu_kernels import OF_WARPS, classified, launch_key, launch_location
 from advisor.rules.ncu_verdict import NCU_ONLY_BASIS, PROFILED_OF
 
 MAX_FINDINGS = 3  # findings listed per kernel, most time saved first
@@ -58,7 +58,9 @@ def _row(ck: ClassifiedKernel, total: int, by_location: Mapping[str, list[Mappin
         "block": list(la.block),
         "waves_per_sm": _round(la.m("waves_per_sm"), 3),
         "achieved_occupancy_pct": _round(la.m("achieved_occupancy_pct"), 2),
+        "achieved_occupancy_pct_of": OF_WARPS,
         "theoretical_occupancy_pct": _round(la.m("theoretical_occupancy_pct"), 2),
+        "theoretical_occupancy_pct_of": OF_WARPS,
         "class": v.kernel_class,
         "rule": v.rule,
         "reason": v.reason,

@@ -19,7 +19,7 @@ from advisor.model.schema import TABLES
 from advisor.model.store import Run
 from advisor.redact import redact
 
-JSON_SCHEMA_VERSION = "1.2"  # docs/json-output.md, "Versions"
+JSON_SCHEMA_VERSION = "1.3"  # docs/json-output.md, "Versions"
 
 COUNT_TABLES = (
     "kernels", "memops", "api_calls", "sync", "ranges", "cpu_ops", "collectives",

@@ -120,7 +120,7 @@ class Unit:
         return f"{self.name} {self.pct:.1f}%"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"unit": self.name, "pct": round(self.pct, 2), "metric": self.metric}
+        return {"unit": self.name, "pct": round(self.pct, 2), "of": peak_of(self.metric), "metric": self.metric}
 
 
 @dataclass(frozen=True)
@@ -166,12 +166,16 @@ class Sol:
         return {
             "class": self.kernel_class,
             "compute_pct": _r(self.compute_pct),
+            "compute_pct_of": "SM peak sustained throughput over the kernel's elapsed time (sm__throughput)",
             "compute_unit": self.compute_unit.to_dict() if self.compute_unit else None,
             "memory_pct": _r(self.memory_pct),
+            "memory_pct_of": "peak sustained throughput of the busiest of L1/TEX, L2, DRAM over the kernel's elapsed "
+            "time (gpu__compute_memory_throughput)",
             "memory_unit": self.memory_unit.to_dict() if self.memory_unit else None,
             "limiting": str(self.limiting) if self.limiting else None,
             "units": [u.to_dict() for u in self.units],
             "tensor_pipe_pct": _r(self.tensor_pct),
+            "tensor_pipe_pct_of": "tensor pipe peak (busy cycles)",
             "gemm_like": self.gemm_like,
             "tensor_idle": self.tensor_idle,
             "not_available": list(self.missing),
@@ -229,6 +233,13 @@ def unit_name(metric: str, side: str) -> str:
         return PIPE_NAMES.get(pipe, f"{pipe} pipe")
     stem = metric.split(".")[0]
     return next((name for prefix, name in COMPUTE_NAMES.items() if stem.startswith(prefix)), stem)
+
+
+def peak_of(metric: str) -> str:
+    """The denominator a `...pct_of_peak_sustained_<active|elapsed>` metric is a share of, in words."""
+    if metric.endswith("pct_of_peak_sustained_active"):
+        return "the unit's peak sustained rate while the SM was active"
+    return "the unit's peak sustained rate over the kernel's elapsed time"
 
 
 def _metric(key: str) -> str:
