@@ -18,6 +18,13 @@ def kernel_label(k: dict[str, Any]) -> str:
     return str(k.get("short_name") or k.get("kernel") or "(unnamed kernel)")
 
 
+def _limit(k: dict[str, Any]) -> str:
+    """' (L2 22.3%; tensor pipe idle)': what limits a joined kernel, when the section says."""
+    parts = [clean(k["limiting"], 40)] if k.get("limiting") else []
+    parts += ["GEMM-like, tensor pipe idle"] if k.get("tensor_idle") else []
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
 def text_ncu(sec: dict[str, Any] | None) -> list[str]:
     """The join in a few lines: match rate, covered timeline time, each profiled kernel, each miss and why."""
     if not sec:
@@ -30,7 +37,8 @@ def text_ncu(sec: dict[str, Any] | None) -> list[str]:
     ]
     for k in sec["kernels"]:
         out.append(
-            f"   {clean(kernel_label(k), 70)}: ncu class {k['class'] or 'n/a'}, {k['timeline_launches']} timeline "
+            f"   {clean(kernel_label(k), 70)}: ncu class {k['class'] or 'n/a'}{_limit(k)}, "
+            f"{k['timeline_launches']} timeline "
             f"launches, {fmt_ns(k['timeline_ns'])} ({k['time_share_pct']}% of the {k['time_share_pct_of']})"
         )
     for u in sec["unmatched"]:

@@ -129,7 +129,7 @@ class Sol:
 
     compute_pct: float | None  # sm__throughput, % of peak (elapsed)
     memory_pct: float | None  # gpu__compute_memory_throughput (else the busiest memory unit)
-    compute_unit: Unit | None  # the busiest SM pipe / issue unit
+    compute_unit: Unit | None  # the busiest SM pipe (issue slots only where the breakdown lists no pipe)
     memory_unit: Unit | None  # the busiest memory unit (L1/TEX, L2, DRAM)
     units: tuple[Unit, ...]  # SHOWN_UNITS the report has
     tensor_pct: float | None  # tensor pipe busy, % of peak
@@ -214,6 +214,8 @@ def _limiting(launch: NcuLaunch, side: str) -> Unit | None:
     """The busiest unit of one side: from the report's breakdown list when it has one (what Nsight
     Compute itself maxes), else from the section's named unit metrics."""
     listed = [Unit(unit_name(metric, side), value, metric) for s, metric, value in launch.sol_units if s == side]
+    if side == "compute":  # the busiest pipe, not the issue slots that every instruction passes through
+        listed = [u for u in listed if PIPE_METRIC.match(u.metric)] or listed
     if not listed:
         for name, keys in FALLBACK_UNITS[side]:
             key = next((k for k in keys if launch.m(k) is not None), None)

@@ -172,3 +172,17 @@ def test_own_capture_classes_follow_the_report(name: str, tmp_path: Path, capsys
     if name.startswith("CP002"):  # balanced SM/L1 far under the FP32 roof: cache-bound, memory (the golden pair)
         assert (k["class"], k["rule"], k["sol"]["memory_unit"]["unit"]) == ("memory", "sol_balanced_cache_bound",
                                                                              "L1/TEX")
+
+
+def test_joined_kernel_names_its_limiting_unit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """analyze TRACE --ncu REPORT: the join's kernel row names the unit that limits it (from the breakdown)."""
+    name = "ME006_grid_too_small_baseline"
+    packed = ROOT / "fixtures" / "ncu" / name / f"{name}.ncu-rep.xz"
+    rep = tmp_path / f"{name}.ncu-rep"
+    rep.write_bytes(lzma.decompress(packed.read_bytes()))
+    unit, value = _busiest_memory_unit(_actions(rep)[0])
+    nsys = ROOT / "fixtures" / "nsys" / name / f"{name}.sqlite.gz"
+    assert main(["analyze", str(nsys), "--ncu", str(packed), "--format", "json"]) == 0
+    out, _ = capsys.readouterr()
+    (k,) = json.loads(out)["runs"][0]["ncu"]["kernels"]
+    assert (k["class"], k["limiting"], k["tensor_idle"]) == ("latency", f"{unit} {value:.1f}%", False)

@@ -70,6 +70,7 @@ def test_the_reports_breakdown_names_the_limiting_unit() -> None:
         ("memory", "lts__lts2xbar_cycles_active.avg.pct_of_peak_sustained_elapsed", 15.0),
         ("compute", "sm__pipe_shared_cycles_active.avg.pct_of_peak_sustained_elapsed", 17.8),
         ("compute", "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed", 17.8),
+        ("compute", "sm__issue_active.avg.pct_of_peak_sustained_elapsed", 17.9),  # not a pipe: never named
     )
     s = read_sol(launch("gemm", units, sm_throughput_pct=17.8, memory_throughput_pct=15.2, l2_throughput_pct=17.9))
     assert (s.kernel_class, str(s.memory_unit), s.compute_unit and s.compute_unit.name) == (
