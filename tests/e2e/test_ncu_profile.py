@@ -186,3 +186,22 @@ def test_joined_kernel_names_its_limiting_unit(tmp_path: Path, capsys: pytest.Ca
     out, _ = capsys.readouterr()
     (k,) = json.loads(out)["runs"][0]["ncu"]["kernels"]
     assert (k["class"], k["limiting"], k["tensor_idle"]) == ("latency", f"{unit} {value:.1f}%", False)
+
+
+def test_report_without_speed_of_light_says_what_to_capture(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An ncu CSV with launch statistics only: no class is guessed; each missing number names its section."""
+    csv = tmp_path / "launch_only.csv"
+    csv.write_text(
+        '"ID","Kernel Name","Block Size","Grid Size","Device","CC","gpu__time_duration.sum"\n'
+        '"","","","","","","usecond"\n'
+        '"0","ampere_sgemm_128x64_nn","(256, 1, 1)","(64, 1, 1)","0","8.0","12.5"\n'
+    )
+    doc = json.loads(_analyze(csv, capsys))
+    run = doc["runs"][0]
+    assert run["verdict"]["class"] == "unknown" and "--section SpeedOfLight" in run["verdict"]["cause"]
+    (k,) = run["ncu_profile"]["kernels"]
+    assert (k["duration_ns"], k["family"], k["class"], k["sol"]["class"]) == (12500, "gemm", "unknown", None)
+    assert len(k["sol"]["not_available"]) == 3 and not k["sol"]["tensor_idle"]  # no number, no flag
+    text = _analyze(csv, capsys, "text")
+    assert "UNKNOWN-bound: SM not available, memory not available; tensor pipe n/a" in text
+    assert "not available: SM throughput (sm__throughput): capture ncu --section SpeedOfLight (or --set full)" in text
