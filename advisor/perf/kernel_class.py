@@ -4,9 +4,9 @@ The primary rule is Nsight Compute's own Speed-Of-Light guidance (its SOLBottlen
 once in advisor.perf.sol): when neither the SM nor the memory throughput reaches 60% of peak, the
 kernel is latency bound (it cannot issue enough work to saturate anything); otherwise the side with
 the higher throughput bounds it, and within 10 points the two are "balanced" and the roofline
-position (arithmetic intensity vs the ridge point) breaks the tie. Without SOL numbers the roofline alone decides,
-with lower confidence. Evidence carries every number the decision read, so a rule or a report
-can show why, and signals a rule needs next (occupancy, spills, coalescing, bank conflicts).
+position (arithmetic intensity vs the ridge point) breaks the tie. Without SOL numbers the roofline
+alone decides, with lower confidence. Evidence carries every number the decision read, so a rule or
+a report can show why, and signals a rule needs next (occupancy, spills, coalescing, bank conflicts).
 """
 
 from __future__ import annotations
@@ -120,8 +120,8 @@ def _by_sol(launch: NcuLaunch, roof: KernelRoofline, sol: Sol, ev: tuple[Evidenc
             )
         why = f"SM {sm:.1f}% and memory {mem:.1f}% within {BALANCED_PCT:.0f} points; roofline puts it {side} side"
         return KernelClass(side, "sol_balanced_roofline", why, "high", ev, side, _hot_unit(sol, side))
-    high, low = (sol.side_text("compute"), sol.side_text("memory"))[:: 1 if cls == "compute" else -1]
-    why = f"{high} >= {LATENCY_BOUND_PCT:.0f}% of peak and above the other side ({low})"
+    other = "memory" if cls == "compute" else "compute"
+    why = f"{sol.side_text(cls)} >= {LATENCY_BOUND_PCT:.0f}% of peak and above the other side ({sol.side_text(other)})"
     return KernelClass(cls, f"sol_{cls}", why, "high", ev, side, _hot_unit(sol, cls))
 
 
