@@ -155,7 +155,8 @@ def ncu_only_verdict(run: Run) -> Verdict | None:
     confidence: Confidence = "low" if best_ns < 1.5 * rest else (
         "high" if all(ck.verdict.confidence == "high" for ck in decided) else "medium")
     cls: VerdictClass = "compute" if best == "compute" else "memory" if best == "memory" else "latency"
-    return Verdict(cls, _ncu_cause(best, decided, len(kernels), best_ns, total), NCU_ONLY_BASIS, confidence, shares)
+    cause = _ncu_cause(best, decided, len(kernels), best_ns, total)
+    return Verdict(cls, cause, NCU_ONLY_BASIS, confidence, shares, (cls,))
 
 
 def _ncu_cause(best: str, decided: list[ClassifiedKernel], n: int, best_ns: int, total: int) -> str:

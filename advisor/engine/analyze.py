@@ -72,6 +72,9 @@ def analyze_run(
 # finding category -> the verdict class its fix addresses (ID001's follows the idle cause it prices most)
 FIX_CLASS = {"communication": "communication", "compute": "compute", "memory": "memory", "io": "io", "launch": "launch"}
 IDLE_FIX_CLASS = {"input": "io", "io": "io", "comm": "communication"}
+# rules that fire only on latency-bound kernels (SM and memory both under 60% of peak): their fixes (occupancy,
+# grid size) address a `latency` verdict, though the rules sit in the memory category
+LATENCY_FIXES = ("ME003", "ME006")
 
 
 def headline(verdict: dict[str, Any], ranked: str) -> str:
@@ -89,7 +92,7 @@ def headline_note(verdict: dict[str, Any], findings: list[dict[str, Any]]) -> st
         return None
     top = findings[0]
     fix_class = _fix_class(top)
-    if fix_class is None or fix_class in named:
+    if fix_class is None or fix_class in named or ("latency" in named and top.get("code") in LATENCY_FIXES):
         return None
     same = [f for f in findings if _fix_class(f) in named and f.get("est_gain_ns")]
     best = (

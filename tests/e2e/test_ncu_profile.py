@@ -82,7 +82,7 @@ def test_label_facts_checked_against_ncu_report(cutlass: Path) -> None:
 def test_every_kernel_and_the_run_are_latency_bound(doc: dict[str, Any], cutlass: Path) -> None:
     run = doc["runs"][0]
     v = run["verdict"]
-    assert (v["class"], v["confidence"]) == ("latency", "high")
+    assert (v["class"], v["classes"], v["confidence"]) == ("latency", ["latency"], "high")
     assert [(s["name"], s["pct"]) for s in v["shares"]] == [("ncu_latency", 100.0)]
     assert "3 of 3 profiled kernel(s)" in v["cause"] and "memory 22.3% (L2)" in v["cause"]
     prof = run["ncu_profile"]
@@ -116,6 +116,8 @@ def test_every_kernel_and_the_run_are_latency_bound(doc: dict[str, Any], cutlass
 def test_top_finding_is_occupancy_or_grid_never_a_memory_fix(doc: dict[str, Any]) -> None:
     findings = doc["findings"]
     assert findings[0]["code"] in ("ME003", "ME006")
+    # occupancy and grid size are the latency verdict's own fixes: no "why another class first" note
+    assert doc["runs"][0]["headline"].startswith("do this first: ") and doc["runs"][0]["headline_note"] is None
     assert {f["code"] for f in findings} <= {"ME003", "ME006"}  # no coalescing / DRAM-traffic advice at all
     assert not any(w in findings[0]["fixes"][0]["title"].lower() for w in ("coalesc", "dram", "bandwidth"))
     per_kernel = [[f["code"] for f in k["findings"]] for k in doc["runs"][0]["ncu_profile"]["kernels"]]
