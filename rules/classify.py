@@ -1,14 +1,15 @@
 """The verdict: what bounds the run, each device, and each range name (NVTX / ProfilerStep).
 
 Classes: compute | memory | io (input pipeline, storage, host<->device copies) | launch (launch
-overhead, host syncs, host work starving the GPU) | communication (collectives / P2P not hidden).
+overhead, host syncs, host work starving the GPU) | communication (collectives / P2P not hidden) |
+latency (an Nsight Compute report alone whose kernels keep neither compute nor memory near its peak).
 
 The evidence is the device timeline (metric `timeline`): each device's span from first to last GPU
 activity is cut into classes that partition it (compute/memory/other kernels, exposed
 communication, exposed copies, and idle split by what the host was doing), so every share has one
 clear denominator. Kernel classes come from kernel-name families unless an Nsight Compute report
-is the only evidence, in which case the verdict comes from its SM and DRAM throughput. The basis
-and a confidence are stated with every verdict.
+is the only evidence, in which case the verdict comes from its kernels' speed of light (SM and
+memory throughput, rules/ncu_verdict.py). The basis and a confidence are stated with every verdict.
 
 When the trace marks its iterations (Kineto `ProfilerStep#N`, NVTX/user ranges named `step`,
 `iteration`, `train_step`, ...; see rules/steps.py) the run and device verdicts are taken inside
@@ -31,7 +32,7 @@ if TYPE_CHECKING:  # the join and its roofline code load only when an ncu report
     from advisor.perf.ncu_join import JoinResult
 
 Shift = Callable[[list[metrics.Window]], list[metrics.Window]]
-VerdictClass = Literal["compute", "memory", "io", "launch", "communication", "mixed", "none", "unknown"]
+VerdictClass = Literal["compute", "memory", "io", "launch", "communication", "latency", "mixed", "none", "unknown"]
 Confidence = Literal["high", "medium", "low"]
 
 # timeline class -> verdict class; kernel_other counts toward no class (it lowers confidence)
@@ -400,28 +401,10 @@ def _cause(best: VerdictClass, ns: Mapping[str, int], span_ns: int, of: str) -> 
 
 
 def _from_ncu(run: Run) -> Verdict:
-    """An Nsight Compute report alone: duration-weighted SM vs DRAM throughput of the profiled kernels."""
-    rows = [r for r in metrics.query(run, "ncu_kernel_facts") if r["duration_ns"]]
-    total = sum(float(r["duration_ns"]) for r in rows)
-    if not rows or not total:
-        return _no_evidence()
-    sm = sum(float(r["sm_pct"] or 0) * float(r["duration_ns"]) for r in rows) / total
-    dram = sum(float(r["dram_pct"] or 0) * float(r["duration_ns"]) for r in rows) / total
-    of = f"peak sustained throughput, duration-weighted over {len(rows)} profiled kernel(s)"
-    shares = (Share("sm_throughput", int(sm * 100), of, 10000), Share("dram_throughput", int(dram * 100), of, 10000))
-    cls: VerdictClass = "compute" if sm >= dram else "memory"
-    low = max(sm, dram) < 60
-    cause = (
-        f"{'SM' if cls == 'compute' else 'DRAM'} throughput is the higher ({max(sm, dram):.1f}% vs "
-        f"{min(sm, dram):.1f}% of peak)" + ("; both are far under their roofs (latency-bound)" if low else "")
-    )
-    return Verdict(
-        cls,
-        cause,
-        "Nsight Compute SM and DRAM throughput (no timeline in this report)",
-        "medium" if low else "high",
-        shares,
-    )
+    """An Nsight Compute report alone: its kernels' speed-of-light classes (rules/ncu_verdict.py)."""
+    from advisor.rules.ncu_verdict import ncu_only_verdict
+
+    return ncu_only_verdict(run) or _no_evidence()
 
 
 # Fewer kernels than MIN_KERNELS doing less than MIN_WORK_NS of GPU work (kernels, copies, memsets) are a test,

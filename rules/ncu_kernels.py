@@ -83,7 +83,17 @@ class KernelGroup:
 
     @property
     def location(self) -> str:
-        return f"device={self.rep.get('device_id')}|kernel={self.key}"
+        return launch_location(self.rep.get("device_id"), self.key)
+
+
+def launch_key(name: str, grid: tuple[Any, Any, Any], block: tuple[Any, Any, Any]) -> str:
+    """The kernel configuration a launch belongs to: normalized name, grid and block."""
+    return f"{normalize_name(name)}|grid={grid}|block={block}"
+
+
+def launch_location(device_id: Any, key: str) -> str:
+    """A finding's `location` for a kernel configuration (what ties a finding to its profiled launches)."""
+    return f"device={device_id}|kernel={key}"
 
 
 def group_launches(rows: Iterable[dict[str, Any]]) -> list[KernelGroup]:
@@ -92,7 +102,7 @@ def group_launches(rows: Iterable[dict[str, Any]]) -> list[KernelGroup]:
     for r in rows:
         grid = (r.get("grid_x"), r.get("grid_y"), r.get("grid_z"))
         block = (r.get("block_x"), r.get("block_y"), r.get("block_z"))
-        by_key[f"{normalize_name(str(r.get('name') or ''))}|grid={grid}|block={block}"].append(r)
+        by_key[launch_key(str(r.get("name") or ""), grid, block)].append(r)
     return [KernelGroup(k, str(rs[0].get("name") or ""), tuple(rs)) for k, rs in by_key.items()]
 
 

@@ -1,4 +1,10 @@
-"""Nsight Compute classes on the device timeline: the verdict's "ncu" basis for profiled kernels.
+"""Nsight Compute classes in the verdict: an ncu report alone, or joined to a device timeline.
+
+An ncu report alone (`advisor analyze REPORT.ncu-rep`) has no timeline: `ncu_only_verdict` weighs
+each profiled kernel's speed-of-light class (advisor.perf.sol: compute, memory, or latency when
+both sides stay under Nsight Compute's 60% threshold) by its duration, and the class holding most
+profiled time is the run's: `latency` where every unit is far from its peak, as in a GEMM whose
+grid fills half a wave.
 
 Without ncu data the verdict reads a kernel's class from its name (GEMM -> compute, elementwise ->
 memory, a custom kernel -> no class). When an ncu report of the same program is joined to the
@@ -18,7 +24,12 @@ from dataclasses import dataclass, replace
 
 from advisor import metrics
 from advisor.model.store import Run
-from advisor.perf.ncu_join import JoinResult
+from advisor.perf.kernel_class import ClassifiedKernel
+from advisor.perf.ncu_join import JoinResult, short_label
+from advisor.perf.sol import LATENCY_BOUND_PCT
+from advisor.rules.base import ms, pct
+from advisor.rules.classify import Confidence, Share, Verdict, VerdictClass
+from advisor.rules.ncu_kernels import classified
 
 NCU_CLASS = {"compute": "ncu_compute", "memory": "ncu_memory", "latency": "ncu_latency"}
 
@@ -107,3 +118,61 @@ def _overlap(starts: list[int], ends: list[int], lo: int, hi: int) -> int:
         total += max(0, min(ends[i], hi) - max(starts[i], lo))
         i += 1
     return total
+
+
+# ------------------------------------------------------------------------------------------------
+# An Nsight Compute report alone: the run's class from its profiled kernels' speed of light.
+PROFILED_OF = "profiled kernel time in this Nsight Compute report (sum of launch durations)"
+NCU_ONLY_BASIS = (
+    "Nsight Compute speed of light of each profiled kernel (SM and memory throughput, % of peak; both under "
+    f"{LATENCY_BOUND_PCT:.0f}% is latency-bound, as Nsight Compute's SOLBottleneck rule), weighted by kernel "
+    "duration (no timeline in this report)"
+)
+LEAD: dict[str, str] = {
+    "latency": "neither compute nor memory is near its peak",
+    "compute": "compute-bound kernels dominate",
+    "memory": "memory-bound kernels dominate",
+}
+
+
+def ncu_only_verdict(run: Run) -> Verdict | None:
+    """The verdict of an Nsight Compute report with no timeline (None when no launch has a duration)."""
+    kernels = [ck for ck in classified(run) if ck.launch.duration_ns]
+    total = sum(int(ck.launch.duration_ns or 0) for ck in kernels)
+    if not total:
+        return None
+    by_class: dict[str, int] = defaultdict(int)
+    for ck in kernels:
+        by_class[ck.verdict.kernel_class] += int(ck.launch.duration_ns or 0)
+    shares = tuple(Share(NCU_CLASS[c], by_class[c], PROFILED_OF, total) for c in NCU_CLASS if by_class.get(c))
+    ranked = sorted(((c, ns) for c, ns in by_class.items() if c in NCU_CLASS), key=lambda kv: (-kv[1], kv[0]))
+    if not ranked:
+        return Verdict("unknown", "no profiled kernel has speed-of-light metrics: capture ncu --section "
+                       "SpeedOfLight (or --set full)", NCU_ONLY_BASIS, "low", shares)
+    best, best_ns = ranked[0]
+    rest = total - best_ns
+    decided = [ck for ck in kernels if ck.verdict.kernel_class == best]
+    confidence: Confidence = "low" if best_ns < 1.5 * rest else (
+        "high" if all(ck.verdict.confidence == "high" for ck in decided) else "medium")
+    cls: VerdictClass = "compute" if best == "compute" else "memory" if best == "memory" else "latency"
+    cause = _ncu_cause(best, decided, len(kernels), best_ns, total)
+    return Verdict(cls, cause, NCU_ONLY_BASIS, confidence, shares, (cls,))
+
+
+def _ncu_cause(best: str, decided: list[ClassifiedKernel], n: int, best_ns: int, total: int) -> str:
+    """The class in words with the numbers that decided it: how many kernels, how much time, the longest one."""
+    longest = max(decided, key=lambda ck: int(ck.launch.duration_ns or 0))
+    sol = longest.sol
+    waves = longest.launch.m("waves_per_sm")
+    grid = f", {waves:.2f} waves per SM" if waves is not None else ""
+    why = f": SM and memory throughput both under {LATENCY_BOUND_PCT:.0f}% of peak" if best == "latency" else ""
+    said = (
+        f"{len(decided)} of {n} profiled kernel(s) ({pct(best_ns, total)}% of the profiled kernel time) are "
+        f"{best}-bound{why}; the longest, {short_label(longest.launch.name)} "
+        f"({ms(int(longest.launch.duration_ns or 0))}): {sol.side_text('compute')}, {sol.side_text('memory')}{grid}"
+    )
+    idle = [ck for ck in decided if ck.sol.tensor_idle]
+    if idle:
+        names = ", ".join(sorted({short_label(ck.launch.name) for ck in idle}))
+        said += f"; GEMM-like kernel(s) with the tensor pipe at 0%: {names}"
+    return f"{LEAD[best]}: {said}"

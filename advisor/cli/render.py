@@ -6,7 +6,7 @@ from typing import Any
 
 from advisor.cli.render_escape import clean, md_cell
 from advisor.cli.render_gpu_metrics import md_gpu_metrics, text_gpu_metrics
-from advisor.cli.render_ncu import md_ncu, text_ncu
+from advisor.cli.render_ncu import md_ncu, md_ncu_profile, text_ncu, text_ncu_profile
 from advisor.reports.units import fmt_bytes, fmt_ns
 
 MD_LIMIT = 65_536  # a GitHub PR comment's size limit
@@ -59,11 +59,12 @@ def text_run(doc: dict[str, Any]) -> list[str]:
                                               "cpu_ops", "collectives", "gpu_metrics", "memory_events",
                                               "ncu_kernels") if c.get(k))
     )
-    lines += _text_time(doc["time"])
+    lines += _text_time(doc["time"], doc.get("ncu_profile"))
     lines += _text_kernels(doc["top_kernels"])
     lines += _text_ranges(doc["ranges"])
     lines += text_gpu_metrics(doc.get("gpu_metrics"))
     lines += text_ncu(doc.get("ncu"))
+    lines += text_ncu_profile(doc.get("ncu_profile"))
     lines += _text_findings(doc.get("findings") or [])
     lines += _text_rule_outcomes(doc.get("rules") or [])
     return lines
@@ -93,7 +94,11 @@ def _text_verdict(v: dict[str, Any]) -> list[str]:
     return out
 
 
-def _text_time(rows: list[dict[str, Any]]) -> list[str]:
+def _text_time(rows: list[dict[str, Any]], profile: dict[str, Any] | None = None) -> list[str]:
+    if not rows and profile:
+        return [f"GPU time: no timeline in an Nsight Compute report (each profiled launch is replayed alone); "
+                f"{profile['launches']} profiled launch(es), {fmt_ns(profile['total_ns'])} of kernel time: "
+                "see Profiled kernels"]
     if not rows:
         return ["GPU time: no GPU activity in this trace"]
     out = ["GPU time per device (percent of the device span: first to last GPU activity on that device):"]
@@ -248,6 +253,7 @@ def _md_run(doc: dict[str, Any]) -> list[list[str]]:
         _md_head(doc),
         _md_findings_table(doc.get("findings") or []),
         md_ncu(doc.get("ncu")),
+        md_ncu_profile(doc.get("ncu_profile")),
         _md_time(doc["time"]),
         _md_findings_details(doc.get("findings") or []),
         _md_kernels(doc["top_kernels"]),

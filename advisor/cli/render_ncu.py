@@ -18,6 +18,13 @@ def kernel_label(k: dict[str, Any]) -> str:
     return str(k.get("short_name") or k.get("kernel") or "(unnamed kernel)")
 
 
+def _limit(k: dict[str, Any]) -> str:
+    """' (L2 22.3%; tensor pipe idle)': what limits a joined kernel, when the section says."""
+    parts = [clean(k["limiting"], 40)] if k.get("limiting") else []
+    parts += ["GEMM-like, tensor pipe idle"] if k.get("tensor_idle") else []
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
 def text_ncu(sec: dict[str, Any] | None) -> list[str]:
     """The join in a few lines: match rate, covered timeline time, each profiled kernel, each miss and why."""
     if not sec:
@@ -30,7 +37,8 @@ def text_ncu(sec: dict[str, Any] | None) -> list[str]:
     ]
     for k in sec["kernels"]:
         out.append(
-            f"   {clean(kernel_label(k), 70)}: ncu class {k['class'] or 'n/a'}, {k['timeline_launches']} timeline "
+            f"   {clean(kernel_label(k), 70)}: ncu class {k['class'] or 'n/a'}{_limit(k)}, "
+            f"{k['timeline_launches']} timeline "
             f"launches, {fmt_ns(k['timeline_ns'])} ({k['time_share_pct']}% of the {k['time_share_pct_of']})"
         )
     for u in sec["unmatched"]:
@@ -61,3 +69,83 @@ def md_ncu(sec: dict[str, Any] | None) -> list[str]:
         out.append(f"| {md_cell(kernel_label(u), 100)} | not available | 0 | - | {md_cell(u['reason'], 160)} |")
     out.append("")
     return out
+
+
+# ------------------------------------------------------------------------------------------------
+# `ncu_profile`: an Nsight Compute report analyzed on its own, one row per profiled launch.
+def _dims(d: list[Any]) -> str:
+    return "x".join("?" if v is None else str(v) for v in d)
+
+
+def _p(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.1f}%"
+
+
+def _side(sol: dict[str, Any], side: str) -> str:
+    """'17.8% (tensor pipe)' or 'not available': a side of the speed of light with the unit limiting it."""
+    pct, unit = sol[f"{side}_pct"], sol[f"{side}_unit"]
+    if pct is None:
+        return "not available"
+    if not unit:
+        return f"{pct:.1f}%"
+    same = abs(float(unit["pct"]) - float(pct)) < 0.05
+    return f"{pct:.1f}% ({clean(unit['unit'], 30)}{'' if same else ' ' + _p(unit['pct'])})"
+
+
+def _tensor(sol: dict[str, Any]) -> str:
+    t = "n/a" if sol["tensor_pipe_pct"] is None else f"{sol['tensor_pipe_pct']:.1f}%"
+    return t + (" (GEMM-like: tensor pipe idle)" if sol["tensor_idle"] else "")
+
+
+def _occupancy(k: dict[str, Any]) -> str:
+    theo = k["theoretical_occupancy_pct"]
+    return _p(k["achieved_occupancy_pct"]) + (f" (theoretical {theo:.1f}%)" if theo is not None else "")
+
+
+def _found(k: dict[str, Any]) -> str:
+    return ", ".join(f"{f['code']} {f['name']} ({fmt_ns(f['est_gain_ns'])})" for f in k["findings"]) or "none"
+
+
+def text_ncu_profile(sec: dict[str, Any] | None) -> list[str]:
+    """Each profiled kernel: time, launch shape, occupancy, both SOL sides with their units, class, findings."""
+    if not sec:
+        return []
+    out = [f"Profiled kernels (Nsight Compute; share = percent of the {sec['of']}: {fmt_ns(sec['total_ns'])}):"]
+    for k in sec["kernels"]:
+        sol = k["sol"]
+        waves = "n/a" if k["waves_per_sm"] is None else f"{k['waves_per_sm']:.2f}"
+        out.append(f"   #{k['ncu_id']} {clean(k['short_name'], 80)}: {fmt_ns(k['duration_ns'])} "
+                   f"({_p(k['share_pct'])}), grid {_dims(k['grid'])} block {_dims(k['block'])}, {waves} waves per SM, "
+                   f"occupancy {_occupancy(k)}")
+        units = ", ".join(f"{clean(u['unit'], 20)} {u['pct']:.1f}%" for u in sol["units"]) or "not available"
+        out.append(f"      {str(k['class']).upper()}-bound: SM {_side(sol, 'compute')}, "
+                   f"memory {_side(sol, 'memory')}; tensor pipe {_tensor(sol)}; units: {units}")
+        for gap in sol["not_available"]:
+            out.append(f"      not available: {clean(gap, 160)}")
+        out.append(f"      findings: {_found(k)}")
+    return out
+
+
+def md_ncu_profile(sec: dict[str, Any] | None) -> list[str]:
+    if not sec:
+        return []
+    out = [
+        "### Profiled kernels (Nsight Compute)",
+        "",
+        f"_Share = percent of the {md_cell(sec['of'], 120)} ({fmt_ns(sec['total_ns'])}); SM and memory = speed of "
+        "light, % of peak, with the unit that limits each side._",
+        "",
+        "| # | kernel | time (share) | grid / block | waves | occupancy | SM | memory | class | tensor pipe "
+        "| findings |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for k in sec["kernels"]:
+        sol = k["sol"]
+        waves = "n/a" if k["waves_per_sm"] is None else f"{k['waves_per_sm']:.2f}"
+        out.append(
+            f"| {k['ncu_id']} | {md_cell(k['short_name'], 100)} | {fmt_ns(k['duration_ns'])} ({_p(k['share_pct'])}) | "
+            f"{_dims(k['grid'])} / {_dims(k['block'])} | {waves} | {md_cell(_occupancy(k))} | "
+            f"{md_cell(_side(sol, 'compute'))} | {md_cell(_side(sol, 'memory'))} | {md_cell(k['class'])} | "
+            f"{md_cell(_tensor(sol))} | {md_cell(_found(k), 200)} |"
+        )
+    return out + [""]

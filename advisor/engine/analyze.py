@@ -50,6 +50,7 @@ def analyze_run(
         doc["ncu"] = join_section(ncu, joined)
     if not rules:
         doc.update(findings=[], verdict=None, headline=None, headline_note=None, rules=[])
+        _add_profile(doc, run, [])
         progress(total, total, "done")
         return doc
     report = run_rules(
@@ -64,12 +65,16 @@ def analyze_run(
     doc["headline_note"] = headline_note(doc["verdict"], rd["findings"]) if doc["headline"] == rd["headline"] else None
     doc["findings"] = rd["findings"]
     doc["rules"] = rd["rules"]
+    _add_profile(doc, run, rd["findings"])
     return doc
 
 
 # finding category -> the verdict class its fix addresses (ID001's follows the idle cause it prices most)
 FIX_CLASS = {"communication": "communication", "compute": "compute", "memory": "memory", "io": "io", "launch": "launch"}
 IDLE_FIX_CLASS = {"input": "io", "io": "io", "comm": "communication"}
+# rules that fire only on latency-bound kernels (SM and memory both under 60% of peak): their fixes (occupancy,
+# grid size) address a `latency` verdict, though the rules sit in the memory category
+LATENCY_FIXES = ("ME003", "ME006")
 
 
 def headline(verdict: dict[str, Any], ranked: str) -> str:
@@ -87,7 +92,7 @@ def headline_note(verdict: dict[str, Any], findings: list[dict[str, Any]]) -> st
         return None
     top = findings[0]
     fix_class = _fix_class(top)
-    if fix_class is None or fix_class in named:
+    if fix_class is None or fix_class in named or ("latency" in named and top.get("code") in LATENCY_FIXES):
         return None
     same = [f for f in findings if _fix_class(f) in named and f.get("est_gain_ns")]
     best = (
@@ -106,6 +111,14 @@ def _fix_class(finding: dict[str, Any]) -> str | None:
         cause = next((e["value"] for e in finding.get("evidence", []) if e.get("name") == "top_cause"), "")
         return IDLE_FIX_CLASS.get(str(cause), "launch")
     return FIX_CLASS.get(str(finding.get("category")))
+
+
+def _add_profile(doc: dict[str, Any], run: Run, findings: list[dict[str, Any]]) -> None:
+    """An Nsight Compute report's per-kernel table (`ncu_profile`), with the findings about each kernel."""
+    if run.count("ncu_kernels"):
+        from advisor.engine.ncu_profile import profile_section
+
+        doc["ncu_profile"] = profile_section(run, findings)
 
 
 def analyze_paths(paths: Sequence[str], options: ParseOptions | None = None, top: int = 10) -> dict[str, Any]:

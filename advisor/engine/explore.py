@@ -11,6 +11,7 @@ from typing import Any
 
 from advisor.model.store import Run
 from advisor.perf import ClassifiedKernel, OpRoofline, classify_run, kineto_op_rooflines, ncu_figure, ops_figure
+from advisor.perf.sol import sol_class_or_none
 
 # --------------------------------------------------------------------------- kernels
 
@@ -46,19 +47,6 @@ ORDER BY {order} {direction}, agg.name LIMIT $limit
 """
 
 
-def ncu_class(sm_pct: float | None, mem_pct: float | None) -> str | None:
-    """Nsight Compute's speed-of-light reading of a kernel: which unit is closest to its peak.
-
-    Basis: sm__throughput vs gpu__compute_memory_throughput (% of peak). Below 60% on both the
-    kernel uses neither well, which ncu calls latency bound.
-    """
-    if sm_pct is None or mem_pct is None:
-        return None
-    if max(sm_pct, mem_pct) < 60.0:
-        return "latency"
-    return "compute" if sm_pct >= mem_pct else "memory"
-
-
 def kernel_table(
     run: Run, text_filter: str | None = None, sort: str = "total", descending: bool = True, limit: int = 500
 ) -> dict[str, Any]:
@@ -85,7 +73,7 @@ def kernel_table(
             "mean_ns": round(float(r["mean_ns"] or 0)),
             "p95_ns": round(float(r["p95_ns"] or 0)),
             "share_pct": round(100.0 * int(r["total_ns"] or 0) / all_ns, 1) if all_ns else None,
-            "ncu_class": ncu_class(r["sm_pct"], r["mem_pct"]),
+            "ncu_class": sol_class_or_none(r["sm_pct"], r["mem_pct"]),
         }
         for r in rows
     ]

@@ -12,7 +12,7 @@ from typing import Any
 
 from advisor.errors import InputError
 from advisor.model.store import Run
-from advisor.perf.ncu_join import JoinResult, base_name, join
+from advisor.perf.ncu_join import JoinResult, KernelGroup, base_name, join
 from advisor.rules.base import pct
 
 TIMELINE_OF = "kernel time in the timeline (sum of all kernel durations)"
@@ -36,6 +36,13 @@ def join_timeline(ncu: Run, timeline: Run) -> JoinResult:
     return join(ncu, timeline)
 
 
+def _limiting(g: KernelGroup) -> str | None:
+    """The unit limiting the group's longest profiled launch, e.g. 'L2 22.3%' (advisor.perf.sol)."""
+    longest = max(g.ncu, key=lambda ck: ck.launch.duration_ns or 0, default=None)
+    unit = longest.sol.limiting if longest is not None else None
+    return str(unit) if unit is not None else None
+
+
 def join_section(ncu: Run, joined: JoinResult) -> dict[str, Any]:
     """The join as the document shows it; every percentage names its denominator."""
     kernels = [
@@ -45,6 +52,8 @@ def join_section(ncu: Run, joined: JoinResult) -> dict[str, Any]:
             "grid": list(g.grid),
             "block": list(g.block),
             "class": g.kernel_class,
+            "limiting": _limiting(g),
+            "tensor_idle": any(ck.sol.tensor_idle for ck in g.ncu),
             "ncu_launches": len(g.ncu),
             "timeline_launches": g.count,
             "timeline_ns": g.total_ns,

@@ -1,12 +1,12 @@
 """Classify each profiled kernel memory / compute / latency bound, naming the rule that decided.
 
-The primary rule is Nsight Compute's own Speed-Of-Light guidance (its SOLBottleneck rule): when
-neither the SM nor the memory throughput reaches 60% of peak, the kernel is latency bound (it
-cannot issue enough work to saturate anything); otherwise the side with the higher throughput
-bounds it, and within 10 points the two are "balanced" and the roofline position (arithmetic
-intensity vs the ridge point) breaks the tie. Without SOL numbers the roofline alone decides,
-with lower confidence. Evidence carries every number the decision read, so a rule or a report
-can show why, and signals a rule needs next (occupancy, spills, coalescing, bank conflicts).
+The primary rule is Nsight Compute's own Speed-Of-Light guidance (its SOLBottleneck rule, written
+once in advisor.perf.sol): when neither the SM nor the memory throughput reaches 60% of peak, the
+kernel is latency bound (it cannot issue enough work to saturate anything); otherwise the side with
+the higher throughput bounds it, and within 10 points the two are "balanced" and the roofline
+position (arithmetic intensity vs the ridge point) breaks the tie. Without SOL numbers the roofline
+alone decides, with lower confidence. Evidence carries every number the decision read, so a rule or
+a report can show why, and signals a rule needs next (occupancy, spills, coalescing, bank conflicts).
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from typing import Any
 from advisor.model.store import Run
 from advisor.perf.ncu_read import OCCUPANCY_LIMITS, NcuLaunch, read_launches
 from advisor.perf.roofline import KernelRoofline, kernel_roofline
+from advisor.perf.sol import BALANCED_PCT, LATENCY_BOUND_PCT, WAVES_SMALL_GRID, Sol, read_sol, sol_class
 
-LATENCY_BOUND_PCT = 60.0  # Nsight Compute SOLBottleneck latency_bound_threshold
-BALANCED_PCT = 10.0  # SOLBottleneck balanced_threshold
-WAVES_SMALL_GRID = 1.0  # SOLBottleneck waves_threshold
+# unit names (advisor.perf.sol) -> the short subtype a verdict carries
+SUBTYPES = {"L1/TEX": "l1", "L2": "l2", "DRAM": "dram", "tensor pipe": "tensor"}
 
 CLASSES = ("memory", "compute", "latency", "unknown")
 
@@ -71,6 +71,11 @@ class ClassifiedKernel:
     roofline: KernelRoofline
     verdict: KernelClass
 
+    @property
+    def sol(self) -> Sol:
+        """The launch's speed of light (both sides, the limiting units, the tensor pipe)."""
+        return read_sol(self.launch)
+
 
 def classify_run(run: Run) -> list[ClassifiedKernel]:
     """Roofline and class of every profiled launch in an Nsight Compute run."""
@@ -83,24 +88,26 @@ def classify_run(run: Run) -> list[ClassifiedKernel]:
 
 def classify(launch: NcuLaunch, roof: KernelRoofline) -> KernelClass:
     """SOL rule when the report has both throughputs, else the roofline position."""
-    ev = sol_evidence(launch) + roofline_evidence(roof) + signal_evidence(launch)
-    sm, mem = launch.m("sm_throughput_pct"), launch.m("memory_throughput_pct")
-    if sm is not None and mem is not None:
-        return _by_sol(launch, roof, sm, mem, ev)
+    sol = read_sol(launch)
+    ev = sol_evidence(launch) + unit_evidence(sol) + roofline_evidence(roof) + signal_evidence(launch)
+    if sol.compute_pct is not None and sol.memory_pct is not None:
+        return _by_sol(launch, roof, sol, ev)
     return by_roofline(roof.side, roof.attained_pct, ev, "medium")
 
 
-def _by_sol(launch: NcuLaunch, roof: KernelRoofline, sm: float, mem: float, ev: tuple[Evidence, ...]) -> KernelClass:
+def _by_sol(launch: NcuLaunch, roof: KernelRoofline, sol: Sol, ev: tuple[Evidence, ...]) -> KernelClass:
     side = roof.side
-    if max(sm, mem) < LATENCY_BOUND_PCT:
+    sm, mem = sol.compute_pct or 0.0, sol.memory_pct or 0.0
+    cls = sol_class(sm, mem)
+    if cls == "latency":
         waves = launch.m("waves_per_sm")
         small = waves is not None and waves < WAVES_SMALL_GRID
-        why = f"max(SM {sm:.1f}%, memory {mem:.1f}%) < {LATENCY_BOUND_PCT:.0f}% of peak"
+        why = f"{sol.side_text('compute')} and {sol.side_text('memory')} both < {LATENCY_BOUND_PCT:.0f}% of peak"
         if small:
             why += f"; {waves:.2f} waves per SM: the grid cannot fill the GPU"
         return KernelClass("latency", "sol_latency", why, "high", ev, side, "small_grid" if small else None)
     if abs(sm - mem) < BALANCED_PCT and side is not None:
-        cache = _cache_bound(launch, roof, side)
+        cache = _cache_bound(sol, roof, side)
         if cache is not None:
             return KernelClass(
                 "memory",
@@ -109,19 +116,16 @@ def _by_sol(launch: NcuLaunch, roof: KernelRoofline, sm: float, mem: float, ev: 
                 "high",
                 ev,
                 side,
-                _hot_unit(launch, "memory"),
+                _hot_unit(sol, "memory"),
             )
         why = f"SM {sm:.1f}% and memory {mem:.1f}% within {BALANCED_PCT:.0f} points; roofline puts it {side} side"
-        return KernelClass(side, "sol_balanced_roofline", why, "high", ev, side, _hot_unit(launch, side))
-    cls = "memory" if mem > sm else "compute"
-    why = (
-        f"{'memory' if cls == 'memory' else 'SM'} throughput {max(sm, mem):.1f}% >= {LATENCY_BOUND_PCT:.0f}% "
-        f"and above the other side ({min(sm, mem):.1f}%)"
-    )
-    return KernelClass(cls, f"sol_{cls}", why, "high", ev, side, _hot_unit(launch, cls))
+        return KernelClass(side, "sol_balanced_roofline", why, "high", ev, side, _hot_unit(sol, side))
+    other = "memory" if cls == "compute" else "compute"
+    why = f"{sol.side_text(cls)} >= {LATENCY_BOUND_PCT:.0f}% of peak and above the other side ({sol.side_text(other)})"
+    return KernelClass(cls, f"sol_{cls}", why, "high", ev, side, _hot_unit(sol, cls))
 
 
-def _cache_bound(launch: NcuLaunch, roof: KernelRoofline, side: str) -> str | None:
+def _cache_bound(sol: Sol, roof: KernelRoofline, side: str) -> str | None:
     """Why a balanced kernel right of the DRAM ridge is still memory bound, or None.
 
     The DRAM roofline hides traffic that L1/L2 absorb. A kernel whose data is reused from cache
@@ -129,14 +133,15 @@ def _cache_bound(launch: NcuLaunch, roof: KernelRoofline, side: str) -> str | No
     while L1 or L2 runs hot: the hierarchical roofline (Nsight Compute's L1/L2 charts) puts it
     under a cache roof. Busy SM issue slots there are load/store instructions, not math.
     """
-    unit = _hot_unit(launch, "memory")
+    unit = sol.memory_unit
     attained = roof.attained_pct
-    if side != "compute" or attained is None or attained >= LATENCY_BOUND_PCT or unit not in ("l1", "l2"):
+    if side != "compute" or attained is None or attained >= LATENCY_BOUND_PCT or unit is None:
         return None
-    hot = launch.m(f"{unit}_throughput_pct")
+    if _hot_unit(sol, "memory") not in ("l1", "l2"):
+        return None
     return (
         f"right of the DRAM ridge but at {attained:.1f}% of its compute roof (< {LATENCY_BOUND_PCT:.0f}%) "
-        f"while {unit.upper()} runs at {hot:.1f}% of peak: bound by cache traffic, not math"
+        f"while {unit.name} runs at {unit.pct:.1f}% of peak: bound by cache traffic, not math"
     )
 
 
@@ -151,19 +156,14 @@ def by_roofline(side: str | None, attained_pct: float | None, ev: tuple[Evidence
     return KernelClass(side, f"roofline_{side}", why, confidence, ev, side)
 
 
-def _hot_unit(launch: NcuLaunch, cls: str) -> str | None:
-    """Which unit is hottest: DRAM / L2 / L1 for memory-bound, tensor for compute-bound."""
+def _hot_unit(sol: Sol, cls: str) -> str | None:
+    """Which unit limits the side: dram / l2 / l1 for memory-bound, tensor for a compute-bound kernel whose
+    tensor pipe is (within a point) as busy as the SM (advisor.perf.sol names them)."""
     if cls == "compute":
-        tensor = launch.m("tensor_pipe_active_elapsed_pct")
-        sm = launch.m("sm_throughput_pct")
-        return "tensor" if tensor is not None and sm is not None and tensor >= sm - 1.0 else None
-    units = {
-        "dram": launch.m("dram_throughput_pct"),
-        "l2": launch.m("l2_throughput_pct"),
-        "l1": launch.m("l1_throughput_pct"),
-    }
-    known = {k: v for k, v in units.items() if v is not None}
-    return max(known, key=lambda k: known[k]) if known else None
+        unit = sol.compute_unit
+        busy = unit is not None and sol.compute_pct is not None and unit.pct >= sol.compute_pct - 1.0
+        return SUBTYPES.get(unit.name) if unit is not None and busy and unit.name == "tensor pipe" else None
+    return SUBTYPES.get(sol.memory_unit.name) if sol.memory_unit is not None else None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -180,6 +180,16 @@ def sol_evidence(launch: NcuLaunch) -> tuple[Evidence, ...]:
         _pct("l1_throughput_pct", launch.m("l1_throughput_pct"), "L1/TEX peak"),
         Evidence("waves_per_sm", launch.m("waves_per_sm"), "wave"),
         Evidence("duration_ns", launch.duration_ns, "ns"),
+    )
+
+
+def unit_evidence(sol: Sol) -> tuple[Evidence, ...]:
+    """The units that limit each side, and whether a GEMM-like kernel left its tensor pipe idle."""
+    return (
+        Evidence("compute_unit", str(sol.compute_unit) if sol.compute_unit else None, ""),
+        Evidence("memory_unit", str(sol.memory_unit) if sol.memory_unit else None, ""),
+        Evidence("gemm_like", "yes" if sol.gemm_like else "no", "", source="kernel family from the name"),
+        Evidence("tensor_pipe_idle", "yes" if sol.tensor_idle else "no", ""),
     )
 
 

@@ -52,6 +52,20 @@ def base_name(name: str) -> str:
     return s[:cut]
 
 
+def short_label(name: str) -> str:
+    """base_name plus the first template argument when it names a type, enough to tell wrappers apart:
+    'cutlass::Kernel<cutlass::gemm::kernel::B2bGemm>' rather than two kernels both called 'cutlass::Kernel'."""
+    base = base_name(name)
+    s = normalize_name(name)
+    if base and s.startswith(base + "<"):
+        inner = s[len(base) + 1 :]
+        cut = min((i for i in (inner.find("<"), inner.find(","), inner.find(">")) if i >= 0), default=len(inner))
+        arg = inner[:cut].strip()
+        if any(c.isalpha() for c in arg):
+            return f"{base}<{arg}>"
+    return base or name.strip()[:60]
+
+
 def _strip_params(s: str) -> str:
     """Drop a trailing top-level '(...)' parameter list (one demangler prints it, another not)."""
     if not s.endswith(")"):

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from advisor import metrics
 from advisor.model.store import Run
 
 # Key -> ncu metric name (same keys as mappings/ncu_metrics.toml where the mapping has them).
@@ -23,6 +24,7 @@ KEY_METRICS: dict[str, str] = {
     "dram_throughput_pct": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
     "l2_throughput_pct": "lts__throughput.avg.pct_of_peak_sustained_elapsed",
     "l1_throughput_pct": "l1tex__throughput.avg.pct_of_peak_sustained_active",
+    "l1_throughput_elapsed_pct": "l1tex__throughput.avg.pct_of_peak_sustained_elapsed",
     "waves_per_sm": "launch__waves_per_multiprocessor",
     "sm_count": "launch__sm_count",
     "dram_bytes_read": "dram__bytes_read.sum",
@@ -50,6 +52,17 @@ KEY_METRICS: dict[str, str] = {
     "global_load_requests": "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
     "shared_bank_conflicts": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",
     "tensor_pipe_active_elapsed_pct": "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "tensor_pipe_active_pct": "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+    "tensor_pipe_any_elapsed_pct": "sm__pipe_tensor_type_hmma_hgmma_qgmma_imma_igmma_bmma_bgmma_cycles_active"
+    ".avg.pct_of_peak_sustained_elapsed",
+    "fma_pipe_pct": "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+    "fma_pipe_elapsed_pct": "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "alu_pipe_pct": "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active",
+    "alu_pipe_elapsed_pct": "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "lsu_pipe_pct": "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active",
+    "lsu_pipe_elapsed_pct": "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_elapsed",
+    "fp64_pipe_pct": "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active",
+    "fp64_pipe_elapsed_pct": "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_elapsed",
     "tensor_inst_per_cycle": "smsp__inst_executed_pipe_tensor.sum.per_cycle_elapsed",
     "tensor_inst_peak_per_cycle": "sm__inst_executed_pipe_tensor.sum.peak_sustained",
     "thread_inst_per_inst": "smsp__thread_inst_executed_per_inst_executed.ratio",
@@ -121,6 +134,10 @@ class NcuLaunch:
     nvtx_context: str | None
     metrics: dict[str, float]
     device: dict[str, Any]
+    family: str | None = None  # kernel family from the name (metric kernel_families): gemm, conv, attention, ...
+    # (side, metric, value): the units the report's SpeedOfLight breakdown maxes into SM (compute) and
+    # memory throughput, hottest first per side (metric ncu_sol_units); empty when the report has no breakdown
+    sol_units: tuple[tuple[str, str, float], ...] = ()
 
     def m(self, key: str) -> float | None:
         """A KEY_METRICS value by key, or None when the report lacks it."""
@@ -140,13 +157,21 @@ class NcuLaunch:
 
 def read_launches(run: Run) -> list[NcuLaunch]:
     """Every ncu_kernels row of the run with the metrics this package uses, in launch order."""
+    metrics.ensure(run, "kernel_families")
     kernels = run.sql_dicts(
-        """SELECT k.*, s.value AS name FROM ncu_kernels k JOIN strings s ON s.string_id = k.name_id
+        """SELECT k.*, s.value AS name, f.family FROM ncu_kernels k JOIN strings s ON s.string_id = k.name_id
+           LEFT JOIN m_kernel_families f ON f.string_id = k.name_id
            ORDER BY coalesce(k.launch_index, k.ncu_id), k.ncu_id"""
     )
     values = _metric_values(run, wanted_metrics())
+    units: dict[int, list[tuple[str, str, float]]] = {}
+    for r in metrics.query(run, "ncu_sol_units"):
+        units.setdefault(int(r["ncu_id"]), []).append((str(r["side"]), str(r["metric"]), float(r["value"])))
     devices = {d["device_id"]: d for d in run.sql_dicts("SELECT * FROM devices")}
-    return [_launch(k, values.get(k["ncu_id"], {}), devices.get(k["device_id"], {})) for k in kernels]
+    return [
+        _launch(k, values.get(k["ncu_id"], {}), devices.get(k["device_id"], {}), tuple(units.get(k["ncu_id"], ())))
+        for k in kernels
+    ]
 
 
 def _metric_values(run: Run, names: Iterable[str]) -> dict[int, dict[str, float]]:
@@ -163,7 +188,9 @@ def _metric_values(run: Run, names: Iterable[str]) -> dict[int, dict[str, float]
     return out
 
 
-def _launch(k: dict[str, Any], metrics: dict[str, float], device: dict[str, Any]) -> NcuLaunch:
+def _launch(
+    k: dict[str, Any], values: dict[str, float], device: dict[str, Any], units: tuple[tuple[str, str, float], ...]
+) -> NcuLaunch:
     return NcuLaunch(
         ncu_id=int(k["ncu_id"]),
         name=str(k["name"]),
@@ -173,6 +200,8 @@ def _launch(k: dict[str, Any], metrics: dict[str, float], device: dict[str, Any]
         block=(k.get("block_x"), k.get("block_y"), k.get("block_z")),
         duration_ns=k.get("duration_ns"),
         nvtx_context=k.get("nvtx_context"),
-        metrics=metrics,
+        metrics=values,
         device=device,
+        family=k.get("family"),
+        sol_units=units,
     )

@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor.model.store import Run
-from advisor.perf.kernel_class import LATENCY_BOUND_PCT, Evidence, KernelClass, by_roofline
+from advisor.perf.kernel_class import Evidence, KernelClass, by_roofline
 from advisor.perf.peaks import PRECISION_LABEL, RoofSet, roofs_for
+from advisor.perf.sol import LATENCY_BOUND_PCT, sol_class
 
 DTYPE_BYTES = {
     "float": 4,
@@ -303,10 +304,10 @@ class RangeMetrics:
         ev += (Evidence("samples", self.samples, "sample", source=src),)
         if comp is None or dram is None:
             return KernelClass("unknown", "no_data", "range lacks SM issue/tensor or DRAM samples", "low", ev)
-        if max(comp, dram) < LATENCY_BOUND_PCT:
+        cls = sol_class(comp, dram)
+        if cls == "latency":
             why = f"max(compute {comp:.1f}%, DRAM {dram:.1f}%) < {LATENCY_BOUND_PCT:.0f}% (sampled)"
             return KernelClass("latency", "gpu_metrics_latency", why, "low", ev)
-        cls = "memory" if dram > comp else "compute"
         why = f"{'DRAM' if cls == 'memory' else 'compute'} {max(comp, dram):.1f}% >= {LATENCY_BOUND_PCT:.0f}% (sampled)"
         return KernelClass(cls, f"gpu_metrics_{cls}", why, "low", ev)
 

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.perf.kernel_class import LATENCY_BOUND_PCT, ClassifiedKernel
+from advisor.perf.kernel_class import ClassifiedKernel
 from advisor.perf.peaks import PRECISION_LABEL
+from advisor.perf.sol import LATENCY_BOUND_PCT
 from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule
 from advisor.rules.ncu_kernels import (
     DIVERGENT_THREADS,
@@ -144,7 +145,7 @@ class FarBelowRoofline(Rule):
         )
         w = roof.dominant
         precision = PRECISION_LABEL.get(w.precision, w.precision) if w else "?"
-        unit = _busy_unit(r)
+        unit = _busy_unit(ck)
         return self.finding(
             f"{g.short_name}: {attained:.1f}% of its {precision} roofline while {unit} runs at "
             f"{busiest(r):.1f}% of peak (class {ck.verdict.kernel_class}: {ck.verdict.reason}); "
@@ -183,9 +184,6 @@ def _row(ck: ClassifiedKernel) -> dict[str, Any]:
     return launch_row(
         ck,
         attained=ck.roofline.attained_pct,
-        l1_pct=la.m("l1_throughput_pct"),
-        l2_pct=la.m("l2_throughput_pct"),
-        dram_pct=la.m("dram_throughput_pct"),
         threads_per_inst=la.m("thread_inst_per_inst"),
     )
 
@@ -195,11 +193,13 @@ def _divergent(r: dict[str, Any]) -> bool:
     return threads is not None and threads < DIVERGENT_THREADS
 
 
-def _busy_unit(r: dict[str, Any]) -> str:
-    """The hottest unit in words: the SM, or the memory level with the highest throughput."""
-    units = {"the SM": num(r, "sm_pct"), "L1/TEX": num(r, "l1_pct"), "L2": num(r, "l2_pct"), "DRAM": num(r, "dram_pct")}
-    known = {k: v for k, v in units.items() if v is not None}
-    return max(known, key=lambda k: known[k]) if known else "a unit"
+def _busy_unit(ck: ClassifiedKernel) -> str:
+    """The hottest unit in words (advisor.perf.sol): the SM's busiest pipe, or the busiest memory level."""
+    sol = ck.sol
+    if sol.limiting is None:
+        return "a unit"
+    side = sol.compute_pct is not None and sol.memory_pct is not None and sol.compute_pct >= sol.memory_pct
+    return f"the SM ({sol.limiting.name})" if side else sol.limiting.name
 
 
 def _g(v: float | None) -> float | None:

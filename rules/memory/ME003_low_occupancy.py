@@ -2,8 +2,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.perf.kernel_class import LATENCY_BOUND_PCT, ClassifiedKernel
+from advisor.perf.kernel_class import ClassifiedKernel
 from advisor.perf.ncu_read import OCCUPANCY_LIMITS
+from advisor.perf.sol import LATENCY_BOUND_PCT, latency_bound
 from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule
 from advisor.rules.ncu_kernels import (
     MAX_GAIN_FRACTION_OPTION,
@@ -127,7 +128,7 @@ class LowOccupancy(Rule):
             return False
         gate = float(ctx.opt("latency_bound_pct"))
         small_grid = _limiter(r)[0] == "grid"  # grid-too-small (ME006) reports it
-        return achieved < float(ctx.opt("max_achieved_pct")) and max(sm, mem) < gate and not small_grid
+        return achieved < float(ctx.opt("max_achieved_pct")) and latency_bound(sm, mem, gate) and not small_grid
 
     def _finding(
         self, ctx: Context, g: KernelGroup, total: int, nsight: dict[int, dict[str, Any]], ck: ClassifiedKernel

@@ -3,7 +3,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from advisor.perf.kernel_class import LATENCY_BOUND_PCT, WAVES_SMALL_GRID, ClassifiedKernel
+from advisor.perf.kernel_class import ClassifiedKernel
+from advisor.perf.sol import LATENCY_BOUND_PCT, WAVES_SMALL_GRID, latency_bound
 from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule
 from advisor.rules.ncu_kernels import (
     MAX_GAIN_FRACTION_OPTION,
@@ -113,7 +114,7 @@ class GridTooSmall(Rule):
         waves, sm, mem = num(r, "waves"), num(r, "sm_pct"), num(r, "mem_pct")
         if waves is None or sm is None or mem is None:
             return False
-        return waves < float(ctx.opt("max_waves")) and max(sm, mem) < float(ctx.opt("latency_bound_pct"))
+        return waves < float(ctx.opt("max_waves")) and latency_bound(sm, mem, float(ctx.opt("latency_bound_pct")))
 
     def _finding(self, ctx: Context, g: KernelGroup, total: int, nsight: dict[int, dict[str, Any]]) -> Finding:
         r = g.rep
