@@ -108,9 +108,10 @@ class ExposedCommunication(Rule):
 
     def _finding(self, r: dict[str, Any]) -> Finding:
         exposed, comm, wait = int(r["exposed_ns"]), int(r["comm_ns"]), int(r["straggler_wait_ns"])
+        hidden = comm - exposed - int(r["wait_ns"])  # neither exposed transfer nor exposed peer wait
         return self.finding(
             f"device {r['device_id']}: {ms(exposed)} of communication ran with no compute beside it "
-            f"({pct(exposed, r['span_ns'])}% of the device span; {pct(comm - exposed, comm)}% of communication "
+            f"({pct(exposed, r['span_ns'])}% of the device span; {pct(hidden, comm)}% of communication "
             f"time was hidden){_peer_wait(r)}",
             window=Window(device_id=int(r["device_id"]), start_ns=int(r["start_ns"]), end_ns=int(r["end_ns"])),
             evidence=[
@@ -118,7 +119,7 @@ class ExposedCommunication(Rule):
                 Evidence("comm_time", comm, "ns"),
                 Evidence("exposed_comm_time", exposed, "ns"),
                 Evidence("exposed_comm_share", pct(exposed, r["span_ns"]), "%", _span(r)),
-                Evidence("comm_overlap", pct(comm - exposed, comm), "%", "communication time on the device"),
+                Evidence("comm_overlap", pct(hidden, comm), "%", "communication time on the device"),
                 Evidence("comm_on_compute_stream", int(r["n_comm_on_compute_stream"]), "count"),
                 Evidence("top_comm_kernel", str(r["top_comm_kernel"]), "name"),
                 Evidence("straggler_wait", wait, "ns"),
