@@ -14,6 +14,7 @@ import pytest
 
 from advisor.ingest import open_run
 from advisor.model.store import Run
+from tests import savings
 from tests.golden import goldkit
 from tests.golden.goldkit import CHECKS, PairResult
 
@@ -73,6 +74,23 @@ def test_pair(workload: str, check: str, results: dict[str, PairResult]) -> None
         assert not res.hits[check], f"{check} now hits: remove it from tests/golden/known_misses.toml. {detail}"
     else:
         assert res.hits[check], f"{check} missed. {detail}"
+
+
+@pytest.mark.parametrize("workload", [p.workload for p in PAIRS])
+def test_savings_within_denominators(workload: str, results: dict[str, PairResult]) -> None:
+    """No finding on the pair's captures claims more than its denominator (tests/savings.py); known
+    violations are listed, exactly, in tests/savings_known.toml."""
+    known = savings.known()
+    for capture, found in results[workload].savings.items():
+        listed = known.get(capture, [])
+        assert found == listed, f"{capture}: savings beyond their denominator {found}; listed {listed}"
+
+
+def test_savings_known_name_captures() -> None:
+    ids = {goldkit.capture_id(p, v) for p in PAIRS for v in (p.baseline, p.optimized)}
+    for name in savings.known():
+        if name.startswith("fixtures/"):
+            assert name in ids, f"tests/savings_known.toml names {name}, which is not a captured pair variant"
 
 
 def test_accuracy_doc_is_fresh(results: dict[str, PairResult]) -> None:

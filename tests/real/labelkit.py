@@ -432,9 +432,10 @@ def _mark(res: LabelResult, check: str, misses: dict[str, dict[str, Any]]) -> st
 def summary_lines(results: list[LabelResult]) -> list[str]:
     scored = [r for r in results if r.label.scored]
     facts = [f for r in results for f in r.facts]
+    dirs = sum(input_path(r.label).is_dir() for r in results)
     return [
-        f"- labels: {len(results)} (45 trace files and the 8-rank directory); scored for the class (confidence "
-        f"high or medium, a class derivable): {len(scored)}",
+        f"- labels: {len(results)} ({len(results) - dirs} trace files, {dirs} directory of rank traces); scored for "
+        f"the class (confidence high or medium, a class derivable): {len(scored)}",
         f"- class hits of the scored labels: {sum(r.class_hit for r in scored)}/{len(scored)} (goal: 36)",
         f"- agree on class and first fix (class hit and no false fix, all labels): "
         f"{sum(r.agrees for r in results)}/{len(results)}",
