@@ -100,3 +100,28 @@ def test_accuracy_section_is_fresh() -> None:
     assert labelkit.SECTION in have, "docs/accuracy.md has no real-trace section: run `python scripts/gen_accuracy.py`"
     section = have[have.index(labelkit.SECTION):]
     assert section == want, "docs/accuracy.md is stale: run `python scripts/gen_accuracy.py --only real`"
+
+
+def test_false_fix_tokens_on_a_real_finding() -> None:
+    """The token grammar on the MI250 toy step's top finding: ID001 with top_cause 'launch' claiming 94.4% of
+    the window (the label's 'claiming ~94% from launch-overhead removal'; 6.54 ms of 8.91 ms is one first launch)."""
+    a = analyze(real_path("hta/amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz"))
+    top = labelkit.top_finding(a)
+    assert top is not None and top["code"] == "ID001"
+    assert labelkit.matches("ID001", top) and labelkit.matches("ID001:launch", top)
+    assert not labelkit.matches("ID001:unknown", top) and not labelkit.matches("LA001", top)
+    gain = float(top["gain_pct"])
+    assert labelkit.matches(f"ID001:launch>{gain - 1}", top) and not labelkit.matches(f"ID001:launch>{gain}", top)
+    with pytest.raises(ValueError):
+        labelkit.matches("launch overhead", top)
+
+
+def test_resolve_paths_on_a_real_document() -> None:
+    """The fact paths on the 8-rank directory: selection by field, by substring, all elements, and sums."""
+    doc = analyze(real_path("param/dlrm_8rank")).doc
+    assert [t["rank"] for t in labelkit.resolve(doc, "time[*]")] == list(range(8))
+    assert labelkit.resolve(doc, "time[rank=7].span_ns") == [10_967_000]
+    nccl = labelkit.resolve(doc, "top_kernels.items[name~ncclKernel].count")
+    assert sorted(nccl) == [24, 40]  # 3 AllReduce + 5 SendRecv on each of 8 ranks
+    fact = labelkit.Fact("x", ("time[*].compute_kernels",), unit="ms", agg="max")
+    assert labelkit.fact_value(fact, doc) == max(t["compute_kernels"]["ns"] for t in doc["time"]) / 1e6
