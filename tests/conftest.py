@@ -57,6 +57,17 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
 
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _shared_real_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The real-trace analyses of tests/realkit.py parse into one cache per test session, shared by the
+    xdist workers (their base temp folders sit side by side in the session's), so a file one worker parsed
+    is a warm read for the other. The cache is keyed by content hash and publishes entries atomically."""
+    from tests import realkit
+
+    base = tmp_path_factory.getbasetemp()
+    realkit.CACHE = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "advisor-real-cache"
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
     """Under CI=true no test may be skipped: a skip becomes a failure unless its reason starts 'optional:'."""

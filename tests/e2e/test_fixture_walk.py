@@ -2,19 +2,21 @@
 
 Runs the real CLI entry point in-process per file (a subprocess per file would cost minutes), then
 checks the promises of the bad-input contract: no traceback, exactly one stderr line naming the
-file, and the input byte-identical afterwards.
+file, and the input byte-identical afterwards. The analysis is the process-wide one of tests/realkit.py,
+shared with the expert-label checks (tests/real/) and the savings property below, so each file is
+analyzed once per test process.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
 import pytest
 
-from advisor.cli.main import main
+from tests import savings
 from tests.conftest import REAL
+from tests.realkit import analyze
 
 
 def _all_inputs() -> list[Path]:
@@ -26,28 +28,25 @@ def _all_inputs() -> list[Path]:
     return files + dirs
 
 
-def _sha(p: Path) -> str:
-    files = sorted(f for f in p.iterdir()) if p.is_dir() else [p]
-    h = hashlib.sha256()
-    for f in files:
-        h.update(f.read_bytes())
-    return h.hexdigest()
-
-
 INPUTS = _all_inputs()
+# analyzer outputs shipped beside the traces (pipit/derived, tracelens/reference_outputs), not traces
+TRACES = [p for p in INPUTS if p.suffix != ".csv"]
+
+
+def _id(p: Path) -> str:
+    return str(p.relative_to(REAL))
 
 
 def test_folder_is_walked(real: Path) -> None:
     assert len([p for p in INPUTS if p.is_file()]) >= 50
 
 
-@pytest.mark.parametrize("path", INPUTS, ids=[str(p.relative_to(REAL)) for p in INPUTS])
-def test_ingests_or_fails_cleanly(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    before = _sha(path)
-    rc = main(["analyze", str(path), "--format", "json"])
-    out, err = capsys.readouterr()
+@pytest.mark.parametrize("path", INPUTS, ids=[_id(p) for p in INPUTS])
+def test_ingests_or_fails_cleanly(path: Path) -> None:
+    a = analyze(path)
+    rc, out, err = a.rc, a.out, a.err
     assert "Traceback" not in out + err
-    assert _sha(path) == before, "input was modified"
+    assert a.sha_after == a.sha_before, "input was modified"
     if rc == 0:
         doc = json.loads(out)
         assert doc["inputs"][0]["path"] == str(path)
@@ -59,3 +58,25 @@ def test_ingests_or_fails_cleanly(path: Path, capsys: pytest.CaptureFixture[str]
         assert lines[0].startswith("advisor: error: ") and path.name in lines[0]
         assert json.loads(out)["ok"] is False
         assert "internal error" not in lines[0], lines[0]
+
+
+def test_savings_known_name_real_traces(real: Path) -> None:
+    ids = {_id(p) for p in TRACES}
+    for name, listed in savings.known().items():
+        if name.startswith("fixtures/"):
+            continue  # our own captures: tests/golden/test_reference_pairs.py
+        assert name in ids, f"tests/savings_known.toml names {name}, which is not a real trace"
+        assert listed, f"{name}: list its violations or drop the entry"
+
+
+@pytest.mark.parametrize("path", TRACES, ids=[_id(p) for p in TRACES])
+def test_savings_within_denominators(path: Path) -> None:
+    """No finding claims more than its denominator (tests/savings.py); known violations are listed, exactly,
+    in tests/savings_known.toml."""
+    a = analyze(path)
+    found = savings.doc_violations(a.doc) if a.rc == 0 else []
+    listed = savings.known().get(_id(path), [])
+    assert found == listed, (
+        f"savings beyond their denominator: {found}; listed in tests/savings_known.toml: {listed}"
+        " (fix the saving, or update the list when one is fixed)"
+    )

@@ -37,6 +37,7 @@ from advisor.engine.ncu import join_timeline
 from advisor.model.store import Run
 from advisor.rules.classify import Verdict
 from advisor.rules.steps import WARMUP_PATTERN, step_count, step_windows
+from tests import savings
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
@@ -112,6 +113,8 @@ class PairResult:
     traced_baseline_ms: float | None = None  # one iteration in the trace (under the profiler)
     traced_optimized_ms: float | None = None
     hits: dict[str, bool] = field(default_factory=dict)
+    # per capture (fixtures/<fmt>/<folder>): findings claiming more than a denominator they name (tests/savings.py)
+    savings: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def traced_gain_ms(self) -> float | None:
@@ -268,6 +271,8 @@ def evaluate(pair: Pair, open_run: Callable[[Path], Run], scratch: Path) -> Pair
         traced_baseline_ms=traced_iteration_ms(base),
         traced_optimized_ms=traced_iteration_ms(opt),
     )
+    res.savings = {capture_id(pair, pair.baseline): savings_violations(base, rb),
+                   capture_id(pair, pair.optimized): savings_violations(opt, ro)}
     exp = pair.prov["expected"]
     res.hits["class"] = res.baseline_class.removeprefix("mixed:").split("+")[0] == exp["class"]
     res.hits["top"] = res.baseline_top == rule_names().get(exp["top_finding"], exp["top_finding"])
@@ -276,6 +281,17 @@ def evaluate(pair: Pair, open_run: Callable[[Path], Run], scratch: Path) -> Pair
         for a, ms in res.optimized_rule_ms.items()
     )
     return res
+
+
+def capture_id(pair: Pair, v: Variant) -> str:
+    """How tests/savings_known.toml names one of our captures."""
+    return f"fixtures/{pair.fmt}/{v.folder.name}"
+
+
+def savings_violations(run: Run, report: RuleReport) -> list[str]:
+    """The report's findings that claim more than a denominator they name (the JSON form of each finding)."""
+    spans = {int(r["device_id"]): int(r["span_ns"]) for r in metrics.query(run, "device_spans")}
+    return savings.violations(report.to_dict()["findings"], spans)
 
 
 def _base_ms(report: RuleReport, rule: str, n: int) -> float:

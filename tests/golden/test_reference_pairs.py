@@ -14,8 +14,11 @@ import pytest
 
 from advisor.ingest import open_run
 from advisor.model.store import Run
+from tests import savings
 from tests.golden import goldkit
 from tests.golden.goldkit import CHECKS, PairResult
+
+REAL_SECTION = "## Real-world traces (expert labels)"  # tests/real/labelkit.SECTION
 
 PAIRS = goldkit.discover()
 ACCURACY = goldkit.ROOT / "docs" / "accuracy.md"
@@ -73,7 +76,26 @@ def test_pair(workload: str, check: str, results: dict[str, PairResult]) -> None
         assert res.hits[check], f"{check} missed. {detail}"
 
 
+@pytest.mark.parametrize("workload", [p.workload for p in PAIRS])
+def test_savings_within_denominators(workload: str, results: dict[str, PairResult]) -> None:
+    """No finding on the pair's captures claims more than its denominator (tests/savings.py); known
+    violations are listed, exactly, in tests/savings_known.toml."""
+    known = savings.known()
+    for capture, found in results[workload].savings.items():
+        listed = known.get(capture, [])
+        assert found == listed, f"{capture}: savings beyond their denominator {found}; listed {listed}"
+
+
+def test_savings_known_name_captures() -> None:
+    ids = {goldkit.capture_id(p, v) for p in PAIRS for v in (p.baseline, p.optimized)}
+    for name in savings.known():
+        if name.startswith("fixtures/"):
+            assert name in ids, f"tests/savings_known.toml names {name}, which is not a captured pair variant"
+
+
 def test_accuracy_doc_is_fresh(results: dict[str, PairResult]) -> None:
     want = goldkit.render([results[p.workload] for p in PAIRS], goldkit.known_misses())
     have = ACCURACY.read_text() if ACCURACY.is_file() else ""
+    # the reference-pair part, up to the real-trace section (tests/real/test_labels.py checks that one)
+    have = have.partition("\n" + REAL_SECTION)[0]
     assert have == want, "docs/accuracy.md is stale: run `python scripts/gen_accuracy.py`"
