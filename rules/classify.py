@@ -71,7 +71,7 @@ SHARE_TEXT = {
     "idle_host": "GPU idle while the host ran framework ops",
     "idle_unknown": "GPU idle with no recorded host activity covering it, its work already issued (a dependency, "
     "event or peer wait) or its host cause not captured",
-    "idle_late": "GPU idle until the host issued the next operation (what the host did meanwhile is not recorded)",
+    "idle_late": "GPU idle until the host issued the next operation (host-side work the trace does not record)",
     "idle_alloc": "GPU idle while the host allocated or freed device memory (calls of 1 ms or more)",
     "idle_comm": "GPU idle while the host was inside a communication range (MPI, collectives on the host)",
     "idle_startup": "GPU idle during one-time start-up (module loading, context/stream/handle creation, first "
