@@ -12,20 +12,31 @@ blocks (temp files, work directories) run on `kill` as on Ctrl-C; SIGKILL cannot
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import threading
+from collections.abc import Iterator
 from types import FrameType
 
 _received: list[int] = []  # signal numbers seen since install(); a list so the handler needs no `global`
 
 
-def install() -> None:
-    """Route SIGINT and SIGTERM through `_handler` (main thread only: Python allows no other)."""
+@contextlib.contextmanager
+def installed() -> Iterator[None]:
+    """Route SIGINT and SIGTERM through `_handler` meanwhile (main thread only: Python allows no
+    other); the previous handlers come back after, so an in-process caller (tests, a notebook)
+    keeps its own Ctrl-C."""
     if threading.current_thread() is not threading.main_thread():
+        yield
         return
     _received.clear()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, _handler)
+    old = {sig: signal.signal(sig, _handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+        _received.clear()  # the next run in this process starts uninterrupted
 
 
 def _handler(signum: int, frame: FrameType | None) -> None:

@@ -52,7 +52,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     fmt = getattr(args, "format", "text")
-    interrupt.install()
+    with interrupt.installed():
+        return _main(args, fmt)
+
+
+def _main(args: argparse.Namespace, fmt: str) -> int:
     try:
         check_output(args)  # before any work: a bad -o path fails in a second, not after the analysis
         code = _run_command(args)
