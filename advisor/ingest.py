@@ -325,8 +325,7 @@ def to_model_tables(
     """
     # Redact once, here, before anything is cached or shown (advisor/redact.py): every string of the model.
     tables = {name: redact_table(_conform(name, t, path)) for name, t in parsed.tables.items() if name != "runs"}
-    for f in parsed.files.values():
-        redact_parquet(f)
+    redact_parquet(parsed.files.values())
     checks = {name: _check_file(name, f, path) for name, f in parsed.files.items() if name != "runs"}
     notes = redact_values(dict(parsed.notes))
     for name in ("kernels", "memops", "api_calls", "ranges", "cpu_ops"):

@@ -18,6 +18,7 @@ the real fixtures (tests/reliability/test_redaction.py).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,7 @@ PREFILTER = (
     r"|github_pat_|sk-|akia|asia|xox[abprs]-|glpat-|eyj"
 )
 REDACTED = "[redacted]"
+SMALL_FILE_ROWS = 200_000  # Parquet files below this are checked in Arrow, larger ones by a DuckDB scan
 
 
 def redact_text(text: str) -> str:
@@ -121,34 +123,60 @@ def redact_table(table: pa.Table) -> pa.Table:
     return table
 
 
-def redact_parquet(path: Path) -> bool:
-    """Redact a Parquet file a parser wrote (a model table) in place; True when it changed.
+def redact_parquet(paths: Iterable[Path]) -> int:
+    """Redact the Parquet files a parser wrote (model tables) in place; return how many changed.
 
-    A DuckDB scan of the string columns decides first, so a clean file (the usual case) is read
-    once and never rewritten.
+    One DuckDB statement counts, per file, the string values that match PREFILTER, so a clean file
+    (the usual case) is read once and never rewritten. One count per column, not one OR over the
+    columns: DuckDB then evaluates the pattern once per dictionary entry of a column (10M rows of
+    `cuda_runtime`: 0.13 s, against 15 s for the OR), and one statement instead of one per file
+    saves most of the cost on small exports.
     """
     import duckdb
     import pyarrow.parquet as pq
 
-    schema = pq.read_schema(path)
-    cols = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
-    if not cols:
-        return False
-    lit = "'" + str(path).replace("'", "''") + "'"
-    pattern = "'" + PREFILTER.replace("'", "''") + "'"
-    where = " OR ".join(f'regexp_matches("{c}", {pattern})' for c in cols)
+    small: list[Path] = []
+    files: list[Path] = []
+    for p in paths:  # small files: read their strings into Arrow (a DuckDB connection alone costs ~50 ms)
+        (small if pq.read_metadata(p).num_rows < SMALL_FILE_ROWS else files).append(p)
+    changed = sum(_rewrite(p) for p in small)
+    counts = [_count_sql(p) for p in files]
+    if not any(counts):
+        return changed
     con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
     try:
-        row = con.execute(f"SELECT count(*) FROM read_parquet({lit}) WHERE {where}").fetchone()
+        row = con.execute("SELECT [" + ", ".join(c or "0" for c in counts) + "]").fetchone()
     finally:
         con.close()
-    if not row or not row[0]:
+    hits = row[0] if row else []
+    return changed + sum(_rewrite(p) for p, n in zip(files, hits, strict=True) if n)
+
+
+def _count_sql(path: Path) -> str | None:
+    """SQL for the number of candidate values in the file's string columns; None when it has none."""
+    import pyarrow.parquet as pq
+
+    lit = "'" + str(path).replace("'", "''") + "'"
+    pattern = "'" + PREFILTER.replace("'", "''") + "'"
+    cols = ['"' + f.name.replace('"', '""') + '"' for f in pq.read_schema(path)
+            if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
+    parts = [f"(SELECT count(*) FROM read_parquet({lit}) WHERE regexp_matches({c}, {pattern}))" for c in cols]
+    return " + ".join(parts) or None
+
+
+def _rewrite(path: Path) -> bool:
+    """Rewrite the file with its secrets redacted; False (untouched) when its strings hold none."""
+    import pyarrow.parquet as pq
+
+    names = [f.name for f in pq.read_schema(path) if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
+    if not names or redact_table(strings := pq.read_table(path, columns=names)) is strings:
         return False
     table = pq.read_table(path)
     new = redact_table(table)
-    if new is table:
-        return False
     tmp = path.with_name(path.name + ".redacting")
-    pq.write_table(new, tmp, compression="zstd", row_group_size=1 << 20)
-    tmp.replace(path)
+    try:
+        pq.write_table(new, tmp, compression="zstd", row_group_size=1 << 20)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return True

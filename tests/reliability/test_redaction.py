@@ -191,3 +191,25 @@ def test_escape_codes_never_reach_the_terminal(tmp_path: Path, isolated_cache: P
         assert rc == 2 and len(err.splitlines()) == 1 and err.startswith("advisor: error: "), (argv, err)
         assert "\x1b" not in err and "\x1b" not in out, (argv, err)
     shutil.rmtree(folder)
+
+
+@pytest.mark.parametrize("small_rows", [0, 10**9], ids=["duckdb-scan", "arrow-read"])
+def test_parquet_files_are_redacted_in_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             small_rows: int) -> None:
+    """Both ways a parser-written file is checked: only the file holding a secret is rewritten."""
+    import pyarrow as pa
+
+    import advisor.redact as redact
+
+    monkeypatch.setattr(redact, "SMALL_FILE_ROWS", small_rows)
+    names = [f"kernel_{i}" for i in range(5000)]
+    dirty, clean = tmp_path / "strings.parquet", tmp_path / "ranges.parquet"
+    pq.write_table(pa.table({"string_id": list(range(5000)), "value": [*names[:-1], f"x {FORMS[0]}"]}), dirty)
+    pq.write_table(pa.table({"kind": ["cuda_runtime"] * 5000, "n": list(range(5000))}), clean)
+    before = clean.read_bytes(), clean.stat().st_mtime_ns
+    assert redact.redact_parquet([dirty, clean]) == 1
+    assert (clean.read_bytes(), clean.stat().st_mtime_ns) == before
+    values = pq.read_table(dirty).column("value").to_pylist()
+    assert values[:-1] == names[:-1] and values[-1] == "x password=[redacted]"
+    assert pq.read_table(dirty).schema == pa.schema([("string_id", pa.int64()), ("value", pa.string())])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ranges.parquet", "strings.parquet"]
