@@ -347,7 +347,7 @@ def to_model_tables(
             ends.append(c.max_end_ns)
     run = redact_values(dict(parsed.run))
     run.update(
-        source_path=str(path),
+        source_path=str(path).encode("utf-8", "surrogateescape").decode("utf-8", "replace"),  # a non-UTF-8 name
         source_sha256=sha,
         source_bytes=_size(path),
         format=run.get("format", fmt),

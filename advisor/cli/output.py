@@ -125,7 +125,7 @@ def _not_an_input(out: str, inputs: list[str], real: str | None = None) -> None:
             raise OutputError(f"cannot write {out}: it is an input; refusing to overwrite it", HINT)
         if os.path.isdir(rin) and real.startswith(rin.rstrip(os.sep) + os.sep):
             raise OutputError(f"cannot write {out}: it is inside the input directory {inp}; "
-                              "advisor never writes into its inputs", HINT)
+                              "refusing to overwrite or add to an input", HINT)
 
 
 def _probe(out: str, directory: str) -> None:
@@ -148,11 +148,13 @@ def emit(text: str, output: str | None, inputs: list[str] | None = None) -> None
     target = resolve(output, inputs or [])
     assert target.path is not None
     try:
+        # surrogateescape: a file name that is not UTF-8 (shown in the report) is written back as
+        # the bytes it was, as stdout does, instead of failing the write
         if target.stream:
-            with open(target.path, "w", encoding="utf-8") as f:
+            with open(target.path, "w", encoding="utf-8", errors="surrogateescape") as f:
                 f.write(text)
         else:
-            _write_atomic(target.path, text.encode("utf-8"))
+            _write_atomic(target.path, text.encode("utf-8", errors="surrogateescape"))
     except BrokenPipeError:
         raise
     except OSError as e:  # ENOSPC, EDQUOT, EIO: one line, and no temp file left (see _write_atomic)

@@ -251,3 +251,17 @@ def test_an_interrupt_during_the_write_leaves_no_temp(work: Path, monkeypatch: p
     assert (rc, out, err) == (130, "", "advisor: interrupted\n")
     assert Path("out.md").read_text() == "previous"
     os.unlink("out.md")
+
+
+def test_an_input_name_that_is_not_utf8_can_be_reported(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The report shows the input's name; a non-UTF-8 one is written back as its bytes (as on stdout),
+    not an internal error."""
+    monkeypatch.chdir(work)
+    name = os.fsdecode(b"b\xffad.json.gz")
+    Path(name).write_bytes(Path("trace.json.gz").read_bytes())
+    for argv in (["report", name, "-o", "r.html"], ["analyze", name, "--format", "md", "-o", "r.md"]):
+        rc, out, err = cli(argv)
+        assert (rc, out, err) == (0, "", ""), argv
+    assert b"b\xffad.json.gz" in Path("r.html").read_bytes()
+    for n in ("r.html", "r.md", name):
+        os.unlink(n)
