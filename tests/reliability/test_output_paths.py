@@ -265,3 +265,22 @@ def test_an_input_name_that_is_not_utf8_can_be_reported(work: Path, monkeypatch:
     assert b"b\xffad.json.gz" in Path("r.html").read_bytes()
     for n in ("r.html", "r.md", name):
         os.unlink(n)
+
+
+def test_sockets_and_block_devices_are_refused(work: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Neither is a stream one can write a report to: refused before any work, and left as they were."""
+    import socket
+
+    monkeypatch.chdir(work)
+    sock_path = tmp_path / "s.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.bind(str(sock_path))
+        refused(["report", "trace.json.gz", "-o", str(sock_path)], "it is a socket")
+        assert stat.S_ISSOCK(sock_path.stat().st_mode)
+    block = tmp_path / "blk"
+    try:
+        os.mknod(block, 0o600 | stat.S_IFBLK, os.makedev(7, 200))  # a loop device number; never opened
+    except PermissionError:
+        pytest.skip("optional: creating a device node needs root (CAP_MKNOD)")
+    refused(["analyze", "trace.json.gz", "-o", str(block)], "it is a block device")
+    assert stat.S_ISBLK(block.stat().st_mode)
