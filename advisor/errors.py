@@ -39,3 +39,7 @@ class ToolMissing(AdvisorError):
 
 class LimitExceeded(InputError):
     """The input exceeds a documented size limit (decompression bomb guard, JSON size)."""
+
+
+class OutputError(AdvisorError):
+    """The `-o` path cannot be written, or writing it could destroy data (an input, a device, a directory)."""

@@ -43,8 +43,9 @@ from advisor.model.store import Run, default_cache_dir, read_entry_meta, replace
 from advisor.model.validate import FileCheck, check_file, check_time_order, conform
 from advisor.parsers.base import ParsedRun, ParseOptions, ProgressFn, no_progress
 from advisor.parsers.limits import CHUNK, MAX_RATIO, RATIO_GRACE_BYTES, human, inflate, too_big
+from advisor.redact import redact_parquet, redact_table, redact_values
 
-PARSER_VERSION = "1"
+PARSER_VERSION = "2"  # 2: strings redacted at ingest (entries of 1 may hold secrets)
 # A stat fingerprint whose mtime or ctime is this close to the moment it was taken is not kept: an
 # edit in the same timestamp tick (1-2 s on some file systems) would leave it unchanged.
 RACY_NS = 2_000_000_000
@@ -322,9 +323,11 @@ def to_model_tables(
 
     Returns the Arrow tables and the checked Parquet files with their row counts.
     """
-    tables = {name: _conform(name, t, path) for name, t in parsed.tables.items() if name != "runs"}
+    # Redact once, here, before anything is cached or shown (advisor/redact.py): every string of the model.
+    tables = {name: redact_table(_conform(name, t, path)) for name, t in parsed.tables.items() if name != "runs"}
+    redact_parquet(parsed.files.values())
     checks = {name: _check_file(name, f, path) for name, f in parsed.files.items() if name != "runs"}
-    notes = dict(parsed.notes)
+    notes = redact_values(dict(parsed.notes))
     for name in ("kernels", "memops", "api_calls", "ranges", "cpu_ops"):
         bad = check_time_order(name, tables[name]) if name in tables else 0
         bad = checks[name].end_before_start if name in checks else bad
@@ -342,9 +345,9 @@ def to_model_tables(
         if c is not None and c.rows:
             starts.append(c.min_start_ns)
             ends.append(c.max_end_ns)
-    run = dict(parsed.run)
+    run = redact_values(dict(parsed.run))
     run.update(
-        source_path=str(path),
+        source_path=str(path).encode("utf-8", "surrogateescape").decode("utf-8", "replace"),  # a non-UTF-8 name
         source_sha256=sha,
         source_bytes=_size(path),
         format=run.get("format", fmt),

@@ -947,6 +947,18 @@ def _finished(r: Running, status: int, rss: int, elapsed: float) -> Outcome:
 # ------------------------------------------------------------------------------------------------
 
 
+# Sections from this heading on are written by hand (the promises each tests/reliability/ module
+# checks); `run` keeps them when it regenerates the corpus part above them.
+KEPT_FROM = "## Promises under hostile use"
+
+
+def hand_written(doc: Path) -> str:
+    """The hand-written tail of `doc` (from KEPT_FROM to the end), "" when it has none."""
+    old = doc.read_text() if doc.exists() else ""
+    i = old.find("\n" + KEPT_FROM)
+    return old[i:] if i >= 0 else ""
+
+
 def render_doc(outcomes: list[Outcome], budget: str, mode: str) -> str:
     lines = [
         "# Reliability: the broken-input corpus",
@@ -1062,7 +1074,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(outcomes)} cases, {failures} failures, {time.monotonic() - t0:.0f} s", file=sys.stderr)
     if not args.no_doc and not args.only:
         mode = "a fresh interpreter per case" if args.use_exec else "forked from a warm parent"
-        args.doc.write_text(render_doc(outcomes, args.budget, mode))
+        args.doc.write_text(render_doc(outcomes, args.budget, mode) + hand_written(args.doc))
         print(f"wrote {args.doc}", file=sys.stderr)
     return 1 if failures else 0
 

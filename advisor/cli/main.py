@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import glob
 import json
-import os
+import signal
 import sys
 import traceback
 from collections.abc import Sequence
 from typing import Any
 
-from advisor import __version__
+from advisor import __version__, interrupt
+from advisor.cli.output import check_output
 from advisor.errors import AdvisorError, InputError
+from advisor.redact import terminal_safe
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -51,19 +52,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     fmt = getattr(args, "format", "text")
+    with interrupt.installed():
+        return _main(args, fmt)
+
+
+def _main(args: argparse.Namespace, fmt: str) -> int:
     try:
-        _guard_output(args)
-        return _run_command(args)
-    except AdvisorError as e:
-        return _fail(e.one_line(), type(e).__name__, fmt, args.debug)
+        check_output(args)  # before any work: a bad -o path fails in a second, not after the analysis
+        code = _run_command(args)
+        interrupt.raise_if_interrupted()  # a swallowed signal still must not pass for a result
+        return code
     except KeyboardInterrupt:
-        sys.stderr.write("advisor: interrupted\n")
-        return 130
+        return _interrupted()
+    except AdvisorError as e:
+        if interrupt.received():  # e.g. a DuckDB interrupt reported as "cannot read the export"
+            return _interrupted()
+        return _fail(e.one_line(), type(e).__name__, fmt, args.debug)
     except BrokenPipeError:
         return EXIT_OK
     except Exception as e:  # a bug in advisor, still one line unless --debug
+        if interrupt.received() or interrupt.is_interrupt(e):
+            return _interrupted()
         return _fail(f"internal error: {type(e).__name__}: {e}", "InternalError", fmt, args.debug,
                      hint="please report it with the --debug output")
+
+
+def _interrupted() -> int:
+    """Ctrl-C / SIGTERM: one line, no result (stdout stays empty), 130 (143 for SIGTERM)."""
+    sys.stderr.write("advisor: interrupted\n" if interrupt.received() != signal.SIGTERM else "advisor: terminated\n")
+    return interrupt.exit_code()
 
 
 def _run_command(args: argparse.Namespace) -> int:
@@ -86,32 +103,14 @@ def _run_command(args: argparse.Namespace) -> int:
     return int(args._run(args))
 
 
-def _guard_output(args: argparse.Namespace) -> None:
-    """`-o` must never name an input, nor a file inside an input directory: writing it would destroy the trace."""
-    out = getattr(args, "output", None)
-    if not out or not os.path.exists(out):
-        return
-    given: list[str] = []
-    for attr in ("paths", "path", "base", "new"):
-        value = getattr(args, attr, None)
-        given += value if isinstance(value, list) else [value] if isinstance(value, str) else []
-    for raw in given:
-        for inp in glob.glob(raw) or [raw]:
-            if not os.path.exists(inp):
-                continue
-            parent = os.path.dirname(os.path.abspath(out))
-            if os.path.samefile(inp, out) or (os.path.isdir(inp) and os.path.samefile(inp, parent)):
-                raise InputError(f"{out}: is an input (or inside an input directory); refusing to overwrite it",
-                                 "choose another -o path")
-
-
 def _fail(message: str, kind: str, fmt: str, debug: bool, hint: str | None = None) -> int:
     if debug:
         traceback.print_exc()
+    message, hint = terminal_safe(message), terminal_safe(hint) if hint else hint
     line = f"advisor: error: {message}" + (f"; {hint}" if hint else "")
     if fmt == "json":
         sys.stdout.write(json.dumps({"ok": False, "error": {"kind": kind, "message": message, "hint": hint}}) + "\n")
-    sys.stderr.write(line.replace("\n", " ") + "\n")
+    sys.stderr.write(line + "\n")
     return EXIT_ERROR
 
 

@@ -11,6 +11,8 @@ import time
 from types import TracebackType
 from typing import TextIO
 
+from advisor.redact import terminal_safe
+
 DELAY_S = 1.0  # nothing is drawn for work that ends sooner
 REDRAW_S = 0.1  # at most this often
 
@@ -25,7 +27,7 @@ class Progress:
 
     def __init__(self, label: str, stream: TextIO | None = None, enabled: bool | None = None,
                  delay_s: float | None = None):
-        self.label = label
+        self.label = terminal_safe(label)  # a path or name with ESC must not drive the terminal
         self.stream = stream or sys.stderr
         self.enabled = self.stream.isatty() if enabled is None else enabled
         self.t0 = self._stage_t0 = time.monotonic()
@@ -41,14 +43,14 @@ class Progress:
         width = 30
         frac = min(1.0, done / total) if total else 0.0
         bar = "#" * int(frac * width) + "-" * (width - int(frac * width))
-        self.stream.write(f"\r{self.label}: [{bar}] {frac * 100:5.1f}% {what[:40]:<40}")
+        self.stream.write(f"\r{self.label}: [{bar}] {frac * 100:5.1f}% {terminal_safe(what[:40]):<40}")
         self.stream.flush()
         self.shown = True
 
     def stage(self, label: str) -> None:
         """End the current stage's line (if drawn) and go on under `label`."""
         self.done()
-        self.label, self.shown, self._last, self._stage_t0 = label, False, 0.0, time.monotonic()
+        self.label, self.shown, self._last, self._stage_t0 = terminal_safe(label), False, 0.0, time.monotonic()
 
     def done(self) -> None:
         if self.shown:

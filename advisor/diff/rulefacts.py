@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from advisor.interrupt import raise_if_interrupted
 from advisor.model.store import Run
 
 CHANGED_MIN_REL = 0.10  # a finding whose estimated gain moved by 10% or more is "changed"
@@ -47,6 +48,7 @@ def _findings(run: Run, notes: list[str]) -> list[dict[str, Any]] | None:
     try:
         report = engine.run_rules(run)
     except Exception as e:  # a rule bug must not sink the diff; it is reported instead
+        raise_if_interrupted(e)
         notes.append(f"rule engine failed on {run.info.get('source_path')}: {type(e).__name__}: {e}")
         return None
     items = getattr(report, "findings", report)
@@ -64,6 +66,7 @@ def _verdict(run: Run, notes: list[str]) -> tuple[str | None, str | None]:
         if isinstance(v.get("run"), dict):  # RunVerdict: the whole-run verdict is under "run"
             v = v["run"]
     except Exception as e:
+        raise_if_interrupted(e)
         notes.append(f"classifier failed on {run.info.get('source_path')}: {type(e).__name__}: {e}")
         return None, None
     cls = v.get("class") or v.get("klass") or v.get("cls") or v.get("verdict_class")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from advisor import metrics
 from advisor.errors import InputError
+from advisor.interrupt import raise_if_interrupted
 from advisor.model.schema import TABLES
 from advisor.model.store import Run
 from advisor.rules.base import (
@@ -222,6 +223,7 @@ def _run_one(
     except InputError:
         raise
     except Exception as e:  # one broken rule must not sink the report; strict mode re-raises
+        raise_if_interrupted(e)  # Ctrl-C inside a query is no rule failure: the run stops (exit 130)
         if strict:
             raise
         outcome, error = None, f"{type(e).__name__}: {e}"

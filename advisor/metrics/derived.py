@@ -20,6 +20,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from advisor.interrupt import raise_if_interrupted
 from advisor.model.limits import duckdb_memory
 from advisor.model.schema import SCHEMA_VERSION
 from advisor.model.store import Run
@@ -131,7 +132,8 @@ def load_table(run: Run, table: str, name: str, key: str) -> bool:
     try:
         kind = "VIEW" if _large(pq.read_metadata(path).num_rows, types) else "TABLE"
         run.sql(f"CREATE TEMP {kind} {table} AS {_select(path, types)}")
-    except (OSError, pa.ArrowException, duckdb.Error):
+    except (OSError, pa.ArrowException, duckdb.Error) as e:
+        raise_if_interrupted(e)
         drop(run, table)
         return False
     return True
@@ -167,7 +169,8 @@ def save_table(run: Run, table: str, name: str, key: str) -> None:
             ),
         )
         save_json(run, name + ".types", key, [list(t) for t in types])
-    except (OSError, duckdb.Error):
+    except (OSError, duckdb.Error) as e:
+        raise_if_interrupted(e)
         return
     if _large(run.sql_rows(f"SELECT count(*) FROM {table}")[0][0], types):
         load_table(run, table, name, key)

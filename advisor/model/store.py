@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from advisor.errors import InputError
+from advisor.interrupt import raise_if_interrupted
 from advisor.model.limits import memory_sql
 from advisor.model.schema import SCHEMA_VERSION, TABLES, empty
 
@@ -232,6 +233,7 @@ class Run:
         except _QUERY_MISTAKES:
             raise
         except duckdb.Error as e:
+            raise_if_interrupted(e)  # Ctrl-C: no reason to hash the entry's files
             if self._damaged(str(e)):
                 assert self.entry is not None
                 cause = (str(e).strip().splitlines() or [type(e).__name__])[0].replace(str(self.entry) + "/", "")

@@ -27,3 +27,13 @@ def test_reliability_doc_reports_no_failures() -> None:
     tried, ingested, clean, failures = map(int, total.groups())
     assert tried == ingested + clean + failures
     assert failures == 0, "the long corpus run found failures: see the Failures section of docs/reliability.md"
+
+
+def test_regenerating_keeps_the_promises_section() -> None:
+    """The hand-written promises (one row per hostile-use case) survive `mutate_corpus.py run`."""
+    doc = ROOT / "docs" / "reliability.md"
+    kept = corpus.hand_written(doc)
+    assert kept.startswith("\n" + corpus.KEPT_FROM), "docs/reliability.md lost its '## Promises under hostile use'"
+    regenerated = corpus.render_doc([], "long", "forked from a warm parent") + kept
+    assert regenerated.count(corpus.KEPT_FROM) == 1 and "<!-- relout rows" in regenerated
+    assert regenerated.endswith(doc.read_text().split(corpus.KEPT_FROM, 1)[1])

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from advisor.cli.output import emit
+from advisor.cli.output import emit, input_paths
 
 if TYPE_CHECKING:
     from advisor.model.store import Run
@@ -114,6 +114,6 @@ def run(args: argparse.Namespace) -> int:
         out = markdown_document(full)
     else:
         out = text_document(full)
-    emit(out, args.output, args.paths)
+    emit(out, args.output, input_paths(args))
     fired = any(r.get("findings") for r in runs)
     return 1 if args.fail_on == "any" and fired else 0

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from advisor.cli.output import emit
+from advisor.cli.output import emit, input_paths
 from advisor.cli.render import MD_LIMIT
 from advisor.cli.render_escape import clean, md_cell
 from advisor.reports.units import fmt_ns
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     threshold = args.threshold if args.threshold is not None else DEFAULT_THRESHOLD_PCT
     doc: dict[str, Any] = diff_paths(args.base, args.new, opts, threshold_pct=threshold, top=args.top)
     doc["gate"] = gate(doc, args.fail_on_regression)
-    emit(render(doc, args.format), args.output, [args.base, args.new])
+    emit(render(doc, args.format), args.output, input_paths(args))
     return EXIT_REGRESSION if doc["gate"]["failed"] else 0
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from advisor.cli.output import emit
+from advisor.cli.output import emit, input_paths
 
 NAME = "report"
 HELP = "write a self-contained HTML report for one trace"
@@ -50,5 +50,5 @@ def run(args: argparse.Namespace) -> int:
         r.close()
         if ncu is not None:
             ncu.close()
-    emit(render_run_html(inputs), args.output, inputs=[args.path] + ([args.ncu] if args.ncu else []))
+    emit(render_run_html(inputs), args.output, input_paths(args))
     return 0
