@@ -1,0 +1,75 @@
+"""Rules checked against real traces nobody here captured, each number cross-checked by reading the trace
+file directly (gzip + json), not through the advisor's parser: a rule fires only where its fix applies,
+and a saving never exceeds the time it names as its denominator (issue 18, items 4-6; LABELS.md)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from advisor.engine.findings import RuleReport, run_rules
+from advisor.ingest import open_run
+from advisor.model.store import Run
+from tests.conftest import real_path
+
+DLRM = "param/dlrm_8rank"
+
+
+@cache
+def _events(rel: str) -> tuple[dict[str, Any], ...]:
+    with gzip.open(real_path(rel)) as f:
+        return tuple(json.load(f)["traceEvents"])
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
+    return {}
+
+
+def _report(runs: dict[str, Run], rel: str, select: set[str], tmp: Path) -> RuleReport:
+    if rel not in runs:
+        runs[rel] = open_run(real_path(rel), cache_dir=tmp)
+    return run_rules(runs[rel], select=select, strict=True)
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("real-preconditions")
+
+
+def _dataloader_us(rel: str) -> list[float]:
+    """Durations (us) of the outermost DataLoader ops, read from the JSON."""
+    ops = sorted(
+        (e for e in _events(rel) if e.get("ph") == "X" and "dataloader" in str(e.get("name", "")).lower()),
+        key=lambda e: (e["ts"], -e["dur"]),
+    )
+    out: list[tuple[float, float]] = []
+    for e in ops:
+        if out and e["ts"] + e["dur"] <= out[-1][1]:
+            continue  # nested inside the previous one
+        out.append((e["ts"], e["ts"] + e["dur"]))
+    return [b - a for a, b in out]
+
+
+def test_dlrm_dataloader_saving_within_each_ranks_loader_time(runs: dict[str, Run], cache: Path) -> None:
+    """IO005 on the 8-rank DLRM directory: every finding claims at most its own rank's DataLoader call
+    (1.05-1.41 ms), never the 8 ranks' sum nor half the span."""
+    files = sorted(real_path(DLRM).glob("*.json.gz"))
+    per_rank = {f.name: _dataloader_us(f"{DLRM}/{f.name}") for f in files}
+    assert len(per_rank) == 8 and all(len(v) == 1 for v in per_rank.values())
+    longest_ns = max(v[0] for v in per_rank.values()) * 1000
+    assert 1.40e6 < longest_ns < 1.42e6
+    report = _report(runs, DLRM, {"IO005"}, cache)
+    findings = report.result("IO005").findings
+    assert findings
+    loader_ns = sorted(round(v[0] * 1000) for v in per_rank.values())
+    for f in findings:
+        own = int(f.value("loader_time"))
+        assert own in loader_ns
+        assert f.est_gain_ns <= int(f.value("loader_time_gpu_idle")) <= own <= longest_ns
+    assert sum(f.est_gain_ns for f in findings) <= longest_ns
