@@ -73,3 +73,22 @@ def test_dlrm_dataloader_saving_within_each_ranks_loader_time(runs: dict[str, Ru
         assert own in loader_ns
         assert f.est_gain_ns <= int(f.value("loader_time_gpu_idle")) <= own <= longest_ns
     assert sum(f.est_gain_ns for f in findings) <= longest_ns
+
+
+def test_df_index_resolver_nccl_waits_are_explicit(runs: dict[str, Run], cache: Path) -> None:
+    """LA003 stays clean on df_index_resolver: the NCCL kernels on stream 14 are issued right after a
+    cudaStreamWaitEvent on the same thread (program order), counted here from the JSON."""
+    rel = "hta/df_index_resolver__df_index_resolver.json.gz"
+    ev = _events(rel)
+    nccl = {e["args"]["correlation"] for e in ev if e.get("cat") == "kernel" and e["args"].get("stream") == 14}
+    calls = sorted((e for e in ev if e.get("cat") == "cuda_runtime"), key=lambda e: (e["tid"], e["ts"]))
+    guarded = 0
+    for i, e in enumerate(calls):
+        if e["args"].get("correlation") in nccl:
+            back = [c["name"] for c in calls[max(0, i - 3) : i] if c["tid"] == e["tid"]]
+            guarded += "cudaStreamWaitEvent" in back
+    assert len(nccl) == 2020 and guarded == 2020
+    outcome = _report(runs, rel, {"LA003"}, cache).result("LA003")
+    assert outcome.kind == "clean"
+    ev_out = {e.name: e.value for e in outcome.outcome.evidence}  # type: ignore[union-attr]
+    assert ev_out["explicit_wait_ops"] == len(nccl) and ev_out["held_ops"] == 0
