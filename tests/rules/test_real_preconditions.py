@@ -92,3 +92,27 @@ def test_df_index_resolver_nccl_waits_are_explicit(runs: dict[str, Run], cache: 
     assert outcome.kind == "clean"
     ev_out = {e.name: e.value for e in outcome.outcome.evidence}  # type: ignore[union-attr]
     assert ev_out["explicit_wait_ops"] == len(nccl) and ev_out["held_ops"] == 0
+
+
+def test_timesformer_attention_is_unfused(runs: dict[str, Run], cache: Path) -> None:
+    """HF TimeSformer computes attention by hand: one ME009 chain per 4-d softmax op (24 in the JSON: 12 layers,
+    temporal and spatial), all matched by the bmm/softmax shapes; the 1-d softmax of the classifier is not one."""
+    rel = "tracelens/h100_timesformer-base-k400_inference.json.gz"
+    dims = [
+        len(e["args"]["Input Dims"][0])
+        for e in _events(rel)
+        if e.get("cat") == "cpu_op" and e["name"] == "aten::_softmax"
+    ]
+    assert sorted(dims) == [1] + [4] * 24
+    f = _report(runs, rel, {"ME009"}, cache).result("ME009").findings[0]
+    assert f.value("attention_chains") == f.value("chains_by_shapes") == dims.count(4)
+    assert "scaled_dot_product_attention" in f.fixes[0].detail
+
+
+def test_qwen_flash_attention_is_not_unfused(runs: dict[str, Run], cache: Path) -> None:
+    """Qwen on H100 runs SDPA's flash kernel (24 flash ops, 34 flash kernels in the JSON): no ME009."""
+    rel = "tracelens/h100_qwen1.5-0.5b_inference.json.gz"
+    ev = _events(rel)
+    assert sum(1 for e in ev if e.get("cat") == "kernel" and "flash" in e["name"].lower()) == 34
+    assert sum(1 for e in ev if e.get("cat") == "cpu_op" and e["name"] == "aten::_flash_attention_forward") == 24
+    assert _report(runs, rel, {"ME009"}, cache).result("ME009").kind == "clean"
