@@ -116,3 +116,29 @@ def test_qwen_flash_attention_is_not_unfused(runs: dict[str, Run], cache: Path) 
     assert sum(1 for e in ev if e.get("cat") == "kernel" and "flash" in e["name"].lower()) == 34
     assert sum(1 for e in ev if e.get("cat") == "cpu_op" and e["name"] == "aten::_flash_attention_forward") == 24
     assert _report(runs, rel, {"ME009"}, cache).result("ME009").kind == "clean"
+
+
+def test_df_index_resolver_per_parameter_sgd(runs: dict[str, Run], cache: Path) -> None:
+    """LA013 on df_index_resolver: its kernel count equals the kernels whose cudaLaunchKernel lies inside an
+    'Optimizer.step#SGD.step' annotation on the same thread (counted from the JSON), none multi-tensor;
+    LA001 does not claim the same launch gaps again."""
+    rel = "hta/df_index_resolver__df_index_resolver.json.gz"
+    ev = _events(rel)
+    steps = [e for e in ev if e.get("cat") == "user_annotation" and e["name"] == "Optimizer.step#SGD.step"]
+    launches = {
+        e["args"]["correlation"]
+        for e in ev
+        if e.get("cat") == "cuda_runtime"
+        and any(s["tid"] == e["tid"] and s["ts"] <= e["ts"] < s["ts"] + s["dur"] for s in steps)
+    }
+    kernels = [e for e in ev if e.get("cat") == "kernel" and e["args"]["correlation"] in launches]
+    assert len(steps) == 5 and len(kernels) == 2020
+    assert not any("multi_tensor" in k["name"] or "foreach" in k["name"] for k in kernels)
+    report = _report(runs, rel, {"LA013", "LA001"}, cache)
+    la013 = report.result("LA013").findings[0]
+    assert la013.value("optimizer_kernels") == len(kernels)
+    assert la013.value("optimizer_steps") == len(steps)
+    assert la013.fixes[0].risk == "safe" and "foreach=True" in la013.fixes[0].detail
+    la001 = report.result("LA001").findings[0]
+    # the optimizer's gaps are out of LA001's saving: LA013 prices at least as much of the same idle
+    assert 0 < int(la001.value("optimizer_gap_time")) <= la013.est_gain_ns
