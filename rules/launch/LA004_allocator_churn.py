@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+from typing import Any
+
 from advisor.rules.base import Clean, Context, Evidence, Fired, Fix, Option, Outcome, Rule, Window, ms
 from advisor.rules.blocking import MAX_REFILL_OPTION, blocking_calls, idle_evidence, repeated
+from advisor.rules.steps import step_windows
 
 ALLOC = (
     r"^(cuda|hip)(malloc|free)(_v[0-9]+)?$"
@@ -47,10 +50,14 @@ class AllocatorChurn(Rule):
 
     ## False positives
     Allocation in a trace that covers only start-up (no steady state) fires unless the warm-up
-    share excludes it; raise `warmup_pct` for such traces.
+    share excludes it; raise `warmup_pct` for such traces. Where the trace marks iterations
+    (steps, or DataLoader `__next__` calls, one per iteration), everything before the second
+    iteration starts is warm-up too: the caching allocator grows (cudaMalloc) and cuDNN/cuBLAS
+    set up workspaces (cudaFree) once, in the first iteration; churn repeats in the loop.
 
     ## Options
-    `min_calls`, `warmup_pct` (share of the device span treated as warm-up), `min_idle_pct`.
+    `min_calls`, `warmup_pct` (share of the device span treated as warm-up; the first iteration,
+    where marked, is warm-up as well), `min_idle_pct`.
     `max_refill_us` caps how much idle after a call returns still counts as its cost.
     """
 
@@ -74,6 +81,8 @@ class AllocatorChurn(Rule):
     def check(self, ctx: Context) -> Outcome:
         spans = {int(r["device_id"]): r for r in ctx.metric("device_spans")}
         after = {d: int(r["start_ns"] + r["span_ns"] * float(ctx.opt("warmup_pct")) / 100) for d, r in spans.items()}
+        for d, t in second_iteration_starts(ctx).items():
+            after[d] = max(after.get(d, 0), t)
         rows = blocking_calls(ctx, ALLOC, exclude="async", after_ns=after)
         fired = repeated(ctx, rows)
         if not fired:
@@ -104,3 +113,24 @@ class AllocatorChurn(Rule):
                 for r in fired
             )
         )
+
+
+def second_iteration_starts(ctx: Context) -> dict[int, int]:
+    """Per device, when its second iteration starts: the second step window where the trace marks steps, else
+    the second outermost DataLoader call of a process feeding it (a training loop fetches one batch per
+    iteration). Devices with fewer than two marked iterations are left out."""
+    out: dict[int, int] = {}
+    per: dict[int, list[int]] = {}
+    for w in step_windows(ctx.run):
+        per.setdefault(w.device_id, []).append(w.start_ns)
+    if not per and ctx.run.count("cpu_ops"):
+        feeds: dict[Any, list[int]] = {}
+        for r in ctx.metric("device_pids"):
+            feeds.setdefault(r["pid"], []).append(int(r["device_id"]))
+        for r in ctx.metric("dataloader_ops"):
+            for d in feeds.get(r["pid"], []):
+                per.setdefault(d, []).append(int(r["start_ns"]))
+    for d, starts in per.items():
+        if len(starts) >= 2:
+            out[d] = sorted(starts)[1]
+    return out
