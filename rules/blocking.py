@@ -11,9 +11,11 @@ host doing other work, which gpu-idle-gaps (ID001) attributes. Windows are built
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from advisor import metrics
 from advisor.rules.base import Context, Evidence, Option, pct
+from advisor.rules.steps import step_windows
 
 # the option every rule built on blocking_calls declares
 MAX_REFILL_OPTION = Option(
@@ -126,4 +128,25 @@ def overlappable_idle(
             idle = min(idle, sum(w.ns.get(c, 0) for c in classes))
         gpu = busy.get(w.win_id, 0) + max(0, w.span_ns - idle_all)
         out[w.device_id] = out.get(w.device_id, 0) + min(idle, gpu)
+    return out
+
+
+def second_iteration_starts(ctx: Context) -> dict[int, int]:
+    """Per device, when its second iteration starts: the second step window where the trace marks steps, else
+    the second outermost DataLoader call of a process feeding it (a training loop fetches one batch per
+    iteration). Devices with fewer than two marked iterations are left out."""
+    out: dict[int, int] = {}
+    per: dict[int, list[int]] = {}
+    for w in step_windows(ctx.run):
+        per.setdefault(w.device_id, []).append(w.start_ns)
+    if not per and ctx.run.count("cpu_ops"):
+        feeds: dict[Any, list[int]] = {}
+        for r in ctx.metric("device_pids"):
+            feeds.setdefault(r["pid"], []).append(int(r["device_id"]))
+        for r in ctx.metric("dataloader_ops"):
+            for d in feeds.get(r["pid"], []):
+                per.setdefault(d, []).append(int(r["start_ns"]))
+    for d, starts in per.items():
+        if len(starts) >= 2:
+            out[d] = sorted(starts)[1]
     return out

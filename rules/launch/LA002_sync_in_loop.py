@@ -1,7 +1,14 @@
 from __future__ import annotations
 
 from advisor.rules.base import Clean, Context, Evidence, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
-from advisor.rules.blocking import MAX_REFILL_OPTION, blocking_calls, idle_evidence, overlappable_idle, repeated
+from advisor.rules.blocking import (
+    MAX_REFILL_OPTION,
+    blocking_calls,
+    idle_evidence,
+    overlappable_idle,
+    repeated,
+    second_iteration_starts,
+)
 from advisor.rules.blocking import SYNC_CALLS as SYNC
 
 
@@ -53,7 +60,9 @@ class SyncInLoop(Rule):
     ## False positives
     A sync that waits on a long kernel shows little idle and is not the problem; only the idle
     around the call is counted, so those rank low. Timing code that syncs on purpose (benchmarks)
-    fires too.
+    fires too. Where the trace marks iterations (steps, or one DataLoader `__next__` call per
+    iteration), syncs before the second iteration are start-up (cuDNN benchmark autotuning, first
+    `.item()` calls) and are not counted.
 
     ## Options
     `min_calls` (a loop, not a one-off), `min_idle_pct` (idle the syncs open, as % of device span).
@@ -81,7 +90,7 @@ class SyncInLoop(Rule):
     }
 
     def check(self, ctx: Context) -> Outcome:
-        rows = blocking_calls(ctx, SYNC)
+        rows = blocking_calls(ctx, SYNC, after_ns=second_iteration_starts(ctx))
         fired = repeated(ctx, rows)
         if not fired:
             n = sum(r.n_calls for r in rows)

@@ -1,10 +1,7 @@
 from __future__ import annotations
 
-from typing import Any
-
 from advisor.rules.base import Clean, Context, Evidence, Fired, Fix, Option, Outcome, Rule, Window, ms
-from advisor.rules.blocking import MAX_REFILL_OPTION, blocking_calls, idle_evidence, repeated
-from advisor.rules.steps import step_windows
+from advisor.rules.blocking import MAX_REFILL_OPTION, blocking_calls, idle_evidence, repeated, second_iteration_starts
 
 ALLOC = (
     r"^(cuda|hip)(malloc|free)(_v[0-9]+)?$"
@@ -113,24 +110,3 @@ class AllocatorChurn(Rule):
                 for r in fired
             )
         )
-
-
-def second_iteration_starts(ctx: Context) -> dict[int, int]:
-    """Per device, when its second iteration starts: the second step window where the trace marks steps, else
-    the second outermost DataLoader call of a process feeding it (a training loop fetches one batch per
-    iteration). Devices with fewer than two marked iterations are left out."""
-    out: dict[int, int] = {}
-    per: dict[int, list[int]] = {}
-    for w in step_windows(ctx.run):
-        per.setdefault(w.device_id, []).append(w.start_ns)
-    if not per and ctx.run.count("cpu_ops"):
-        feeds: dict[Any, list[int]] = {}
-        for r in ctx.metric("device_pids"):
-            feeds.setdefault(r["pid"], []).append(int(r["device_id"]))
-        for r in ctx.metric("dataloader_ops"):
-            for d in feeds.get(r["pid"], []):
-                per.setdefault(d, []).append(int(r["start_ns"]))
-    for d, starts in per.items():
-        if len(starts) >= 2:
-            out[d] = sorted(starts)[1]
-    return out

@@ -27,7 +27,8 @@ def _events(rel: str) -> tuple[dict[str, Any], ...]:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
+def runs() -> dict[str, Run]:
+    """Runs opened once per module, by fixture path."""
     return {}
 
 
