@@ -150,3 +150,29 @@ def second_iteration_starts(ctx: Context) -> dict[int, int]:
         if len(starts) >= 2:
             out[d] = sorted(starts)[1]
     return out
+
+
+def recurring(ctx: Context, rows: list[BlockingCalls], pattern: str, exclude: str = "^$") -> list[BlockingCalls]:
+    """The rows of devices whose calls recur in the loop. Where the trace marks iterations, the calls from the
+    second iteration on must repeat on their own: at least min_calls of them, and their share of the row's host
+    time in calls, applied to its GPU idle, still min_idle_pct of the span. Calls only in the first iteration
+    are start-up (caching-allocator growth, cuDNN autotuning syncs), not a loop pattern. Devices without two
+    marked iterations keep their rows."""
+    starts = second_iteration_starts(ctx)
+    if not starts:
+        return rows
+    later: dict[int, tuple[int, int]] = {}
+    for c in ctx.metric("blocking_call_list", pattern=pattern, exclude=exclude):
+        dev = int(c["device_id"])
+        if dev in starts and int(c["start_ns"]) >= starts[dev]:
+            n, ns = later.get(dev, (0, 0))
+            later[dev] = (n + 1, ns + int(c["call_ns"]))
+    out = []
+    for r in rows:
+        n, ns = later.get(r.device_id, (0, 0))
+        idle = r.idle_ns * ns / r.call_ns if r.call_ns else 0
+        if r.device_id not in starts or (
+            n >= int(ctx.opt("min_calls")) and pct(idle, r.span_ns) >= float(ctx.opt("min_idle_pct"))
+        ):
+            out.append(r)
+    return out

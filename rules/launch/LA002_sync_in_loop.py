@@ -6,8 +6,8 @@ from advisor.rules.blocking import (
     blocking_calls,
     idle_evidence,
     overlappable_idle,
+    recurring,
     repeated,
-    second_iteration_starts,
 )
 from advisor.rules.blocking import SYNC_CALLS as SYNC
 
@@ -61,8 +61,8 @@ class SyncInLoop(Rule):
     A sync that waits on a long kernel shows little idle and is not the problem; only the idle
     around the call is counted, so those rank low. Timing code that syncs on purpose (benchmarks)
     fires too. Where the trace marks iterations (steps, or one DataLoader `__next__` call per
-    iteration), syncs before the second iteration are start-up (cuDNN benchmark autotuning, first
-    `.item()` calls) and are not counted.
+    iteration), the syncs after the second iteration starts must repeat on their own: syncs only in
+    the first iteration are start-up (cuDNN benchmark autotuning, first `.item()` calls).
 
     ## Options
     `min_calls` (a loop, not a one-off), `min_idle_pct` (idle the syncs open, as % of device span).
@@ -90,8 +90,8 @@ class SyncInLoop(Rule):
     }
 
     def check(self, ctx: Context) -> Outcome:
-        rows = blocking_calls(ctx, SYNC, after_ns=second_iteration_starts(ctx))
-        fired = repeated(ctx, rows)
+        rows = blocking_calls(ctx, SYNC)
+        fired = recurring(ctx, repeated(ctx, rows), SYNC)
         if not fired:
             n = sum(r.n_calls for r in rows)
             idle = sum(r.idle_ns for r in rows)

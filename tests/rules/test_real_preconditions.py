@@ -143,3 +143,16 @@ def test_df_index_resolver_per_parameter_sgd(runs: dict[str, Run], cache: Path) 
     la001 = report.result("LA001").findings[0]
     # the optimizer's gaps are out of LA001's saving: LA013 prices at least as much of the same idle
     assert 0 < int(la001.value("optimizer_gap_time")) <= la013.est_gain_ns
+
+
+def test_h100_weight_upload_overlap_within_kernel_time(runs: dict[str, Run], cache: Path) -> None:
+    """IO002 on h100_2gpu_1s: hiding the weight upload behind compute saves at most the device's kernel time,
+    summed here with plain sqlite3 from CUPTI_ACTIVITY_KIND_KERNEL."""
+    import sqlite3
+
+    rel = "nsys-ai/h100_2gpu_1s.sqlite"
+    with sqlite3.connect(f"file:{real_path(rel)}?mode=ro", uri=True) as db:
+        per_dev = dict(db.execute("SELECT deviceId, sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY 1"))
+    assert per_dev == {0: 22385163, 1: 22444359}
+    findings = _report(runs, rel, {"IO002"}, cache).result("IO002").findings
+    assert sorted(f.est_gain_ns for f in findings) == sorted(per_dev.values())
