@@ -117,11 +117,10 @@ class DataloaderStall(Rule):
         if not ctx.run.count("kernels") and not ctx.run.count("memops"):
             return {}
         out: dict[Any, _ProcessGain] = {}
-        idle = {
-            int(r["device_id"]): int(r["idle_ns"])
-            for r in ctx.metric("idle_by_cause", min_gap_ns=0)
-            if r["cause"] == "input"
-        }
+        idle: dict[int, int] = {}
+        for r in ctx.metric("idle_by_cause", min_gap_ns=0):  # summed: a cause may come in several rows
+            if r["cause"] == "input":
+                idle[int(r["device_id"])] = idle.get(int(r["device_id"]), 0) + int(r["idle_ns"])
         steps = self._loader_off_critical_path(ctx)
         for r in ctx.metric("loader_idle"):
             dev = int(r["device_id"])

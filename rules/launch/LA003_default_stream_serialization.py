@@ -97,9 +97,13 @@ class DefaultStreamSerialization(Rule):
                 "no device mixes the default stream with other streams",
                 (Evidence("devices_mixing_streams", 0, "count"),),
             )
-        queue = {
+        queue = {  # joins every op to its launch call: asked only where the streams look serialized
             int(q["device_id"]): q
-            for q in ctx.metric("default_stream_queue", default_streams=streams, release_ns=ctx.ns("release_us"))
+            for q in (
+                ctx.metric("default_stream_queue", default_streams=streams, release_ns=ctx.ns("release_us"))
+                if any(self._fires(ctx, r) for r in mixed)
+                else []
+            )
         }
         fired = [
             self._finding(r, queue[int(r["device_id"])])

@@ -23,7 +23,7 @@ class PerParameterOptimizer(Rule):
     launches), the fused path one kernel per step chunk (book ch. 20, P20.6: fused optimizer).
 
     ## Trace signature
-    Metric `optimizer_steps`: per optimizer window, the kernels whose launching API call
+    Metrics `optimizer_steps` / `per_parameter_steps`: per optimizer window, the kernels whose launching API call
     (by correlation id) starts inside it on its thread, how many are multi-tensor, their time,
     and the device's idle time from the host entering the step to the later of its return and
     its last kernel. Per-parameter: many `vectorized_elementwise_kernel<...AddFunctor/MulFunctor>`
@@ -75,7 +75,7 @@ class PerParameterOptimizer(Rule):
     }
 
     def check(self, ctx: Context) -> Outcome:
-        steps = [r for r in ctx.metric("optimizer_steps") if _per_parameter(r, int(ctx.opt("min_kernels")))]
+        steps = ctx.metric("per_parameter_steps", min_kernels=int(ctx.opt("min_kernels")))
         spans = {int(r["device_id"]): int(r["span_ns"]) for r in ctx.metric("device_spans")}
         per_device: dict[int, list[dict[str, Any]]] = {}
         for r in steps:
@@ -130,8 +130,3 @@ class PerParameterOptimizer(Rule):
             ),
             location=f"device={dev}|optimizer={opt}",
         )
-
-
-def _per_parameter(r: dict[str, Any], min_kernels: int) -> bool:
-    """A step of many kernels and not one multi-tensor kernel among them."""
-    return int(r["n_kernels"]) >= min_kernels and not int(r["n_multi_tensor"])
