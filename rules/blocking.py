@@ -11,9 +11,11 @@ host doing other work, which gpu-idle-gaps (ID001) attributes. Windows are built
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from advisor import metrics
 from advisor.rules.base import Context, Evidence, Option, pct
+from advisor.rules.steps import step_windows
 
 # the option every rule built on blocking_calls declares
 MAX_REFILL_OPTION = Option(
@@ -126,4 +128,51 @@ def overlappable_idle(
             idle = min(idle, sum(w.ns.get(c, 0) for c in classes))
         gpu = busy.get(w.win_id, 0) + max(0, w.span_ns - idle_all)
         out[w.device_id] = out.get(w.device_id, 0) + min(idle, gpu)
+    return out
+
+
+def second_iteration_starts(ctx: Context) -> dict[int, int]:
+    """Per device, when its second iteration starts: the second step window where the trace marks steps, else
+    the second outermost DataLoader call of a process feeding it (a training loop fetches one batch per
+    iteration). Devices with fewer than two marked iterations are left out."""
+    out: dict[int, int] = {}
+    per: dict[int, list[int]] = {}
+    for w in step_windows(ctx.run):
+        per.setdefault(w.device_id, []).append(w.start_ns)
+    if not per and ctx.run.count("cpu_ops"):
+        feeds: dict[Any, list[int]] = {}
+        for r in ctx.metric("device_pids"):
+            feeds.setdefault(r["pid"], []).append(int(r["device_id"]))
+        for r in ctx.metric("dataloader_ops"):
+            for d in feeds.get(r["pid"], []):
+                per.setdefault(d, []).append(int(r["start_ns"]))
+    for d, starts in per.items():
+        if len(starts) >= 2:
+            out[d] = sorted(starts)[1]
+    return out
+
+
+def recurring(ctx: Context, rows: list[BlockingCalls], pattern: str, exclude: str = "^$") -> list[BlockingCalls]:
+    """The rows of devices whose calls recur in the loop. Where the trace marks iterations, the calls from the
+    second iteration on must repeat on their own: at least min_calls of them, and their share of the row's host
+    time in calls, applied to its GPU idle, still min_idle_pct of the span. Calls only in the first iteration
+    are start-up (caching-allocator growth, cuDNN autotuning syncs), not a loop pattern. Devices without two
+    marked iterations keep their rows."""
+    starts = second_iteration_starts(ctx)
+    if not starts:
+        return rows
+    later: dict[int, tuple[int, int]] = {}
+    for c in ctx.metric("blocking_call_list", pattern=pattern, exclude=exclude):
+        dev = int(c["device_id"])
+        if dev in starts and int(c["start_ns"]) >= starts[dev]:
+            n, ns = later.get(dev, (0, 0))
+            later[dev] = (n + 1, ns + int(c["call_ns"]))
+    out = []
+    for r in rows:
+        n, ns = later.get(r.device_id, (0, 0))
+        idle = r.idle_ns * ns / r.call_ns if r.call_ns else 0
+        if r.device_id not in starts or (
+            n >= int(ctx.opt("min_calls")) and pct(idle, r.span_ns) >= float(ctx.opt("min_idle_pct"))
+        ):
+            out.append(r)
     return out

@@ -1,5 +1,5 @@
 -- metric: copy_overlap
--- doc: Per device: time host<->device copies ran (union), the part no kernel overlapped (timeline class xfer), kernel busy time, and how many streams carried copies and kernels.
+-- doc: Per device: time host<->device copies ran (union), the part no kernel overlapped (timeline class xfer), kernel busy time (timeline classes compute, memory, kernel_other: memory includes DtoD copies and memsets), the kernels' own summed time (kernel_ns), and how many streams carried copies and kernels.
 -- uses: device_segments, device_spans, kernel_names
 WITH x AS (
     SELECT device_id,
@@ -14,9 +14,13 @@ c AS (
     WHERE op = 'memcpy' AND copy_kind IN ('HtoD', 'DtoH', 'HtoH') AND end_ns > start_ns
     GROUP BY device_id
 ),
-k AS (SELECT device_id, count(DISTINCT stream_id) AS kernel_streams FROM m_kernel_names GROUP BY device_id)
+k AS (
+    SELECT device_id, count(DISTINCT stream_id) AS kernel_streams, sum(dur_ns) AS kernel_ns
+    FROM m_kernel_names GROUP BY device_id
+)
 SELECT c.device_id, c.n_copies, c.copy_ns, coalesce(x.exposed_ns, 0) AS exposed_ns,
     coalesce(x.kernel_busy_ns, 0) AS kernel_busy_ns, c.copy_streams, coalesce(k.kernel_streams, 0) AS kernel_streams,
+    coalesce(k.kernel_ns, 0) AS kernel_ns,
     s.span_ns, c.start_ns, c.end_ns
 FROM c JOIN m_device_spans s USING (device_id)
 LEFT JOIN x USING (device_id) LEFT JOIN k USING (device_id)

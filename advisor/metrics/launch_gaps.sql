@@ -1,10 +1,14 @@
 -- metric: launch_gaps
--- doc: Per device: kernels shorter than $short_ns, and the idle gaps of at most $max_gap_ns before a kernel where that kernel or the previous op is short (launch gaps: the GPU waiting for the next launch).
--- uses: kernel_names, device_spans
+-- doc: Per device: kernels shorter than $short_ns, and the idle gaps of at most $max_gap_ns before a kernel where that kernel or the previous op is short (launch gaps: the GPU waiting for the next launch). Gaps before an op inside a per-parameter optimizer step (optimizer_steps: at least $opt_min_kernels kernels, none multi-tensor) are left out and summed apart (optimizer_gap_ns): the foreach/fused optimizer removes them (LA013), not a CUDA graph.
+-- uses: kernel_names, device_spans, optimizer_steps
 WITH ops AS (
     SELECT device_id, start_ns, end_ns, dur_ns < $short_ns AS short, dur_ns, TRUE AS is_kernel FROM m_kernel_names
     UNION ALL
     SELECT device_id, start_ns, end_ns, FALSE, end_ns - start_ns, FALSE FROM memops WHERE end_ns >= start_ns
+),
+opt AS (
+    SELECT device_id, start_ns AS opt_start, end_ns AS opt_end FROM m_optimizer_steps
+    WHERE n_kernels >= $opt_min_kernels AND n_multi_tensor = 0
 ),
 o AS (
     SELECT *,
@@ -13,6 +17,10 @@ o AS (
         lag(short) OVER (PARTITION BY device_id ORDER BY start_ns, end_ns) AS prev_short
     FROM ops
 ),
+t AS (  -- the optimizer step (if any) whose time holds the op's start
+    SELECT o.*, coalesce(o.start_ns < p.opt_end, FALSE) AS in_opt
+    FROM o ASOF LEFT JOIN opt p ON p.device_id = o.device_id AND o.start_ns >= p.opt_start
+),
 agg AS (
     SELECT device_id,
         count(*) FILTER (WHERE is_kernel) AS n_kernels,
@@ -20,9 +28,12 @@ agg AS (
         coalesce(sum(dur_ns) FILTER (WHERE short), 0) AS short_ns,
         coalesce(sum(dur_ns) FILTER (WHERE is_kernel), 0) AS kernel_ns,
         coalesce(sum(gap_before) FILTER (WHERE gap_before > 0 AND gap_before <= $max_gap_ns
-                                          AND (short OR prev_short)), 0) AS launch_gap_ns,
-        count(*) FILTER (WHERE gap_before > 0 AND gap_before <= $max_gap_ns AND (short OR prev_short)) AS n_launch_gaps,
+                                          AND (short OR prev_short) AND NOT in_opt), 0) AS launch_gap_ns,
+        count(*) FILTER (WHERE gap_before > 0 AND gap_before <= $max_gap_ns AND (short OR prev_short)
+                         AND NOT in_opt) AS n_launch_gaps,
+        coalesce(sum(gap_before) FILTER (WHERE gap_before > 0 AND gap_before <= $max_gap_ns
+                                          AND (short OR prev_short) AND in_opt), 0) AS optimizer_gap_ns,
         min(start_ns) AS start_ns, max(end_ns) AS end_ns
-    FROM o GROUP BY device_id
+    FROM t GROUP BY device_id
 )
 SELECT a.*, s.span_ns FROM agg a JOIN m_device_spans s USING (device_id) ORDER BY device_id

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from advisor.perf.peaks import roofs_for
@@ -47,7 +48,14 @@ class Fp32GemmWithoutTensorCores(Rule):
     torch.backends.cudnn.allow_tf32 = True
     with torch.autocast("cuda", dtype=torch.bfloat16):
         out = model(x)
+    # Volta/Turing (V100, T4, RTX 20xx: sm_70/sm_75) have FP16 tensor cores only: no TF32, no BF16
+    scaler = torch.cuda.amp.GradScaler()
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = model(x)
+    scaler.scale(loss).backward(); scaler.step(opt); scaler.update()
     ```
+    The fix text follows the device's architecture (`tensor_core_remedy`): the compute capability,
+    else the device name or the cuBLAS kernel prefix (`volta_`, `turing_`).
     Reference workload: `reference_workloads/CP001_fp32_gemm_without_tensor_cores/` (also the largest
     of the stacked bottlenecks in `reference_workloads/CP004_composite_training_step/`).
 
@@ -87,7 +95,11 @@ class Fp32GemmWithoutTensorCores(Rule):
         override = float(ctx.opt("expected_speedup"))
         devices = {int(d["device_id"]): d for d in ctx.run.sql_dicts("SELECT * FROM devices")}
         fired = [
-            self._finding(r, *_speedup(devices.get(int(r["device_id"])), override))
+            self._finding(
+                r,
+                *_speedup(devices.get(int(r["device_id"])), override),
+                str((devices.get(int(r["device_id"])) or {}).get("name") or ""),
+            )
             for r in rows
             if r["n_fp32"] and pct(r["fp32_ns"], r["kernel_ns"]) >= float(ctx.opt("min_share_pct"))
         ]
@@ -96,8 +108,9 @@ class Fp32GemmWithoutTensorCores(Rule):
         fp32 = sum(int(r["fp32_ns"]) for r in rows)
         return Clean(f"FP32 SIMT GEMM time {ms(fp32)}", (Evidence("fp32_gemm_time", fp32, "ns"),))
 
-    def _finding(self, r: dict[str, Any], speedup: float, basis: str) -> Finding:
+    def _finding(self, r: dict[str, Any], speedup: float, basis: str, device_name: str = "") -> Finding:
         fp32, total = int(r["fp32_ns"]), int(r["kernel_ns"])
+        top = str(r["top_fp32_kernel"] or "")
         return self.finding(
             f"device {r['device_id']}: {r['n_fp32']} FP32 SIMT GEMM/conv kernels took {ms(fp32)}, "
             f"{pct(fp32, total)}% of kernel time (most: {str(r['top_fp32_kernel'])[:80]})",
@@ -110,23 +123,65 @@ class Fp32GemmWithoutTensorCores(Rule):
                 Evidence("compute_capability", str(r["compute_capability"] or "unknown"), "cc"),
                 Evidence("top_kernel", str(r["top_fp32_kernel"])[:200], "name"),
                 Evidence("tensor_core_speedup", round(speedup, 2), "x", basis),
+                Evidence("tensor_core_arch", tensor_core_arch(r["compute_capability"], device_name, top), "name"),
             ],
             est_gain_ns=fp32 * (1 - 1 / speedup),
             gain_basis=f"FP32 SIMT GEMM/conv kernel time x (1 - 1/{speedup:.2f}): {basis}; an upper bound for "
             "compute-bound GEMMs, small or memory-bound ones gain less",
-            fixes=(
-                Fix(
-                    "use tensor cores",
-                    "torch.backends.cuda.matmul.allow_tf32 = True (and cudnn.allow_tf32), "
-                    "or torch.autocast(dtype=torch.bfloat16)",
-                    "changes-numerics",
-                ),
-            ),
+            fixes=(tensor_core_remedy(r["compute_capability"], device_name, top),),
             location=f"device={r['device_id']}",
         )
 
 
 _FALLBACK_SPEEDUP = 2.0
+
+# Volta (sm_70) and Turing (sm_75) tensor cores take FP16 (and int8) only: no TF32, no BF16. Where the trace
+# records no compute capability, the device name or the cuBLAS kernel prefix (volta_/turing_) tells.
+_FP16_ONLY_NAMES = r"v100|titan v\b|t4\b|rtx 20[0-9]0|quadro rtx|titan rtx|gv100|tu10[0-9]"
+_FP16_ONLY_KERNELS = r"^(void )?(volta|turing)_"
+
+
+def tensor_core_arch(cc: object, device_name: str, kernel: str) -> str:
+    """'fp16-only' for Volta/Turing, 'tf32' for Ampere and newer, 'unknown' when nothing in the trace says."""
+    text = str(cc or "")
+    if text[:1].isdigit():
+        major = text.partition(".")[0]
+        try:
+            return "fp16-only" if int(major) == 7 else ("tf32" if int(major) >= 8 else "unknown")
+        except ValueError:
+            pass
+    if re.search(_FP16_ONLY_NAMES, device_name.lower()) or re.search(_FP16_ONLY_KERNELS, kernel.lower()):
+        return "fp16-only"
+    if re.search(r"^(void )?(ampere|sm8[0-9]|sm9[0-9]|sm1[0-9][0-9])_", kernel.lower()):
+        return "tf32"
+    return "unknown"
+
+
+def tensor_core_remedy(cc: object, device_name: str, kernel: str) -> Fix:
+    """The tensor-core fix for the device's architecture: FP16 autocast with a GradScaler on Volta/Turing
+    (sm_70/sm_75 have neither TF32 nor BF16 tensor cores), TF32 or BF16 autocast on Ampere and newer."""
+    arch = tensor_core_arch(cc, device_name, kernel)
+    fp16 = (
+        "with torch.autocast('cuda', dtype=torch.float16): ... plus torch.cuda.amp.GradScaler() for training "
+        "(scaler.scale(loss).backward(); scaler.step(opt); scaler.update())"
+    )
+    if arch == "fp16-only":
+        return Fix(
+            "use FP16 tensor cores (Volta/Turing)",
+            fp16 + "; this GPU has no TF32 or BF16 tensor cores",
+            "changes-numerics",
+        )
+    tf32 = (
+        "torch.backends.cuda.matmul.allow_tf32 = True (and torch.backends.cudnn.allow_tf32 = True), "
+        "or torch.autocast('cuda', dtype=torch.bfloat16)"
+    )
+    if arch == "tf32":
+        return Fix("use tensor cores", tf32, "changes-numerics")
+    return Fix(
+        "use tensor cores",
+        f"on Ampere or newer: {tf32}; on Volta/Turing (sm_70/sm_75): {fp16}",
+        "changes-numerics",
+    )
 
 
 def _speedup(device: dict[str, Any] | None, override: float) -> tuple[float, str]:

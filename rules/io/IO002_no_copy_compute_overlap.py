@@ -98,7 +98,7 @@ class NoCopyComputeOverlap(Rule):
 
     def _finding(self, r: dict[str, Any]) -> Finding:
         exposed, kernel = int(r["exposed_ns"]), int(r["kernel_busy_ns"])
-        gain = min(exposed, kernel)
+        gain = min(exposed, kernel, int(r["kernel_ns"]))
         return self.finding(
             f"device {r['device_id']}: {ms(exposed)} of host<->device copies ran with no kernel beside them "
             f"({pct(exposed, r['span_ns'])}% of the device span); copies used {r['copy_streams']} stream(s), "
@@ -116,12 +116,14 @@ class NoCopyComputeOverlap(Rule):
                     "host<->device copy time on this device",
                 ),
                 Evidence("kernel_busy_time", kernel, "ns"),
+                Evidence("kernel_time", int(r["kernel_ns"]), "ns"),
                 Evidence("copy_streams", int(r["copy_streams"]), "count"),
                 Evidence("kernel_streams", int(r["kernel_streams"]), "count"),
             ],
             est_gain_ns=gain,
-            gain_basis="min(exposed copy time, kernel busy time on the device): overlap can hide at most the "
-            "shorter of the two",
+            gain_basis="min(exposed copy time, kernel busy time on the device, the kernels' own summed time): "
+            "overlap can hide at most the shorter of the copies and the kernels (DtoD copies and memsets, "
+            "counted as memory work on the timeline, are not compute to hide copies behind)",
             fixes=(
                 Fix(
                     "overlap copies with compute on a second stream",

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
-from advisor.rules.base import Clean, Context, Evidence, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
+from dataclasses import dataclass
+from typing import Any
+
+from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
 from advisor.rules.steps import step_windows
 
 
@@ -10,7 +13,9 @@ class DataloaderStall(Rule):
     ## What it detects
     Processes whose outermost DataLoader ops (`enumerate(DataLoader)#...__next__`) take at least
     `min_step_pct` of the ProfilerStep time (or of the DataLoader ops' own span when no steps
-    were recorded), and GPU idle gaps attributed to the input pipeline.
+    were recorded), and GPU idle gaps attributed to the input pipeline. Each process is judged on
+    the device(s) it feeds: with a GPU timeline, a process whose DataLoader time never overlapped
+    its GPU's idle stalls nothing and does not fire.
 
     ## Why it costs time
     With too few workers, no prefetch, or heavy per-sample Python, fetching the next batch takes
@@ -19,8 +24,9 @@ class DataloaderStall(Rule):
     ## Trace signature
     `cpu_ops` named like `enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__` against
     `ranges` with `source = profiler_step`; GPU idle gaps whose host activity is the DataLoader op
-    (metric `idle_gaps`, cause `input`). The TensorBoard profiler plugin flags DataLoader time
-    above 5% of the step.
+    (metric `idle_gaps`, cause `input`); the DataLoader time that overlaps the fed device's idle
+    segments (metric `loader_idle`) caps the saving. The TensorBoard profiler plugin flags
+    DataLoader time above 5% of the step.
 
     ## How to fix
     ```python
@@ -39,7 +45,8 @@ class DataloaderStall(Rule):
     ## False positives
     The first steps include worker start-up; with only a few profiled steps the share can be
     inflated by it. Loader time that overlaps GPU work (prefetching already works) is reported as
-    loader time but gives no gain.
+    loader time but gives no gain: the saving never exceeds the process's own DataLoader time that
+    overlapped idle on its GPU (in a multi-rank run, each rank's finding claims its own time only).
 
     ## Options
     `min_step_pct` (DataLoader share of step time to fire).
@@ -61,77 +68,115 @@ class DataloaderStall(Rule):
         rows = ctx.metric("dataloader_time")
         if not rows:
             return Clean("no DataLoader ops recorded")
-        idle = self._input_idle(ctx)
-        in_steps = self._loader_off_critical_path(ctx)
-        gain, basis = idle, _IDLE_BASIS
-        if in_steps is not None:
-            gain, basis = max(idle, in_steps), _STEP_BASIS
+        per_pid = self._per_process(ctx)
         findings = []
         for i, r in enumerate(rows):
             denom_ns = int(r["step_ns"] or (r["end_ns"] - r["start_ns"]))
             denom = "ProfilerStep time of this process" if r["step_ns"] else "span of the DataLoader ops"
             share = pct(r["loader_ns"], denom_ns)
-            if share < float(ctx.opt("min_step_pct")):
-                continue
-            findings.append(
-                self.finding(
-                    f"process {r['pid']} spent {ms(r['loader_ns'])} in {r['n_calls']} DataLoader calls, {share}% of "
-                    f"the {denom}; the GPU idled {ms(idle)} waiting on input",
-                    window=Window(start_ns=int(r["start_ns"]), end_ns=int(r["end_ns"])),
-                    evidence=[
-                        Evidence("loader_calls", int(r["n_calls"]), "count"),
-                        Evidence("loader_time", int(r["loader_ns"]), "ns"),
-                        Evidence("loader_share", share, "%", denom),
-                        Evidence("steps", int(r["n_steps"] or 0), "count"),
-                        Evidence("gpu_idle_on_input", idle, "ns"),
-                        *(
-                            [Evidence("loader_time_bounded_by_step_idle", in_steps, "ns")]
-                            if in_steps is not None
-                            else []
-                        ),
-                    ],
-                    est_gain_ns=gain,
-                    gain_basis=basis,
-                    fixes=(
-                        Fix(
-                            "load data in parallel and ahead",
-                            "DataLoader(num_workers>0, pin_memory=True, prefetch_factor, persistent_workers=True)",
-                            "safe",
-                        ),
-                    ),
-                    location=f"loader={r['top_name']}|process={i}",
-                )
-            )
+            g = per_pid.get(r["pid"], _ProcessGain())
+            if share < float(ctx.opt("min_step_pct")) or (per_pid and not g.cap):
+                continue  # with a GPU timeline, loader time that never overlapped GPU idle stalls nothing
+            findings.append(self._finding(r, i, share, denom, g))
         if not findings:
+            idle = sum(g.idle for g in per_pid.values())
             return Clean("DataLoader time below the threshold", (Evidence("gpu_idle_on_input", idle, "ns"),))
         return Fired(tuple(findings))
 
-    def _loader_off_critical_path(self, ctx: Context) -> int | None:
-        """Per marked step: min(DataLoader time in the step, step time minus GPU busy time), summed; None
-        without steps. Idle is the step's time not busy (a step may begin before the device's first activity)."""
+    def _finding(self, r: dict[str, Any], i: int, share: float, denom: str, g: _ProcessGain) -> Finding:
+        gain, basis = g.gain()
+        return self.finding(
+            f"process {r['pid']} spent {ms(r['loader_ns'])} in {r['n_calls']} DataLoader calls, {share}% of "
+            f"the {denom}; {ms(g.cap)} of it with its GPU idle",
+            window=Window(device_id=g.device_id, start_ns=int(r["start_ns"]), end_ns=int(r["end_ns"])),
+            evidence=[
+                Evidence("loader_calls", int(r["n_calls"]), "count"),
+                Evidence("loader_time", int(r["loader_ns"]), "ns"),
+                Evidence("loader_share", share, "%", denom),
+                Evidence("steps", int(r["n_steps"] or 0), "count"),
+                Evidence("gpu_idle_on_input", g.idle, "ns"),
+                Evidence("loader_time_gpu_idle", g.cap, "ns"),
+                *([Evidence("loader_time_bounded_by_step_idle", g.in_steps, "ns")] if g.in_steps is not None else []),
+            ],
+            est_gain_ns=gain,
+            gain_basis=basis,
+            fixes=(
+                Fix(
+                    "load data in parallel and ahead",
+                    "DataLoader(num_workers>0, pin_memory=True, prefetch_factor, persistent_workers=True)",
+                    "safe",
+                ),
+            ),
+            location=f"loader={r['top_name']}|process={i}",
+        )
+
+    def _per_process(self, ctx: Context) -> dict[Any, _ProcessGain]:
+        """Each process's own numbers, over the devices it feeds: GPU idle attributed to input, the per-step
+        bound, and the cap (its DataLoader time that overlapped its GPU's idle). A process feeding two
+        devices counts the most on one of them: the same host time cannot be given back twice."""
+        if not ctx.run.count("kernels") and not ctx.run.count("memops"):
+            return {}
+        out: dict[Any, _ProcessGain] = {}
+        idle: dict[int, int] = {}
+        for r in ctx.metric("idle_by_cause", min_gap_ns=0):  # summed: a cause may come in several rows
+            if r["cause"] == "input":
+                idle[int(r["device_id"])] = idle.get(int(r["device_id"]), 0) + int(r["idle_ns"])
+        steps = self._loader_off_critical_path(ctx)
+        for r in ctx.metric("loader_idle"):
+            dev = int(r["device_id"])
+            cand = _ProcessGain(
+                device_id=dev,
+                idle=idle.get(dev, 0),
+                in_steps=steps.get(dev, 0) if steps is not None else None,
+                cap=int(r["idle_overlap_ns"]),
+            )
+            best = out.get(r["pid"])
+            if best is None or cand.gain()[0] > best.gain()[0]:
+                out[r["pid"]] = cand
+        return out
+
+    def _loader_off_critical_path(self, ctx: Context) -> dict[int, int] | None:
+        """Per device, over its marked steps: min(DataLoader time in the step, step time minus GPU busy time),
+        summed; None without steps. Idle is the step's time not busy (a step may begin before the device's first
+        activity)."""
         windows = {w.win_id: w for w in step_windows(ctx.run)}
         if not windows:
             return None
-        total = 0
+        total: dict[int, int] = {}
         for r in ctx.metric("loader_in_steps"):
             w = windows.get(int(r["win_id"]))
             if w is not None:
                 busy = sum(ns for cls, ns in w.ns.items() if not cls.startswith("idle_"))
-                total += min(int(r["loader_ns"]), max(0, w.span_ns - busy))
+                total[w.device_id] = total.get(w.device_id, 0) + min(int(r["loader_ns"]), max(0, w.span_ns - busy))
         return total
 
-    def _input_idle(self, ctx: Context) -> int:
-        if not ctx.run.count("kernels"):
-            return 0
-        return sum(int(r["idle_ns"]) for r in ctx.metric("idle_by_cause", min_gap_ns=0) if r["cause"] == "input")
+
+@dataclass(frozen=True)
+class _ProcessGain:
+    """One process's input-stall numbers on one device it feeds (ns)."""
+
+    device_id: int | None = None
+    idle: int = 0
+    in_steps: int | None = None
+    cap: int = 0
+
+    def gain(self) -> tuple[int, str]:
+        """The saving and its basis: the idle or per-step bound, never more than the loader time that overlapped
+        GPU idle on this device."""
+        if self.in_steps is None:
+            return min(self.idle, self.cap), _IDLE_BASIS
+        return min(max(self.idle, self.in_steps), self.cap), _STEP_BASIS
 
 
+_CAP = (
+    "; capped at this process's DataLoader time that overlapped idle on the GPU it feeds (loader time while its GPU "
+    "was busy gives nothing back)"
+)
 _IDLE_BASIS = (
-    "GPU idle time in gaps whose overlapping host activity was the DataLoader; loader time that already overlaps "
-    "GPU work gives nothing back"
+    "GPU idle time in gaps whose overlapping host activity was this process's DataLoader on the device it feeds" + _CAP
 )
 _STEP_BASIS = (
     "per marked step, min(DataLoader time in the step, step time minus GPU busy time in it), summed (at least the "
     "GPU idle while the host was in the DataLoader): with loading in workers ahead of the step, the step shrinks "
-    "by the loader time but not below the GPU's busy time; an upper bound if the workers cannot keep up"
+    "by the loader time but not below the GPU's busy time; an upper bound if the workers cannot keep up" + _CAP
 )

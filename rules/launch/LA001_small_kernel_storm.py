@@ -21,7 +21,9 @@ class SmallKernelStorm(Rule):
     ## Trace signature
     Per device, kernels ordered by start: the share under `short_kernel_us`, and the gaps before a
     kernel (to the latest end of any earlier kernel or copy) of at most `max_gap_us` where that
-    kernel or the previous op is short (metric `launch_gaps`). HTA flags short kernels and launch
+    kernel or the previous op is short (metric `launch_gaps`). Gaps inside per-parameter optimizer
+    steps (`optimizer_min_kernels`) are not counted: `foreach=True`/`fused=True` removes them more
+    cheaply than a graph, and LA013 prices them (evidence `optimizer_gap_time`). HTA flags short kernels and launch
     delays; nsys-ai's `kernel_launch_overhead` skill looks at the same gaps.
 
     ## How to fix
@@ -51,7 +53,7 @@ class SmallKernelStorm(Rule):
 
     ## Options
     `short_kernel_us`, `max_gap_us` (a gap longer than this is not launch overhead),
-    `min_short_pct`, `min_gap_pct`, `min_kernels`.
+    `min_short_pct`, `min_gap_pct`, `min_kernels`, `optimizer_min_kernels`.
     """
 
     code = "LA001"
@@ -78,10 +80,21 @@ class SmallKernelStorm(Rule):
             "XProf kernel-launch bound: 3% moderate, 15% high; we fire in between",
         ),
         "min_kernels": Option(100, "fewest kernels on the device", "a storm, not a handful"),
+        "optimizer_min_kernels": Option(
+            32,
+            "launch gaps inside optimizer steps of at least this many kernels, none multi-tensor, are left to "
+            "LA013 (per-parameter-optimizer)",
+            "LA013 min_kernels",
+        ),
     }
 
     def check(self, ctx: Context) -> Outcome:
-        rows = ctx.metric("launch_gaps", short_ns=ctx.ns("short_kernel_us"), max_gap_ns=ctx.ns("max_gap_us"))
+        rows = ctx.metric(
+            "launch_gaps",
+            short_ns=ctx.ns("short_kernel_us"),
+            max_gap_ns=ctx.ns("max_gap_us"),
+            opt_min_kernels=int(ctx.opt("optimizer_min_kernels")),
+        )
         fired = [self._finding(r) for r in rows if self._fires(ctx, r)]
         if fired:
             return Fired(tuple(fired))
@@ -116,6 +129,7 @@ class SmallKernelStorm(Rule):
                 Evidence("launch_gaps", int(r["n_launch_gaps"]), "count"),
                 Evidence("launch_gap_time", gaps, "ns"),
                 Evidence("launch_gap_share", pct(gaps, r["span_ns"]), "%", _span(r)),
+                Evidence("optimizer_gap_time", int(r["optimizer_gap_ns"]), "ns"),
             ],
             est_gain_ns=gaps,
             gain_basis="sum of the idle gaps (<= max_gap_us) before or after tiny kernels; graph replay or fusion "

@@ -1,7 +1,14 @@
 from __future__ import annotations
 
 from advisor.rules.base import Clean, Context, Evidence, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
-from advisor.rules.blocking import MAX_REFILL_OPTION, blocking_calls, idle_evidence, overlappable_idle, repeated
+from advisor.rules.blocking import (
+    MAX_REFILL_OPTION,
+    blocking_calls,
+    idle_evidence,
+    overlappable_idle,
+    recurring,
+    repeated,
+)
 from advisor.rules.blocking import SYNC_CALLS as SYNC
 
 
@@ -53,7 +60,9 @@ class SyncInLoop(Rule):
     ## False positives
     A sync that waits on a long kernel shows little idle and is not the problem; only the idle
     around the call is counted, so those rank low. Timing code that syncs on purpose (benchmarks)
-    fires too.
+    fires too. Where the trace marks iterations (steps, or one DataLoader `__next__` call per
+    iteration), the syncs after the second iteration starts must repeat on their own: syncs only in
+    the first iteration are start-up (cuDNN benchmark autotuning, first `.item()` calls).
 
     ## Options
     `min_calls` (a loop, not a one-off), `min_idle_pct` (idle the syncs open, as % of device span).
@@ -82,7 +91,7 @@ class SyncInLoop(Rule):
 
     def check(self, ctx: Context) -> Outcome:
         rows = blocking_calls(ctx, SYNC)
-        fired = repeated(ctx, rows)
+        fired = recurring(ctx, repeated(ctx, rows), SYNC)
         if not fired:
             n = sum(r.n_calls for r in rows)
             idle = sum(r.idle_ns for r in rows)

@@ -13,7 +13,13 @@ class DefaultStreamSerialization(Rule):
     `default_streams`) and work on at least one other stream, where the streams almost never ran
     at once (concurrent time at most `max_concurrent_pct` of the other streams' busy time) and
     default-stream work ran alone, or the other streams' work was serialized behind it (busy time
-    beyond the busiest stream), for at least `min_alone_pct` of the device span.
+    beyond the busiest stream), for at least `min_alone_pct` of the device span, and at least
+    `min_held` ops of other streams were queued behind default-stream work: their own stream was
+    ready (launch call returned, previous op done) before a default-stream op ended, and they
+    started within `release_us` of its end. Work that could not have run concurrently does not
+    count: start-up before any other stream has work, program order, and ops whose launching
+    thread called `cudaStreamWaitEvent` right before (an explicit dependency, such as PyTorch's
+    NCCL stream waiting for the compute stream).
 
     ## Why it costs time
     The legacy default stream (stream 0 / `cudaStreamLegacy`) implicitly waits for all blocking
@@ -23,9 +29,10 @@ class DefaultStreamSerialization(Rule):
     ## Trace signature
     Kernels and memops per stream on each device; CUPTI and Kineto report the legacy default
     stream as id 7 (option `default_streams`). A trace does not record whether the other streams
-    are blocking, so the rule asks for the effect: streams that never overlap. Default-only time
-    and concurrent time come from a sweep over both sets of intervals (metric
-    `default_stream_use`).
+    are blocking, so the rule asks for the effect: streams that never overlap (a sweep over both sets
+    of intervals, metric `default_stream_use`) and launches queued behind the default stream (host
+    launch time before the default-stream op's end, GPU start right after it; metric
+    `default_stream_queue`, which joins each op to its launching API call by correlation id).
 
     ## How to fix
     ```c++
@@ -45,12 +52,15 @@ class DefaultStreamSerialization(Rule):
     ## False positives
     Side streams that are non-blocking but have nothing to overlap (their work depends on the
     default stream's) also never overlap; the estimate stays small then. PyTorch's compute on the
-    default stream with NCCL on a side stream overlaps and stays clean. Stream ids are capture-specific: set
-    `default_streams` if your trace numbers the default stream differently.
+    default stream with NCCL on a side stream overlaps and stays clean; when it does not overlap
+    (all-reduces issued after backward), every NCCL launch follows a `cudaStreamWaitEvent` and the
+    rule stays clean too. Traces without launch API calls (no correlation) cannot show held ops and
+    stay clean. Stream ids are capture-specific: set `default_streams` if your trace numbers the
+    default stream differently.
 
     ## Options
     `default_streams` (comma-separated stream ids), `min_ops`, `min_alone_pct`,
-    `max_concurrent_pct`.
+    `max_concurrent_pct`, `min_held`, `release_us`.
     """
 
     code = "LA003"
@@ -70,21 +80,45 @@ class DefaultStreamSerialization(Rule):
         "max_concurrent_pct": Option(
             5.0, "fire only if streams ran at once for at most this % of the other streams' busy time", "-"
         ),
+        "min_held": Option(5, "fewest other-stream ops queued behind default-stream work", "a pattern, not a one-off"),
+        "release_us": Option(
+            20.0,
+            "a held op starts at most this long after the default-stream op it waited for ends (us)",
+            "GPU dependency release latency is a few us",
+        ),
     }
 
     def check(self, ctx: Context) -> Outcome:
-        rows = ctx.metric("default_stream_use", default_streams=str(ctx.opt("default_streams")))
+        streams = str(ctx.opt("default_streams"))
+        rows = ctx.metric("default_stream_use", default_streams=streams)
         mixed = [r for r in rows if r["n_default"] and r["other_streams"]]
         if not mixed:
             return Clean(
                 "no device mixes the default stream with other streams",
                 (Evidence("devices_mixing_streams", 0, "count"),),
             )
-        fired = [self._finding(r) for r in mixed if self._fires(ctx, r)]
+        queue = {  # joins every op to its launch call: asked only where the streams look serialized
+            int(q["device_id"]): q
+            for q in (
+                ctx.metric("default_stream_queue", default_streams=streams, release_ns=ctx.ns("release_us"))
+                if any(self._fires(ctx, r) for r in mixed)
+                else []
+            )
+        }
+        fired = [
+            self._finding(r, queue[int(r["device_id"])])
+            for r in mixed
+            if self._fires(ctx, r) and self._held(ctx, queue.get(int(r["device_id"])))
+        ]
         if not fired:
+            held = sum(int(q["n_held"]) for q in queue.values())
             return Clean(
-                "streams overlap or default-stream work rarely runs alone",
-                (Evidence("devices_mixing_streams", len(mixed), "count"),),
+                "streams overlap, default-stream work rarely runs alone, or no other stream's work waited behind it",
+                (
+                    Evidence("devices_mixing_streams", len(mixed), "count"),
+                    Evidence("held_ops", held, "count"),
+                    Evidence("explicit_wait_ops", sum(int(q["n_explicit_wait"]) for q in queue.values()), "count"),
+                ),
             )
         return Fired(tuple(fired))
 
@@ -96,14 +130,21 @@ class DefaultStreamSerialization(Rule):
             and pct(r["concurrent_ns"], r["other_ns"]) <= float(ctx.opt("max_concurrent_pct"))
         )
 
-    def _finding(self, r: dict[str, Any]) -> Finding:
+    def _held(self, ctx: Context, q: dict[str, Any] | None) -> bool:
+        """Work on another stream was ready and queued behind default-stream work (without an explicit event
+        wait): only then could non-blocking streams have run it sooner. Streams that merely never overlap
+        (start-up before any other stream, program order, event dependencies) do not count."""
+        return q is not None and int(q["n_held"]) >= int(ctx.opt("min_held"))
+
+    def _finding(self, r: dict[str, Any], q: dict[str, Any]) -> Finding:
         span = int(r["end_ns"] - r["start_ns"])
         alone = int(r["default_alone_ns"])
-        gain = max(min(alone, int(r["other_ns"])), _serialized(r))
+        gain = min(max(min(alone, int(r["other_ns"])), _serialized(r)), int(q["held_ns"]))
         of = f"device span (first to last kernel or copy on device {r['device_id']})"
         return self.finding(
             f"device {r['device_id']}: {r['n_default']} ops on the legacy default stream {r['default_stream']} "
-            f"next to {r['other_streams']} other stream(s); default-stream work ran alone for {ms(alone)}",
+            f"next to {r['other_streams']} other stream(s); {q['n_held']} ops of other streams were ready but waited "
+            f"behind default-stream work ({ms(int(q['held_ns']))}); default-stream work ran alone for {ms(alone)}",
             window=Window(
                 device_id=int(r["device_id"]),
                 stream_id=int(r["default_stream"]),
@@ -123,11 +164,15 @@ class DefaultStreamSerialization(Rule):
                     "%",
                     "busy time of the non-default streams",
                 ),
+                Evidence("held_ops", int(q["n_held"]), "count"),
+                Evidence("held_time", int(q["held_ns"]), "ns"),
+                Evidence("explicit_wait_ops", int(q["n_explicit_wait"]), "count"),
             ],
             est_gain_ns=gain,
             gain_basis="the larger of: time default-stream work ran with no other stream active (capped at the "
             "other streams' busy time), and the non-default streams' busy time beyond the busiest one (work the "
-            "default stream's implicit barriers kept from running side by side)",
+            "default stream's implicit barriers kept from running side by side); capped at the time the held ops "
+            "waited behind default-stream work (each at most its own duration)",
             fixes=(
                 Fix(
                     "use non-blocking streams",

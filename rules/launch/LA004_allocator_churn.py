@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from advisor.rules.base import Clean, Context, Evidence, Fired, Fix, Option, Outcome, Rule, Window, ms
-from advisor.rules.blocking import MAX_REFILL_OPTION, blocking_calls, idle_evidence, repeated
+from advisor.rules.blocking import MAX_REFILL_OPTION, blocking_calls, idle_evidence, recurring, repeated
 
 ALLOC = (
     r"^(cuda|hip)(malloc|free)(_v[0-9]+)?$"
@@ -47,7 +47,11 @@ class AllocatorChurn(Rule):
 
     ## False positives
     Allocation in a trace that covers only start-up (no steady state) fires unless the warm-up
-    share excludes it; raise `warmup_pct` for such traces.
+    share excludes it; raise `warmup_pct` for such traces. Where the trace marks iterations
+    (steps, or DataLoader `__next__` calls, one per iteration), the calls after the second
+    iteration starts must repeat on their own: the caching allocator grows (cudaMalloc) and
+    cuDNN/cuBLAS set up workspaces (cudaFree) once, in the first iteration; churn repeats in the
+    loop. Where it does repeat, first-iteration calls after `warmup_pct` still count.
 
     ## Options
     `min_calls`, `warmup_pct` (share of the device span treated as warm-up), `min_idle_pct`.
@@ -75,7 +79,7 @@ class AllocatorChurn(Rule):
         spans = {int(r["device_id"]): r for r in ctx.metric("device_spans")}
         after = {d: int(r["start_ns"] + r["span_ns"] * float(ctx.opt("warmup_pct")) / 100) for d, r in spans.items()}
         rows = blocking_calls(ctx, ALLOC, exclude="async", after_ns=after)
-        fired = repeated(ctx, rows)
+        fired = recurring(ctx, repeated(ctx, rows), ALLOC, exclude="async")
         if not fired:
             n = sum(r.n_calls for r in rows)
             return Clean(f"{n} allocation calls after warm-up", (Evidence("alloc_calls", n, "count"),))

@@ -1,0 +1,132 @@
+from __future__ import annotations
+
+from typing import Any
+
+from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
+
+
+class PerParameterOptimizer(Rule):
+    """The optimizer step launches one tiny kernel per parameter and op: use the foreach or fused optimizer.
+
+    ## What it detects
+    Devices where optimizer steps (the `Optimizer.step#<Class>.step` annotation torch.optim
+    records) launch at least `min_kernels` kernels each and none of them is a multi-tensor kernel
+    (`multi_tensor_apply`, `foreach`, `fused`), and the GPU idles inside those steps for at least
+    `min_gain_pct` of the device span: `foreach=False` or a for-loop optimizer issuing `add_`,
+    `mul_`, `addcdiv_`, `sqrt`, `lerp` per parameter.
+
+    ## Why it costs time
+    A per-parameter optimizer launches (ops per parameter) x (parameters) kernels, each moving a
+    few kilobytes: hundreds to thousands per step. Each costs the host a framework dispatch and a
+    launch (5-20 us), longer than the kernel runs, so the GPU waits between them. The foreach
+    path launches one `multi_tensor_apply` kernel per op for a chunk of parameters (tens of
+    launches), the fused path one kernel per step chunk (book ch. 20, P20.6: fused optimizer).
+
+    ## Trace signature
+    Metrics `optimizer_steps` / `per_parameter_steps`: per optimizer window, the kernels whose launching API call
+    (by correlation id) starts inside it on its thread, how many are multi-tensor, their time,
+    and the device's idle time from the host entering the step to the later of its return and
+    its last kernel. Per-parameter: many `vectorized_elementwise_kernel<...AddFunctor/MulFunctor>`
+    and no `multi_tensor_apply_kernel`.
+
+    ## How to fix
+    ```python
+    # before
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, foreach=False)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)   # foreach=False, or params not all on CUDA
+    # after
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, foreach=True)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
+    ```
+    Hand-written update loops (`for p in params: p.add_(...)`) become `torch._foreach_add_` calls.
+    This is cheaper and safer than capturing the step in a CUDA graph (LA001), so the optimizer's
+    launch gaps are priced here and left out of LA001.
+
+    ## Fix risk
+    safe: foreach computes the same update per element; fused=True matches it within rounding
+    (the fused kernels are the same math in one pass).
+
+    ## False positives
+    Optimizers without a foreach/fused implementation (Shampoo, custom ones) show the same
+    signature; the fix is then torch.compile of the step or a hand-fused kernel. A GPU still
+    busy with backward while the host runs the step hides the host time: the saving counts only
+    the GPU's idle inside the step. Sparse parameters (embedding bags) fall back to per-parameter
+    updates even with foreach.
+
+    ## Options
+    `min_kernels` (kernels per optimizer step), `min_gain_pct` (GPU idle inside the steps as % of
+    the device span to fire).
+    """
+
+    code = "LA013"
+    name = "per-parameter-optimizer"
+    category = "launch"
+    chapter = (20, 12)
+    requires = frozenset({"kernels", "api_calls"})
+    status = "preview"
+    options = {
+        "min_kernels": Option(
+            32,
+            "fewest kernels one optimizer step launches (no multi-tensor kernel among them) to count",
+            "a foreach step launches a few per op; 32 is several ops over many parameters (LA001 leaves such "
+            "steps to this rule: its option optimizer_min_kernels)",
+        ),
+        "min_gain_pct": Option(1.0, "GPU idle inside the steps as % of the device span to fire", "-"),
+    }
+
+    def check(self, ctx: Context) -> Outcome:
+        steps = ctx.metric("per_parameter_steps", min_kernels=int(ctx.opt("min_kernels")))
+        spans = {int(r["device_id"]): int(r["span_ns"]) for r in ctx.metric("device_spans")}
+        per_device: dict[int, list[dict[str, Any]]] = {}
+        for r in steps:
+            per_device.setdefault(int(r["device_id"]), []).append(r)
+        fired = [
+            self._finding(dev, rows, spans.get(dev, 0))
+            for dev, rows in sorted(per_device.items())
+            if pct(sum(int(r["idle_ns"]) for r in rows), spans.get(dev, 0)) >= float(ctx.opt("min_gain_pct"))
+        ]
+        if fired:
+            return Fired(tuple(fired))
+        return Clean(
+            f"{len(steps)} per-parameter optimizer steps, GPU idle inside them under the threshold",
+            (Evidence("per_parameter_steps", len(steps), "count"),),
+        )
+
+    def _finding(self, dev: int, rows: list[dict[str, Any]], span: int) -> Finding:
+        n = sum(int(r["n_kernels"]) for r in rows)
+        idle = sum(int(r["idle_ns"]) for r in rows)
+        kernel = sum(int(r["kernel_ns"]) for r in rows)
+        host = sum(int(r["host_end_ns"]) - int(r["host_start_ns"]) for r in rows)
+        opt = str(rows[0]["optimizer"]).removeprefix("Optimizer.step#").removesuffix(".step")
+        of = f"device span (first to last GPU activity on device {dev})"
+        return self.finding(
+            f"device {dev}: {len(rows)} {opt} optimizer steps launched {n} per-parameter kernels ({n // len(rows)} "
+            f"per step, no multi-tensor kernel); the GPU idled {ms(idle)} inside them ({pct(idle, span)}% of the span)",
+            window=Window(
+                device_id=dev, start_ns=int(rows[0]["start_ns"]), end_ns=int(rows[-1]["end_ns"]), range_name=opt
+            ),
+            evidence=[
+                Evidence("optimizer_steps", len(rows), "count"),
+                Evidence("optimizer_kernels", n, "count"),
+                Evidence("kernels_per_step", n // len(rows), "count"),
+                Evidence("optimizer_kernel_time", kernel, "ns"),
+                Evidence("optimizer_host_time", host, "ns"),
+                Evidence("optimizer_idle_time", idle, "ns"),
+                Evidence("optimizer_idle_share", pct(idle, span), "%", of),
+                Evidence("top_kernel", str(rows[0]["top_kernel"])[:200], "name"),
+            ],
+            est_gain_ns=idle,
+            gain_basis="GPU idle inside the optimizer steps (from the host entering each step to the later of its "
+            "return and its last kernel): the launch gaps a multi-tensor step removes; the kernels' own time is "
+            "kept as the floor of the fused kernels, which move the same bytes",
+            fixes=(
+                Fix(
+                    "use the foreach or fused optimizer",
+                    f"torch.optim.{opt}(..., foreach=True), or fused=True where the optimizer has it "
+                    "(Adam/AdamW/SGD/Adagrad): one multi_tensor_apply kernel per op instead of one per parameter; "
+                    "cheaper and safer than capturing the step in a CUDA graph",
+                    "safe",
+                ),
+            ),
+            location=f"device={dev}|optimizer={opt}",
+        )
