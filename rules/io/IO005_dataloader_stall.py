@@ -129,6 +129,7 @@ class DataloaderStall(Rule):
                 idle=idle.get(dev, 0),
                 in_steps=steps.get(dev, 0) if steps is not None else None,
                 cap=int(r["idle_overlap_ns"]),
+                loader=int(r["loader_ns"]),
             )
             best = out.get(r["pid"])
             if best is None or cand.gain()[0] > best.gain()[0]:
@@ -158,19 +159,21 @@ class _ProcessGain:
     device_id: int | None = None
     idle: int = 0
     in_steps: int | None = None
-    cap: int = 0
+    cap: int = 0  # this process's DataLoader time that overlapped its GPU's idle: none, and it stalls nothing
+    loader: int = 0  # this process's DataLoader time: the most loading ahead can give back
 
     def gain(self) -> tuple[int, str]:
-        """The saving and its basis: the idle or per-step bound, never more than the loader time that overlapped
-        GPU idle on this device."""
+        """The saving and its basis: the idle or per-step bound, never more than this process's own DataLoader
+        time (the step-level bound may exceed the overlap with idle: a loader call that delays the next step's
+        launches costs its whole length even where the previous step's kernels still ran)."""
         if self.in_steps is None:
-            return min(self.idle, self.cap), _IDLE_BASIS
-        return min(max(self.idle, self.in_steps), self.cap), _STEP_BASIS
+            return min(self.idle, self.loader), _IDLE_BASIS
+        return min(max(self.idle, self.in_steps), self.loader), _STEP_BASIS
 
 
 _CAP = (
-    "; capped at this process's DataLoader time that overlapped idle on the GPU it feeds (loader time while its GPU "
-    "was busy gives nothing back)"
+    "; capped at this process's own DataLoader time, and only where some of it overlapped idle on the GPU it feeds "
+    "(a loader that never left its GPU idle stalls nothing)"
 )
 _IDLE_BASIS = (
     "GPU idle time in gaps whose overlapping host activity was this process's DataLoader on the device it feeds" + _CAP
