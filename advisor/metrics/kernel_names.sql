@@ -1,36 +1,81 @@
 -- metric: kernel_names
--- doc: Kernels with name, duration and a family read from the name (comm, attention, conv, gemm, reduce, elementwise, copy, other); the family is the fallback evidence when no ncu or FLOP data exist.
+-- doc: Kernels with name, duration, family, math precision (kernel_families) and verdict class (vclass: compute for gemm/conv/attention, memory for reduce/copy/elementwise, comm, other). The one definition of a communication kernel: its name (kernel_families), or a kernel of no known family launched under a communication op (Kineto record_param_comms, c10d::*, _c10d_functional::*, symm_mem::*, nccl:* ops; NCCL's own NVTX ranges such as ncclAllReduce / ncclGroupEnd) or running on a dedicated communication stream (at least 90% of its kernels communication and none of a known compute or memory family). family_basis says which (name, launch_op, comm_stream). The family is the fallback evidence when no ncu or FLOP data exist.
 -- materialize: true
-WITH names AS (
-    -- classify each distinct name once: a 10M-kernel trace has a few thousand names
-    SELECT string_id, value AS name, lower(value) AS ln
-    FROM strings WHERE string_id IN (SELECT DISTINCT name_id FROM kernels)
+-- uses: kernel_families
+WITH ctx_names AS (  -- prefix tests, not regexps: NVTX traces of emit_nvtx hold millions of distinct strings
+    SELECT string_id FROM strings
+    WHERE starts_with(value, 'record_param_comms') OR starts_with(value, 'c10d::')
+        OR starts_with(value, 'c10d_functional::') OR starts_with(value, '_c10d_functional::')
+        OR starts_with(value, 'symm_mem::') OR starts_with(value, 'nccl:') OR starts_with(value, 'nccl')
+),
+ctx AS (  -- host intervals inside which a launch is a communication launch
+    SELECT pid, tid, start_ns, end_ns, external_id FROM cpu_ops WHERE name_id IN (SELECT string_id FROM ctx_names)
+    UNION ALL
+    SELECT pid, tid, start_ns, end_ns, NULL FROM ranges
+    WHERE source IN ('nvtx', 'user_annotation') AND tid IS NOT NULL AND name_id IN (SELECT string_id FROM ctx_names)
+),
+islands AS (  -- nested contexts (c10d::allreduce_ > record_param_comms) merged, so the latest start decides
+    SELECT pid, tid, min(start_ns) AS start_ns, max(end_ns) AS end_ns
+    FROM (
+        SELECT *, sum(CASE WHEN prev_end IS NULL OR start_ns > prev_end THEN 1 ELSE 0 END)
+            OVER (PARTITION BY pid, tid ORDER BY start_ns, end_ns) AS island
+        FROM (
+            SELECT *, max(end_ns) OVER (PARTITION BY pid, tid ORDER BY start_ns, end_ns
+                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
+            FROM ctx
+        )
+    )
+    GROUP BY pid, tid, island
+),
+launches AS (  -- runtime calls made inside a context; only threads and times that hold one are scanned
+    SELECT a.pid, a.correlation_id
+    FROM (
+        SELECT pid, tid, start_ns, correlation_id FROM api_calls
+        WHERE correlation_id IS NOT NULL AND tid IN (SELECT tid FROM islands)
+            AND start_ns BETWEEN (SELECT min(start_ns) FROM islands) AND (SELECT max(end_ns) FROM islands)
+    ) a
+    ASOF JOIN islands i ON i.pid IS NOT DISTINCT FROM a.pid AND i.tid = a.tid AND i.start_ns <= a.start_ns
+    WHERE a.start_ns <= i.end_ns
+),
+k AS (
+    SELECT k.*, f.name, f.family AS name_family, f.precision
+    FROM kernels k JOIN m_kernel_families f ON f.string_id = k.name_id
+    WHERE k.end_ns >= k.start_ns
+),
+k2 AS (  -- a kernel of no known family that a communication op launched (Kineto External id, or the launch call)
+    SELECT k.*,
+        name_family = 'other' AND (
+            external_id IN (SELECT external_id FROM ctx WHERE external_id IS NOT NULL)
+            OR EXISTS (SELECT 1 FROM launches l WHERE l.correlation_id = k.correlation_id
+                       AND (k.pid IS NULL OR l.pid IS NOT DISTINCT FROM k.pid))) AS by_op
+    FROM k
+),
+streams AS (  -- streams that carry communication: how many kernels, and of which kind
+    SELECT device_id, stream_id, count(*) AS n,
+        count(*) FILTER (WHERE name_family = 'comm' OR by_op) AS n_comm,
+        count(*) FILTER (WHERE name_family NOT IN ('comm', 'other')) AS n_known
+    FROM k2
+    WHERE stream_id IN (SELECT stream_id FROM k2 WHERE name_family = 'comm' OR by_op)
+    GROUP BY device_id, stream_id
+),
+comm_streams AS (  -- dedicated: at least 90% of its kernels communication, none of a known other family
+    SELECT device_id, stream_id FROM streams WHERE n_comm >= 0.9 * n AND n_known = 0
 ),
 fam AS (
-    SELECT string_id, name,
-        CASE
-            WHEN regexp_matches(ln, 'nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv|cross_device_reduce')
-                THEN 'comm'
-            WHEN regexp_matches(ln, 'flash|fmha|attention|attn|sdpa|mha_|paged_?attention')
-                THEN 'attention'
-            WHEN regexp_matches(ln, 'conv|winograd|fprop|dgrad|wgrad')
-                THEN 'conv'
-            WHEN regexp_matches(ln, 'gemm|gemv|matmul|cutlass|cublas|xmma|wgmma|nvjet|triton_mm|triton_tem|_mm_|bmm|dot_')
-                THEN 'gemm'
-            WHEN regexp_matches(ln, 'triton_red|triton_per|reduce|norm|softmax|welford|bn_|mean|argmax|topk|sort|scan|cumsum')
-                THEN 'reduce'
-            WHEN regexp_matches(ln, 'copy|memcpy|memset|transpose|catarray|cat_|index|gather|scatter|embedding|fill|permute|contiguous')
-                THEN 'copy'
-            WHEN regexp_matches(ln, 'elementwise|eltwise|elemwise|(^|[^a-z])ew_|vectorized|unrolled|pointwise|triton_poi|triton_|activation|relu|gelu|silu|sigmoid|tanh|dropout')
-                THEN 'elementwise'
-            ELSE 'other'
-        END AS family
-    FROM names
+    SELECT k2.*,
+        CASE WHEN by_op THEN 'launch_op' WHEN name_family = 'other' AND s.device_id IS NOT NULL THEN 'comm_stream'
+            ELSE 'name' END AS family_basis
+    FROM k2 LEFT JOIN comm_streams s ON s.device_id = k2.device_id AND s.stream_id IS NOT DISTINCT FROM k2.stream_id
 )
 SELECT
-    k.device_id, k.stream_id, k.pid, k.start_ns, k.end_ns, k.end_ns - k.start_ns AS dur_ns,
-    k.correlation_id, k.external_id, k.graph_id, k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z,
-    k.registers_per_thread, coalesce(f.name, '') AS name, coalesce(f.family, 'other') AS family
-FROM kernels k
-LEFT JOIN fam f ON f.string_id = k.name_id
-WHERE k.end_ns >= k.start_ns
+    device_id, stream_id, pid, start_ns, end_ns, end_ns - start_ns AS dur_ns,
+    correlation_id, external_id, graph_id, grid_x, grid_y, grid_z, block_x, block_y, block_z,
+    registers_per_thread, coalesce(name, '') AS name,
+    CASE WHEN family_basis = 'name' THEN name_family ELSE 'comm' END AS family, family_basis, precision,
+    CASE
+        WHEN family_basis <> 'name' OR name_family = 'comm' THEN 'comm'
+        WHEN name_family IN ('gemm', 'conv', 'attention') THEN 'compute'
+        WHEN name_family IN ('reduce', 'elementwise', 'copy') THEN 'memory'
+        ELSE 'other'
+    END AS vclass
+FROM fam
