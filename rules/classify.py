@@ -34,13 +34,10 @@ Shift = Callable[[list[metrics.Window]], list[metrics.Window]]
 VerdictClass = Literal["compute", "memory", "io", "launch", "communication", "mixed", "none", "unknown"]
 Confidence = Literal["high", "medium", "low"]
 
-# timeline class -> verdict class. kernel_other (kernels of no known family: application kernels such as stencils,
-# after metrics/kernel_families.sql knows the libraries' GEMM/conv/attention names) counts as memory, the
-# honest default for code with no GEMM/conv/attention evidence; it still lowers confidence (see decide)
+# timeline class -> verdict class; kernel_other counts toward no class (it lowers confidence)
 CLASS_OF: dict[str, VerdictClass] = {
     "compute": "compute",
     "memory": "memory",
-    "kernel_other": "memory",
     "comm": "communication",
     "xfer": "io",
     "idle_input": "io",
@@ -61,7 +58,7 @@ CLASS_OF: dict[str, VerdictClass] = {
 SHARE_TEXT = {
     "compute": "GEMM/conv/attention kernels running",
     "memory": "elementwise/reduce/copy kernels, DtoD copies or memsets running (no GEMM-family kernel)",
-    "kernel_other": "kernels of no known family running (assumed memory-bound: no ncu or FLOP data)",
+    "kernel_other": "kernels of no known family running",
     "comm": "communication with no other kernel running (exposed)",
     "xfer": "host<->device copies with no kernel running (exposed)",
     "idle_input": "GPU idle while the host was in the DataLoader",
