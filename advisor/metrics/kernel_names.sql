@@ -37,35 +37,50 @@ launches AS (  -- runtime calls made inside a context; only threads and times th
     ASOF JOIN islands i ON i.pid IS NOT DISTINCT FROM a.pid AND i.tid = a.tid AND i.start_ns <= a.start_ns
     WHERE a.start_ns <= i.end_ns
 ),
-k AS (
-    SELECT k.*, f.name, f.family AS name_family, f.precision
-    FROM kernels k JOIN m_kernel_families f ON f.string_id = k.name_id
+unknown AS (  -- only kernels of no known family can be promoted: usually few, so the evidence joins below run
+              -- on them (an inner join with the few name ids), not on every kernel
+    SELECT k.device_id, k.stream_id, k.pid, k.start_ns, k.end_ns, k.correlation_id, k.external_id
+    FROM kernels k JOIN (SELECT string_id FROM m_kernel_families WHERE family = 'other') o ON o.string_id = k.name_id
     WHERE k.end_ns >= k.start_ns
 ),
-k2 AS (  -- a kernel of no known family that a communication op launched (Kineto External id, or the launch call)
-    SELECT k.*,
-        name_family = 'other' AND (
-            external_id IN (SELECT external_id FROM ctx WHERE external_id IS NOT NULL)
-            OR EXISTS (SELECT 1 FROM launches l WHERE l.correlation_id = k.correlation_id
-                       AND (k.pid IS NULL OR l.pid IS NOT DISTINCT FROM k.pid))) AS by_op
-    FROM k
+by_op AS (  -- launched by a communication op: Kineto External id, or the launch call inside a context
+    SELECT DISTINCT u.device_id, u.start_ns, u.end_ns, u.correlation_id
+    FROM unknown u
+    WHERE u.external_id IN (SELECT external_id FROM ctx WHERE external_id IS NOT NULL)
+        OR EXISTS (SELECT 1 FROM launches l WHERE l.correlation_id = u.correlation_id
+                   AND (u.pid IS NULL OR l.pid IS NOT DISTINCT FROM u.pid))
 ),
-streams AS (  -- streams that carry communication: how many kernels, and of which kind
-    SELECT device_id, stream_id, count(*) AS n,
-        count(*) FILTER (WHERE name_family = 'comm' OR by_op) AS n_comm,
-        count(*) FILTER (WHERE name_family NOT IN ('comm', 'other')) AS n_known
-    FROM k2
-    WHERE stream_id IN (SELECT stream_id FROM k2 WHERE name_family = 'comm' OR by_op)
-    GROUP BY device_id, stream_id
+cand AS (  -- streams that run kernels of no known family and communication kernels (by name or launch op)
+    SELECT DISTINCT device_id, stream_id FROM unknown
+    INTERSECT
+    (SELECT DISTINCT k.device_id, k.stream_id
+     FROM kernels k JOIN (SELECT string_id FROM m_kernel_families WHERE family = 'comm') c ON c.string_id = k.name_id
+     UNION SELECT DISTINCT u.device_id, u.stream_id FROM unknown u
+     JOIN by_op b ON b.device_id = u.device_id AND b.start_ns = u.start_ns AND b.end_ns = u.end_ns)
+),
+streams AS (  -- per candidate stream: its kernels, communication ones (by name or launch op), known other families
+    SELECT k.device_id, k.stream_id, count(*) AS n,
+        count(*) FILTER (WHERE f.family = 'comm' OR b.device_id IS NOT NULL) AS n_comm,
+        count(*) FILTER (WHERE f.family NOT IN ('comm', 'other')) AS n_known
+    FROM kernels k JOIN cand c ON c.device_id = k.device_id AND c.stream_id IS NOT DISTINCT FROM k.stream_id
+    JOIN m_kernel_families f ON f.string_id = k.name_id
+    LEFT JOIN by_op b ON b.device_id = k.device_id AND b.start_ns = k.start_ns AND b.end_ns = k.end_ns
+    WHERE k.end_ns >= k.start_ns
+    GROUP BY k.device_id, k.stream_id
 ),
 comm_streams AS (  -- dedicated: at least 90% of its kernels communication, none of a known other family
     SELECT device_id, stream_id FROM streams WHERE n_comm >= 0.9 * n AND n_known = 0
 ),
 fam AS (
-    SELECT k2.*,
-        CASE WHEN by_op THEN 'launch_op' WHEN name_family = 'other' AND s.device_id IS NOT NULL THEN 'comm_stream'
-            ELSE 'name' END AS family_basis
-    FROM k2 LEFT JOIN comm_streams s ON s.device_id = k2.device_id AND s.stream_id IS NOT DISTINCT FROM k2.stream_id
+    SELECT k.*, f.name, f.family AS name_family, f.precision,
+        CASE WHEN b.device_id IS NOT NULL THEN 'launch_op'
+            WHEN f.family = 'other' AND s.device_id IS NOT NULL THEN 'comm_stream' ELSE 'name' END AS family_basis
+    FROM kernels k
+    JOIN m_kernel_families f ON f.string_id = k.name_id
+    LEFT JOIN by_op b ON b.device_id = k.device_id AND b.start_ns = k.start_ns AND b.end_ns = k.end_ns
+        AND b.correlation_id IS NOT DISTINCT FROM k.correlation_id
+    LEFT JOIN comm_streams s ON s.device_id = k.device_id AND s.stream_id IS NOT DISTINCT FROM k.stream_id
+    WHERE k.end_ns >= k.start_ns
 )
 SELECT
     device_id, stream_id, pid, start_ns, end_ns, end_ns - start_ns AS dur_ns,
