@@ -104,9 +104,11 @@ def _text_time(rows: list[dict[str, Any]], profile: dict[str, Any] | None = None
     out = ["GPU time per device (percent of the device span: first to last GPU activity on that device):"]
     for d in rows:
         out.append(f"   {_device_label(d)}, span {fmt_ns(d['span_ns'])}")
+        comm = (f" [communication {fmt_share(d['communication_kernels'])}, "
+                f"exposed {fmt_share(d['communication_exposed'])}]")
         out.append(
             "      kernels " + fmt_share(d["kernels"])
-            + (f" [communication {fmt_share(d['communication_kernels'])}]" if d["communication_kernels"]["ns"] else "")
+            + (comm if d["communication_kernels"]["ns"] else "")
             + f", memcpy {fmt_share(d['memcpy'])}, memset {fmt_share(d['memset'])}"
         )
         out.append(f"      busy {fmt_share(d['busy'])}, idle {fmt_share(d['idle'])}")

@@ -93,6 +93,7 @@ def time_split(run: Run) -> list[dict[str, Any]]:
                 "kernels": share(d["kernel_ns"], span, of),
                 "compute_kernels": share(d["compute_ns"], span, of),
                 "communication_kernels": share(d["communication_ns"], span, of),
+                "communication_exposed": share(d["communication_exposed_ns"], span, of),
                 "memcpy": share(d["memcpy_ns"], span, of),
                 "memset": share(d["memset_ns"], span, of),
                 "busy": share(d["busy_ns"], span, of),

@@ -1,17 +1,12 @@
 -- metric: device_segments
--- doc: Each device's span cut into elementary segments by what ran: compute (gemm/conv/attention kernels), memory (elementwise/reduce/copy kernels, DtoD copies, memsets), kernel_other, comm (NCCL kernels or PtoP copies with no other kernel running), comm_wait (the start of a communication kernel that ran far longer than its bytes need, metric comm_waits: waiting for peers, with no other kernel running), xfer (host<->device copies with no kernel running) or idle. The classes partition the span from first to last GPU activity, so shares of them never exceed 100%.
+-- doc: Each device's span cut into elementary segments by what ran, in this priority: compute (gemm/conv/attention kernels), memory (elementwise/reduce/copy kernels), kernel_other (kernels of no known family), comm (communication kernels as kernel_names defines them, or PtoP copies, with no other kernel running), comm_wait (the start of a communication kernel that ran far longer than its bytes need, metric comm_waits: waiting for peers, with no other kernel running), xfer (host<->device copies with no kernel running), memory again for DtoD copies and memsets with nothing above running, or idle. A copy beside a communication kernel does not hide it: exposed communication is communication-kernel time with no other kernel running. The classes partition the span from first to last GPU activity, so shares of them never exceed 100%.
 -- materialize: true
 -- uses: kernel_names, comm_waits
 WITH waits AS (SELECT device_id, start_ns, wait_ns FROM m_comm_waits WHERE wait_ns > 0),
 ops AS (
     SELECT k.device_id, k.start_ns + coalesce(w.wait_ns, 0) AS start_ns, k.end_ns,
-        CASE
-            WHEN family IN ('gemm', 'conv', 'attention') THEN 'comp'
-            WHEN family IN ('reduce', 'elementwise', 'copy') THEN 'mem'
-            WHEN family = 'comm' THEN 'comm'
-            ELSE 'oth'
-        END AS c
-    FROM m_kernel_names k LEFT JOIN waits w ON k.family = 'comm' AND w.device_id = k.device_id
+        CASE vclass WHEN 'compute' THEN 'comp' WHEN 'memory' THEN 'mem' WHEN 'comm' THEN 'comm' ELSE 'oth' END AS c
+    FROM m_kernel_names k LEFT JOIN waits w ON k.vclass = 'comm' AND w.device_id = k.device_id
         AND w.start_ns = k.start_ns
     UNION ALL
     -- the start of a communication kernel that ran far longer than its bytes need: waiting for peers
@@ -21,18 +16,19 @@ ops AS (
         CASE
             WHEN op = 'memcpy' AND copy_kind IN ('HtoD', 'DtoH', 'HtoH') THEN 'xfer'
             WHEN op = 'memcpy' AND copy_kind = 'PtoP' THEN 'comm'
-            ELSE 'mem'
+            ELSE 'dmem'
         END
     FROM memops
     WHERE end_ns >= start_ns
 ),
-units AS (  -- open counts packed 42 bits apiece, as in host_segments: compute, memory and other kernels in a,
-            -- comm, peer wait and xfer in b (a count never exceeds the row count, so no field overflows)
+units AS (  -- open counts packed 42 bits apiece, as in host_segments: compute, memory and other kernels in a;
+            -- 31 bits apiece in b for comm, peer wait, xfer and DtoD copies/memsets (a count never exceeds the
+            -- row count, far below 2^31, so no field overflows into the next)
     SELECT device_id, start_ns, end_ns,
         CASE c WHEN 'comp' THEN 1::HUGEINT << 84 WHEN 'mem' THEN 1::HUGEINT << 42 WHEN 'oth' THEN 1::HUGEINT
                ELSE 0::HUGEINT END AS a,
-        CASE c WHEN 'comm' THEN 1::HUGEINT << 84 WHEN 'wait' THEN 1::HUGEINT << 42 WHEN 'xfer' THEN 1::HUGEINT
-               ELSE 0::HUGEINT END AS b
+        CASE c WHEN 'comm' THEN 1::HUGEINT << 93 WHEN 'wait' THEN 1::HUGEINT << 62 WHEN 'xfer' THEN 1::HUGEINT << 31
+               WHEN 'dmem' THEN 1::HUGEINT ELSE 0::HUGEINT END AS b
     FROM ops
 ),
 ev AS (
@@ -54,11 +50,12 @@ SELECT device_id, t AS start_ns, t_next AS end_ns,
         WHEN n_a >= (1::HUGEINT << 84) THEN 'compute'
         WHEN n_a >= (1::HUGEINT << 42) THEN 'memory'
         WHEN n_a > 0 THEN 'kernel_other'
-        WHEN n_b >= (1::HUGEINT << 84) THEN 'comm'
-        WHEN n_b >= (1::HUGEINT << 42) THEN 'comm_wait'
-        WHEN n_b > 0 THEN 'xfer'
+        WHEN n_b >= (1::HUGEINT << 93) THEN 'comm'
+        WHEN n_b >= (1::HUGEINT << 62) THEN 'comm_wait'
+        WHEN n_b >= (1::HUGEINT << 31) THEN 'xfer'
+        WHEN n_b > 0 THEN 'memory'
         ELSE 'idle'
     END AS cls,
-    n_b >= (1::HUGEINT << 42) AS comm_running
+    n_b >= (1::HUGEINT << 62) AS comm_running
 FROM state
 WHERE t_next > t AND next_device IS NOT DISTINCT FROM device_id

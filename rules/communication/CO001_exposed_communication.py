@@ -23,8 +23,11 @@ class ExposedCommunication(Rule):
     """Collective/P2P communication runs with no compute beside it, so every step waits for the network.
 
     ## What it detects
-    Devices where communication kernels (NCCL/RCCL, and PtoP copies) run with no other kernel
-    overlapping them for at least `min_exposed_pct` of the device span.
+    Devices where communication kernels (and PtoP copies) run with no other kernel overlapping them
+    for at least `min_exposed_pct` of the device span. Communication is the metric layer's one
+    definition (`kernel_names`): NCCL/RCCL, DeepEP dispatch/combine, NVSHMEM, MSCCL++ and custom
+    all-reduce kernels by name, kernels launched under a communication op (`record_param_comms`,
+    `c10d::`, `nccl:`, NCCL's NVTX ranges) and kernels on a dedicated communication stream.
 
     ## Why it costs time
     Gradient all-reduce, all-gather and reduce-scatter can overlap the backward pass (DDP/FSDP
@@ -79,7 +82,8 @@ class ExposedCommunication(Rule):
     def applies(self, ctx: Context) -> NotApplicable | None:
         if not any(r["n_comm"] for r in ctx.metric("comm_exposure")):
             return NotApplicable(
-                "no communication kernels (NCCL/RCCL) in this trace",
+                "no communication kernels (NCCL/RCCL, DeepEP, NVSHMEM, custom all-reduce, or launched by a "
+                "communication op) in this trace",
                 "profile a distributed run (nsys --trace=cuda,nvtx or torch.profiler on every rank)",
             )
         return None

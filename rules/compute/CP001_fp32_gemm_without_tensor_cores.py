@@ -25,9 +25,12 @@ class Fp32GemmWithoutTensorCores(Rule):
 
     ## What it detects
     Devices where GEMM/convolution kernels whose names mark FP32 SIMT math (`sgemm`, `simt`,
-    `implicit_convolve_sgemm`, `gemv2T`) and carry no tensor-core marker (`tensorop`, `hmma`,
-    `s1688`, `s16816`, `h884`, `wgmma`, `tf32`, `bf16`, `f16`, ...) take at least `min_share_pct` of
-    kernel time, on a GPU with tensor cores (compute capability >= 7.0 when known).
+    `scudnn`, `implicit_convolve_sgemm`, cuDNN engines on `float`, `ffma`) take at least
+    `min_share_pct` of kernel time, on a GPU with tensor cores (compute capability >= 7.0 when
+    known). The precision is read once from the name (metric `kernel_families`): a kernel that
+    shows any tensor-core math (FP8/FP4/MX `e4m3` `e5m2` `e2m1` `mxfp4`, int8, bf16, fp16, tf32,
+    `tensorop`, `hmma`, `wgmma`, `nvjet`, AMD matrix cores) never counts, and an `_Fp32` or
+    `f32` accumulator in an FP8/bf16 kernel name is not FP32 math.
 
     ## Why it costs time
     Tensor cores deliver several times the FP32 SIMT throughput (TF32 on A100: 8x the FP32 peak;
@@ -43,7 +46,7 @@ class Fp32GemmWithoutTensorCores(Rule):
     ```python
     # before: FP32 everywhere
     out = model(x)
-    # after: TF32 for FP32 matmuls, or autocast to BF16
+    # after (Ampere or newer): TF32 for FP32 matmuls, or autocast to BF16
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
     with torch.autocast("cuda", dtype=torch.bfloat16):
@@ -184,10 +187,21 @@ def tensor_core_remedy(cc: object, device_name: str, kernel: str) -> Fix:
     )
 
 
+def _major(cc: Any) -> int | None:
+    """NVIDIA compute capability major version, or None (unknown, or an AMD gfx target)."""
+    head = str(cc or "").split(".")[0]
+    return int(head) if head.isdigit() else None
+
+
 def _speedup(device: dict[str, Any] | None, override: float) -> tuple[float, str]:
     """The tensor-core speedup to assume for a device, and where it comes from."""
     if override > 0:
         return override, f"{override:g}x set by option expected_speedup"
+    if _major((device or {}).get("compute_capability")) == 7:
+        return _FALLBACK_SPEEDUP, (
+            f"{_FALLBACK_SPEEDUP:g}x assumed for FP16 autocast on Volta/Turing (no TF32 there; book ckl: AMP "
+            "1.5-3.5x, conservative end)"
+        )
     roofs = roofs_for(device)
     tc, fp32 = roofs.compute.get("tf32_tc"), roofs.compute.get("fp32")
     if tc is not None and fp32 is not None and fp32.peak > 0 and tc.peak > fp32.peak:
