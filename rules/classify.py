@@ -337,13 +337,15 @@ def decide(ns: Mapping[str, int], span_ns: int, of: str) -> Verdict:
         return Verdict("unknown", "no GPU activity in this window", NAME_BASIS, "low", shares)
     ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0])) or [("launch", 0)]
     best, best_ns = ranked[0]
+    other = int(ns.get("kernel_other", 0))
+    if other * 2 >= span_ns and other >= 2 * best_ns:
+        return _unknown_kernels(ns, span_ns, of, shares, other)
     second, second_ns = ranked[1] if len(ranked) > 1 else ("unknown", 0)
     if pct(best_ns, span_ns) < JUDGE_PCT and max(one_time, unrecorded) > best_ns:
         return _undecided(ns, span_ns, of, shares, one_time, unrecorded)
     busy = sum(int(ns.get(k, 0)) for k in BUSY)
     if one_time * 2 >= span_ns and pct(busy, span_ns) < IDLE_GPU_PCT:
         return _undecided(ns, span_ns, of, shares, one_time, 0)
-    other = int(ns.get("kernel_other", 0))
     confidence: Confidence = "medium" if best_ns >= 1.5 * max(second_ns, other, unrecorded) else "low"
     if second_ns >= MIXED_RATIO * best_ns and pct(second_ns, span_ns) >= JUDGE_PCT:
         cause = (
@@ -353,6 +355,18 @@ def decide(ns: Mapping[str, int], span_ns: int, of: str) -> Verdict:
                        (best, second))
     return Verdict(best, _cause(best, ns, span_ns, of) + _aside(one_time, unrecorded, span_ns), NAME_BASIS,
                    confidence, shares, (best,))
+
+
+def _unknown_kernels(ns: Mapping[str, int], span_ns: int, of: str, shares: tuple[Share, ...], other: int) -> Verdict:
+    """Kernels of no known family hold half the window and twice any scored class: the verdict may not be drawn
+    from the rest. Application kernels of no library family (stencils, solvers) mostly stream memory, so memory
+    is the assumption, said as one, at low confidence."""
+    cause = (
+        f"kernels of no known family run {pct(other, span_ns)}% of the {of}: assumed memory-bound (application "
+        "kernels with no GEMM/conv/attention evidence mostly stream memory; no Nsight Compute or FLOP data says "
+        "otherwise); profile the top kernels with Nsight Compute (ncu --set full) to know"
+    )
+    return Verdict("memory", cause, NAME_BASIS, "low", shares, ("memory",))
 
 
 def _undecided(

@@ -1,14 +1,25 @@
 -- metric: gemm_precision
--- doc: Per device: GEMM/convolution kernel time, the part in FP32 SIMT kernels (precision fp32 in kernel_families: FP32 math with no tensor-core marker, so never an FP8/FP4/MX, int8, bf16, fp16 or tf32 kernel, nor one whose only FP32 is its accumulator), the part in each other precision the names show, total kernel time, and the device's compute capability and name.
+-- doc: Per device: GEMM/convolution kernel time, the part in FP32 SIMT library kernels (and apart, in hand-written FP32 GEMM kernels: handwritten_fp32_ns) (precision fp32 in kernel_families: FP32 math with no tensor-core marker, so never an FP8/FP4/MX, int8, bf16, fp16 or tf32 kernel, nor one whose only FP32 is its accumulator), the part in each other precision the names show, total kernel time, and the device's compute capability and name.
 -- uses: kernel_names
+-- A library GEMM/conv kernel (cuBLAS/cuBLASLt, CUTLASS, cuDNN, rocBLAS/hipBLASLt/Tensile, MIOpen, Triton, ATen) is what
+-- a framework switch (allow_tf32, autocast) moves to tensor cores; a hand-written one (sgemm_naive) needs a rewrite,
+-- and nothing says it reaches its FP32 roof first: its time is reported apart (handwritten_fp32_ns).
+WITH k AS (
+    SELECT *, regexp_matches(lower(name), '(^|[^a-z])(volta|turing|ampere|ada|hopper|blackwell|sm[0-9]{2,3}|gfx[0-9]+)_'
+        || '|cutlass|cublas|cudnn|scudnn|xmma|nvjet|gemmsn|gemv2|gemmk|splitk|cijk_|rocblas|hipblas|tensile|miopen'
+        || '|igemm|triton|magma|implicit_convolve|dgrad|wgrad|fprop|at::native|winograd|fft|ck::|ck_tile') AS library
+    FROM m_kernel_names
+)
 SELECT k.device_id, any_value(d.compute_capability) AS compute_capability, any_value(d.name) AS device_name,
     sum(dur_ns) AS kernel_ns,
     coalesce(sum(dur_ns) FILTER (WHERE family IN ('gemm', 'conv')), 0) AS gemm_ns,
-    coalesce(sum(dur_ns) FILTER (WHERE family IN ('gemm', 'conv') AND precision = 'fp32'), 0) AS fp32_ns,
-    count(*) FILTER (WHERE family IN ('gemm', 'conv') AND precision = 'fp32') AS n_fp32,
-    mode(k.name) FILTER (WHERE family IN ('gemm', 'conv') AND precision = 'fp32') AS top_fp32_kernel,
+    coalesce(sum(dur_ns) FILTER (WHERE family IN ('gemm', 'conv') AND precision = 'fp32' AND library), 0) AS fp32_ns,
+    count(*) FILTER (WHERE family IN ('gemm', 'conv') AND precision = 'fp32' AND library) AS n_fp32,
+    mode(k.name) FILTER (WHERE family IN ('gemm', 'conv') AND precision = 'fp32' AND library) AS top_fp32_kernel,
+    coalesce(sum(dur_ns) FILTER (WHERE family IN ('gemm', 'conv') AND precision = 'fp32' AND NOT library), 0)
+        AS handwritten_fp32_ns,
     coalesce(sum(dur_ns) FILTER (WHERE family IN ('gemm', 'conv') AND precision IN ('fp16', 'bf16', 'tf32', 'fp8',
         'fp4', 'int8', 'fp32_mma')), 0) AS tensor_ns
-FROM m_kernel_names k LEFT JOIN devices d USING (device_id)
+FROM k LEFT JOIN devices d USING (device_id)
 GROUP BY k.device_id
 ORDER BY k.device_id
