@@ -101,32 +101,41 @@ def work_dir(root: Path | None, key: str) -> Path:
 
 
 def sweep(base: Path) -> int:
-    """Remove the work areas of processes that are gone (their .owner lock is free); return how many."""
-    removed = 0
+    """Remove what processes that are gone left in the work folder; return how many.
+
+    Their areas (the .owner lock is free) and ingest locks nobody holds (a killed ingest leaves its
+    lock file; removing one is safe because `_acquire` checks the inode it locked is still the file).
+    """
     try:
-        names = [p for p in base.iterdir() if p.name.startswith(AREA_PREFIX) and p.is_dir()]
+        found = list(base.iterdir())
     except OSError:
         return 0
-    mine = {a for a in _areas.values()}
-    for area in names:
-        if area not in mine and _abandoned(area):
-            discard(area)
+    mine = set(_areas.values())
+    removed = 0
+    for path in found:
+        if path.name.startswith(AREA_PREFIX) and path.is_dir() and path not in mine and _abandoned(path / OWNER):
+            discard(path)
+            removed += 1
+        elif path.name.endswith(".lock") and _abandoned(path, unlink=True):
             removed += 1
     return removed
 
 
-def _abandoned(area: Path) -> bool:
+def _abandoned(lock: Path, unlink: bool = False) -> bool:
+    """Whether nobody holds `lock` (then, with `unlink`, it is removed while we hold it)."""
     try:
-        fd = os.open(area / OWNER, os.O_RDWR)
+        fd = os.open(lock, os.O_RDWR)
     except FileNotFoundError:
-        try:  # no lock file: being created right now, or its process died in that instant
-            return time.time() - area.stat().st_mtime > STALE_UNLOCKED_S
+        try:  # an area without its lock file: being created right now, or its process died in that instant
+            return not unlink and time.time() - lock.parent.stat().st_mtime > STALE_UNLOCKED_S
         except OSError:
             return False
     except OSError:
         return False
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if unlink:
+            lock.unlink()
     except OSError:
         return False  # held: its process is alive
     finally:
