@@ -52,7 +52,7 @@ from advisor.model.workarea import CacheUnwritable, discard, ingest_lock, work_d
 from advisor.parsers.base import ParsedRun, ParseOptions, ProgressFn, no_progress
 from advisor.parsers.limits import CHUNK, MAX_RATIO, RATIO_GRACE_BYTES, human, inflate, too_big
 
-PARSER_VERSION = "1"
+PARSER_VERSION = "2"  # 2: Kineto time unit from the median timestamp (one corrupt ts no longer switches it)
 # A stat fingerprint whose mtime or ctime is this close to the moment it was taken is not kept: an
 # edit in the same timestamp tick (1-2 s on some file systems) would leave it unchanged.
 RACY_NS = 2_000_000_000
