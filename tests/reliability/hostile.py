@@ -16,11 +16,13 @@ from typing import Any
 from tests.conftest import ROOT, real_path
 
 # Small inputs of each format the cache handles differently (plain, decompressed, exported, Kineto).
+_LA001 = "fixtures/nsys/LA001_small_kernel_storm_baseline/LA001_small_kernel_storm_baseline"
 INPUTS = {
     "sqlite": ("real", "nsys-ai/mock_rtx3080_wsl2.sqlite"),
-    "sqlite.gz": ("repo", "fixtures/nsys/LA001_small_kernel_storm_baseline/LA001_small_kernel_storm_baseline.sqlite.gz"),
-    "kineto": ("repo", "fixtures/kineto/LA008_eager_small_op_storm_baseline/LA008_eager_small_op_storm_baseline.json.gz"),
-    "nsys-rep": ("repo", "fixtures/nsys/LA001_small_kernel_storm_baseline/LA001_small_kernel_storm_baseline.nsys-rep"),
+    "sqlite.gz": ("repo", f"{_LA001}.sqlite.gz"),
+    "kineto": ("repo", "fixtures/kineto/LA008_eager_small_op_storm_baseline/"
+                       "LA008_eager_small_op_storm_baseline.json.gz"),
+    "nsys-rep": ("repo", f"{_LA001}.nsys-rep"),
 }
 VOLATILE = ("elapsed", "seconds")  # keys whose values are timings, not results
 

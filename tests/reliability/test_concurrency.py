@@ -51,7 +51,8 @@ def test_analyze_beside_report_on_a_cold_cache(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     commands = []
     for i in range(3):
-        commands += [["analyze", str(trace), "--format", "json"], ["report", str(trace), "-o", str(tmp_path / f"r{i}.html")]]
+        report = ["report", str(trace), "-o", str(tmp_path / f"r{i}.html")]
+        commands += [["analyze", str(trace), "--format", "json"], report]
     done = _together(commands, cache)
     assert [d.code for d in done] == [0] * len(commands), [d.error_lines() for d in done]
     results = [d.json() for d, args in zip(done, commands, strict=True) if args[0] == "analyze"]

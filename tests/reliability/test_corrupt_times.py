@@ -27,7 +27,7 @@ def _events(doc: dict[str, Any], cat: str) -> list[dict[str, Any]]:
 
 def _planted(tmp_path: Path, change: str) -> tuple[Path, Path]:
     """(clean copy, copy with one corrupted event) of the Kineto fixture, as plain JSON."""
-    doc = json.loads(gzip.open(source("kineto")).read())
+    doc = json.loads(gzip.decompress(source("kineto").read_bytes()))
     clean = tmp_path / "clean" / "trace.json"
     clean.parent.mkdir()
     clean.write_text(json.dumps(doc))
