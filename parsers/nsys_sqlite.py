@@ -34,7 +34,7 @@ import duckdb
 import pyarrow as pa
 
 from advisor.errors import InputError, SchemaError, ToolMissing
-from advisor.model.limits import memory_sql
+from advisor.model.limits import duckdb_config, memory_sql
 from advisor.model.schema import TABLES
 from advisor.model.validate import duck_type
 from advisor.parsers import nsys_nvtx, nsys_um
@@ -81,7 +81,7 @@ def scanner_path() -> Path:
 @cache
 def _database() -> duckdb.DuckDBPyConnection:
     """The process-wide DuckDB database with the scanner loaded: the LOAD (~0.4-0.7 s) is paid once."""
-    con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    con = duckdb.connect(config=duckdb_config())
     con.execute(f"LOAD '{_sql_str(str(scanner_path()))}'")
     return con
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from advisor import __version__
 from advisor.errors import AdvisorError, InputError
+from advisor.model.limits import check_address_space, out_of_memory
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -52,6 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     fmt = getattr(args, "format", "text")
     try:
+        check_address_space()  # before the numeric libraries start (advisor/model/limits.py)
         _guard_output(args)
         return _run_command(args)
     except AdvisorError as e:
@@ -62,6 +64,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return EXIT_OK
     except Exception as e:  # a bug in advisor, still one line unless --debug
+        if (oom := out_of_memory(e)) is not None:
+            return _fail(oom.one_line(), type(oom).__name__, fmt, args.debug)
         return _fail(f"internal error: {type(e).__name__}: {e}", "InternalError", fmt, args.debug,
                      hint="please report it with the --debug output")
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from advisor.errors import InputError
-from advisor.model.limits import memory_sql
+from advisor.model.limits import duckdb_config, memory_sql
 from advisor.model.schema import SCHEMA_VERSION, TABLES, empty
 
 if TYPE_CHECKING:
@@ -422,7 +422,7 @@ def _connect(spill: Path | None = None) -> duckdb.DuckDBPyConnection:
     """A private in-memory DuckDB. With `spill` (cached runs), its memory is capped like the parse's
     ($ADVISOR_DUCKDB_MEMORY, advisor/model/limits.py) and it spills there, inside the cache; the
     directory goes when the process ends. DuckDB creates it only if it spills."""
-    con = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    con = duckdb.connect(":memory:", config=duckdb_config())
     con.execute("SET enable_progress_bar = false")  # DuckDB would draw on stdout, tearing TUIs and JSON
     if spill is not None:
         con.execute(memory_sql())
