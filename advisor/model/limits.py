@@ -127,3 +127,26 @@ def out_of_memory(e: BaseException) -> InputError | None:
         "raise the limit or free memory, lower ADVISOR_DUCKDB_MEMORY so DuckDB spills sooner, or analyze a "
         "smaller trace; see docs/limits.md",
     )
+
+
+# ------------------------------------------------------------------------------------------------
+# Cardinalities: how many devices and streams a run may have
+
+MAX_DEVICES = 16384  # a 2,048-node job of 8 GPUs; the largest real run we know merges 500 ranks
+MAX_STREAMS = 65536  # distinct (device, stream) pairs; real captures use tens per device
+
+
+def check_cardinality(path: str, devices: int, streams: int) -> None:
+    """Refuse a run whose device or stream count cannot be real (damaged or junk ids) as one line.
+
+    Why: 10M junk kernel rows with ~1M distinct device ids took 13.5 GB and 187 s, since summaries,
+    timelines and rules work per device and per stream. No capture has that many; the ids are junk.
+    """
+    from advisor.errors import LimitExceeded
+
+    for what, n, cap in (("device ids", devices, MAX_DEVICES), ("(device, stream) pairs", streams, MAX_STREAMS)):
+        if n > cap:
+            raise LimitExceeded(
+                f"{path}: {n:,} distinct {what} in GPU activity, more than the {cap:,} advisor analyzes",
+                "the trace's ids look damaged; re-export it, or split a merged multi-run directory (docs/limits.md)",
+            )

@@ -6,6 +6,9 @@ line (or none), the result against a clean run, and that the input is untouched.
 
 from __future__ import annotations
 
+import copy
+import gzip
+import json
 import os
 import resource
 import subprocess
@@ -15,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from advisor.model.limits import MAX_DEVICES, MAX_STREAMS
 from tests.conftest import ROOT
 from tests.reliability.hostile import copy_input, run, sha256
 
@@ -107,3 +111,28 @@ def test_running_out_of_address_space_is_one_line(tmp_path: Path) -> None:
     assert "781 MiB" in line or "ulimit -v" in line
     assert "internal error" not in line
     assert sha256(big) == before
+
+
+@pytest.mark.parametrize(("field", "n", "what", "cap"), [("device", MAX_DEVICES + 100, "device ids", MAX_DEVICES),
+                                                        ("stream", MAX_STREAMS + 100, "(device, stream) pairs",
+                                                         MAX_STREAMS)])
+def test_absurd_cardinalities_are_refused_in_one_line(field: str, n: int, what: str, cap: int, tmp_path: Path) -> None:
+    """Junk ids: one kernel per distinct device (or stream), far past any real capture."""
+    doc = json.loads(gzip.decompress(copy_input("kineto", tmp_path / "src").read_bytes()))
+    kernel = next(e for e in doc["traceEvents"] if e.get("cat") == "kernel")
+    for i in range(n):
+        junk = copy.deepcopy(kernel)
+        junk["args"][field] = 1000 + i
+        junk["ts"] = kernel["ts"] + i
+        doc["traceEvents"].append(junk)
+    trace = tmp_path / "in" / "junk.json"
+    trace.parent.mkdir()
+    trace.write_text(json.dumps(doc))
+    before = sha256(trace)
+    done = run(["analyze", str(trace), "--format", "json"], tmp_path / "cache")
+    assert done.code == 2
+    (line,) = done.error_lines()
+    distinct = n + 1  # the template's own kernels all run on one device and one stream (device 0, stream 7)
+    assert f"{distinct:,} distinct {what} in GPU activity, more than the {cap:,}" in line
+    assert json.loads(done.out)["error"]["kind"] == "LimitExceeded"
+    assert sha256(trace) == before
