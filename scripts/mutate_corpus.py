@@ -947,7 +947,22 @@ def _finished(r: Running, status: int, rss: int, elapsed: float) -> Outcome:
 # ------------------------------------------------------------------------------------------------
 
 
-def render_doc(outcomes: list[Outcome], budget: str, mode: str) -> str:
+KEPT_SECTIONS = ("## Promises under hostile use",)  # written by hand (tests/reliability), kept on regeneration
+
+
+def kept_sections(old: str) -> str:
+    """The hand-written sections of the current doc (each from its heading to the next `## ` or the end)."""
+    out = []
+    for heading in KEPT_SECTIONS:
+        start = old.find(heading)
+        if start < 0:
+            continue
+        end = old.find("\n## ", start + len(heading))
+        out.append(old[start : end if end >= 0 else len(old)].rstrip() + "\n")
+    return "\n".join(out)
+
+
+def render_doc(outcomes: list[Outcome], budget: str, mode: str, keep: str = "") -> str:
     lines = [
         "# Reliability: the broken-input corpus",
         "",
@@ -994,6 +1009,8 @@ def render_doc(outcomes: list[Outcome], budget: str, mode: str) -> str:
         if o.result == "clean error":
             lines.append(f"| `{o.category}/{o.name}` | {_md_cell(_short(o.error_line))} |")
     lines += ["", "Limits that apply to every case are in [limits.md](limits.md).", ""]
+    if keep:
+        lines += [keep]
     return "\n".join(lines)
 
 
@@ -1062,7 +1079,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(outcomes)} cases, {failures} failures, {time.monotonic() - t0:.0f} s", file=sys.stderr)
     if not args.no_doc and not args.only:
         mode = "a fresh interpreter per case" if args.use_exec else "forked from a warm parent"
-        args.doc.write_text(render_doc(outcomes, args.budget, mode))
+        keep = kept_sections(args.doc.read_text()) if args.doc.exists() else ""
+        args.doc.write_text(render_doc(outcomes, args.budget, mode, keep))
         print(f"wrote {args.doc}", file=sys.stderr)
     return 1 if failures else 0
 
