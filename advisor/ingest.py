@@ -15,8 +15,11 @@ Inputs are only ever opened for reading. How the cache stays both fast and corre
   tools that restore mtime, and a fingerprint is only kept when its times are at least
   RACY_NS older than the moment it was taken, so an edit within the file system's timestamp
   granularity cannot hide behind an unchanged stat (git's "racily clean" rule).
-* Damage inside the cached Parquet pages is found when a query reads it (see
-  advisor.model.store.CacheDamaged); `drop_entry` removes the entry so the caller can ingest again.
+* Every open checks the entry's files against the crc32 values written at publish
+  (advisor.model.store.verify_entry); damage found later by a query is CacheDamaged, and
+  `drop_entry` removes the entry so the caller can ingest again.
+* Concurrent cold opens of one input: each process parses in its own work area and the first to
+  hold the entry's ingest lock publishes; the rest open that entry (advisor.model.workarea).
 """
 
 from __future__ import annotations

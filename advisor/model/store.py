@@ -6,10 +6,12 @@ sibling directory and renamed into place, so readers never see half a run and tw
 ingesting the same file at once both end with one consistent entry. An entry whose files do not
 match `meta.json` is treated as absent and rebuilt.
 
-Opening an entry checks sizes, footers and row counts only (hashing every file would cost seconds
-on every warm open of a large run). Damage inside a data page therefore surfaces when a query reads
-it: the query then checks the entry's sha256 values and raises `CacheDamaged`, which the surfaces
-answer by dropping the entry and ingesting once more (advisor.ingest.drop_entry).
+Opening an entry checks sizes, footers, row counts and every file's crc32 (`verify_entry`: ~1.2 GB/s
+per core, files in parallel; a 300 MB trace's 9 MiB entry in 13-39 ms on a loaded 2-core machine),
+so damage that still decodes cannot give a wrong answer in silence. Damage that appears after the
+open surfaces when a query reads it: the query then checks the entry's sha256 values and raises
+`CacheDamaged`, which the surfaces answer by dropping the entry and ingesting once more
+(advisor.ingest.drop_entry). Where processes write meanwhile is advisor.model.workarea.
 """
 
 from __future__ import annotations
