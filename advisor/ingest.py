@@ -15,8 +15,11 @@ Inputs are only ever opened for reading. How the cache stays both fast and corre
   tools that restore mtime, and a fingerprint is only kept when its times are at least
   RACY_NS older than the moment it was taken, so an edit within the file system's timestamp
   granularity cannot hide behind an unchanged stat (git's "racily clean" rule).
-* Damage inside the cached Parquet pages is found when a query reads it (see
-  advisor.model.store.CacheDamaged); `drop_entry` removes the entry so the caller can ingest again.
+* Every open checks the entry's files against the crc32 values written at publish
+  (advisor.model.store.verify_entry); damage found later by a query is CacheDamaged, and
+  `drop_entry` removes the entry so the caller can ingest again.
+* Concurrent cold opens of one input: each process parses in its own work area and the first to
+  hold the entry's ingest lock publishes; the rest open that entry (advisor.model.workarea).
 """
 
 from __future__ import annotations
@@ -38,14 +41,24 @@ import duckdb
 import pyarrow as pa
 
 from advisor.errors import AdvisorError, InputError, LimitExceeded, SchemaError, UnsupportedFormat
+from advisor.model.limits import check_cardinality, duckdb_config
 from advisor.model.schema import SCHEMA_VERSION, TABLES
-from advisor.model.store import Run, default_cache_dir, read_entry_meta, replace_entry_meta, write_entry
+from advisor.model.store import (
+    Run,
+    default_cache_dir,
+    read_entry_meta,
+    replace_entry_meta,
+    verify_entry,
+    write_entry,
+)
 from advisor.model.validate import FileCheck, check_file, check_time_order, conform
+from advisor.model.workarea import CacheUnwritable, discard, ingest_lock, work_dir
 from advisor.parsers.base import ParsedRun, ParseOptions, ProgressFn, no_progress
 from advisor.parsers.limits import CHUNK, MAX_RATIO, RATIO_GRACE_BYTES, human, inflate, too_big
 from advisor.redact import redact_parquet, redact_table, redact_values
 
-PARSER_VERSION = "2"  # 2: strings redacted at ingest (entries of 1 may hold secrets)
+PARSER_VERSION = "2"  # 2: strings redacted at ingest (entries of 1 may hold secrets); Kineto time unit from the
+# median timestamp (one corrupt ts no longer switches it)
 # A stat fingerprint whose mtime or ctime is this close to the moment it was taken is not kept: an
 # edit in the same timestamp tick (1-2 s on some file systems) would leave it unchanged.
 RACY_NS = 2_000_000_000
@@ -316,6 +329,32 @@ def _first(e: BaseException) -> str:
     return (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
 
 
+def _check_ids(path: Path, tables: dict[str, pa.Table], files: dict[str, Path]) -> None:
+    """Distinct device ids and (device, stream) pairs of kernels and copies, counted in one scan, against
+    the caps in advisor/model/limits.py: absurd counts are refused, not analyzed. Exact counts: a real
+    trace has few groups, so the hash aggregate is cheap (DuckDB's HyperLogLog was 9% off at 20k)."""
+    con = duckdb.connect(config=duckdb_config())
+    try:
+        parts = []
+        for name in ("kernels", "memops"):
+            if name in files:
+                quoted = str(files[name]).replace("'", "''")
+                parts.append(f"SELECT device_id, stream_id FROM read_parquet('{quoted}')")
+            elif name in tables and tables[name].num_rows:
+                con.register(f"t_{name}", tables[name].select(["device_id", "stream_id"]))
+                parts.append(f"SELECT device_id, stream_id FROM t_{name}")
+        if not parts:
+            return
+        row = con.execute(  # 10M rows of 8 devices x 32 streams: 0.26-0.35 s
+            "SELECT count(DISTINCT device_id), count(*) FROM "
+            f"(SELECT device_id, stream_id FROM ({' UNION ALL '.join(parts)}) GROUP BY ALL)"
+        ).fetchone()
+    finally:
+        con.close()
+    if row is not None:
+        check_cardinality(str(path), int(row[0] or 0), int(row[1] or 0))
+
+
 def to_model_tables(
     parsed: ParsedRun, path: Path, fmt: str, sha: str
 ) -> tuple[dict[str, pa.Table], dict[str, tuple[Path, int]]]:
@@ -327,6 +366,7 @@ def to_model_tables(
     tables = {name: redact_table(_conform(name, t, path)) for name, t in parsed.tables.items() if name != "runs"}
     redact_parquet(parsed.files.values())
     checks = {name: _check_file(name, f, path) for name, f in parsed.files.items() if name != "runs"}
+    _check_ids(path, tables, parsed.files)
     notes = redact_values(dict(parsed.notes))
     for name in ("kernels", "memops", "api_calls", "ranges", "cpu_ops"):
         bad = check_time_order(name, tables[name]) if name in tables else 0
@@ -395,6 +435,9 @@ def open_run(
     """Ingest (or re-open from cache) one trace and return the Run to query.
 
     The cache rules (sampled name, sha256 identity, stat fingerprints) are in the module docstring.
+    Concurrent cold opens of one input take turns on the entry's ingest lock: the first parses and
+    publishes, the others open what it published (advisor.model.workarea). With `use_cache` False,
+    or a cache directory that cannot be written, nothing is written to the cache directory.
     """
     options = options or ParseOptions()
     p = Path(path)
@@ -406,18 +449,88 @@ def open_run(
     root = cache_dir or default_cache_dir()
     stats = stat_fingerprint(p)  # before reading: a change while we read shows as a different stat next time
     key = f"{fingerprint(p)}-s{SCHEMA_VERSION}-p{PARSER_VERSION}"
-    entry = root / key
-    known_sha = None
-    if use_cache:
-        meta = read_entry_meta(entry)
-        if meta is not None:
-            same, known_sha = _holds_cached_bytes(p, entry, meta, stats, options.progress)
-            cached = _open_cached(entry, meta) if same else None
+    if not use_cache:
+        return _ingest_uncached(p, fmt, options, key, None, {})
+    cached, known_sha = _from_cache(p, root / key, stats, options)
+    if cached is not None:
+        return cached
+    try:
+        with ingest_lock(root, key, lambda: options.progress(0, 1, "waiting for another advisor ingesting this trace")):
+            cached, known = _from_cache(p, root / key, stats, options)  # published while we waited?
             if cached is not None:
-                cached.info["source_path"] = str(p)  # same bytes may have been cached under another name
                 return cached
-            _rmtree_quiet(entry)  # other bytes, or a corrupted entry: rebuild it below
-    return _ingest(p, fmt, options, root, key, stats, known_sha, use_cache)
+            return _ingest(p, fmt, options, root, key, stats, known or known_sha)
+    except CacheUnwritable as e:
+        return _ingest_uncached(p, fmt, options, key, known_sha, {"cache_not_written": _unwritable_note(root, e)})
+
+
+def _unwritable_note(root: Path, e: OSError) -> str:
+    return f"the cache directory {root} cannot be written ({e.strerror or e}): this run was parsed without caching"
+
+
+def _from_cache(p: Path, entry: Path, stats: tuple[list[list[Any]], bool],
+                options: ParseOptions) -> tuple[Run | None, str | None]:
+    """The cached run when the entry is valid, intact and holds these bytes; else (None, sha256 if hashed).
+
+    An entry that fails any check (other bytes, damaged files, a regular file in its place) is discarded.
+    """
+    meta = read_entry_meta(entry)
+    if meta is None:
+        if entry.exists() or entry.is_symlink():
+            discard(entry)  # a broken entry or something else in its place: rebuilt by the caller
+        return None, None
+    same, known_sha = _holds_cached_bytes(p, entry, meta, stats, options.progress)
+    cached = _open_cached(entry, meta) if same else None
+    if cached is not None:
+        cached.info["source_path"] = str(p)  # same bytes may have been cached under another name
+        return cached, known_sha
+    discard(entry)  # other bytes, or a corrupted entry: rebuild it
+    return None, known_sha
+
+
+def _parse_tables(
+    p: Path, fmt: str, options: ParseOptions, work: Path, known_sha: str | None
+) -> tuple[str, dict[str, pa.Table], dict[str, tuple[Path, int]], float]:
+    """Parse into `work` and conform: (sha256, tables, checked files, seconds)."""
+    t0 = time.perf_counter()
+    options.work_dir = work
+    sha_job = _Sha256(p, known_sha)
+    try:
+        parsed = parse(p, fmt, options)
+        sha = sha_job.result()
+        tables, files = to_model_tables(parsed, p, fmt, sha)
+    except AdvisorError as e:
+        _naming_input(e, p)
+        raise
+    except MemoryError:
+        raise out_of_memory(p) from None
+    return sha, tables, files, round(time.perf_counter() - t0, 3)
+
+
+def _ingest_uncached(
+    p: Path, fmt: str, options: ParseOptions, key: str, known_sha: str | None, notes: dict[str, Any]
+) -> Run:
+    """Parse into a private temp folder and serve the run from memory: nothing goes to the cache dir."""
+    import pyarrow.parquet as pq
+
+    work = work_dir(None, key)
+    try:
+        sha, tables, files, seconds = _parse_tables(p, fmt, options, work, known_sha)
+        tables.update({n: conform(n, pq.read_table(f), str(p)) for n, (f, _) in files.items()})
+    finally:
+        _rmtree_quiet(work)
+    if notes:
+        tables["runs"] = _with_notes(tables["runs"], notes, p)
+    rows = {n: {"rows": tables[n].num_rows if n in tables else 0} for n in TABLES}
+    return Run.from_tables(tables, {"source": str(p), "format": fmt, "parse_seconds": seconds, "files": rows})
+
+
+def _with_notes(runs: pa.Table, extra: dict[str, Any], p: Path) -> pa.Table:
+    """The runs row with `extra` added to its notes (facts found outside the parser, e.g. an unwritable cache)."""
+    row = runs.to_pylist()[0]
+    notes = json.loads(row.get("notes") or "{}") | extra
+    row["notes"] = json.dumps(notes, sort_keys=True, default=str)
+    return conform("runs", pa.Table.from_pylist([row]), str(p))
 
 
 def _ingest(
@@ -428,53 +541,43 @@ def _ingest(
     key: str,
     stats: tuple[list[list[Any]], bool],
     known_sha: str | None,
-    use_cache: bool,
 ) -> Run:
-    """The cold path: parse, conform, write the cache entry (or an uncached Run)."""
-    t0 = time.perf_counter()
-    work = root / ".work" / key
-    work.mkdir(parents=True, exist_ok=True)
-    options.work_dir = work
-    sha_job = _Sha256(p, known_sha)
+    """The cold path: parse in this process's own work dir, publish the entry atomically, open it."""
+    work = work_dir(root, key)
     try:
-        try:
-            parsed = parse(p, fmt, options)
-            sha = sha_job.result()
-            tables, files = to_model_tables(parsed, p, fmt, sha)
-        except AdvisorError as e:
-            _naming_input(e, p)
-            raise
-        except MemoryError:
-            raise InputError(f"{p}: ran out of memory while parsing", "see docs/limits.md") from None
-        meta = {"source": str(p), "format": fmt, "parse_seconds": round(time.perf_counter() - t0, 3)}
-        if not use_cache:
-            import pyarrow.parquet as pq
-
-            tables.update({n: conform(n, pq.read_table(f), str(p)) for n, (f, _) in files.items()})
-            rows = {n: {"rows": tables[n].num_rows if n in tables else 0} for n in TABLES}
-            return Run.from_tables(tables, meta | {"files": rows})
+        sha, tables, files, seconds = _parse_tables(p, fmt, options, work, known_sha)
         current, settled = stats
-        meta.update(source_sha256=sha, source_stats=[current] if settled else [])
-        written = write_entry(root, key, tables, meta, files)  # moves the files out of the work dir
+        meta = {"source": str(p), "format": fmt, "parse_seconds": seconds,
+                "source_sha256": sha, "source_stats": [current] if settled else []}
+        try:  # moves the files out of the work dir
+            written = write_entry(root, key, tables, meta, files, staging=work.parent)
+        except OSError as e:  # the cache filled up or turned read-only mid-way
+            raise CacheUnwritable(e.errno or 0, str(e)) from None
     finally:
         _rmtree_quiet(work)
     final_meta = read_entry_meta(written)
-    if final_meta is None:  # pragma: no cover - would mean the filesystem lost our rename
-        raise AdvisorError(f"cache entry {written} is unreadable right after writing", "clear the cache dir")
-    if final_meta.get("source_sha256") != sha:
+    if final_meta is None or final_meta.get("source_sha256") != sha:
         # Another process cached other bytes under the same sampled name at the same moment and its
         # entry won the rename. Ours are gone with the work dir: serve this input uncached, correctly.
-        return _ingest(p, fmt, options, root, key, stats, sha, use_cache=False)
+        return _ingest_uncached(p, fmt, options, key, sha, {})
     return Run.from_entry(written, final_meta)
+
+
+def out_of_memory(p: Path) -> InputError:
+    """Running out of memory while parsing, as one line that names the limit and what to do."""
+    return LimitExceeded(f"{p}: ran out of memory while parsing",
+                         "free memory or raise the process's memory limit (ulimit -v); see docs/limits.md")
 
 
 def drop_entry(entry: Path) -> None:
     """Remove a damaged cache entry (advisor.model.store.CacheDamaged) so the next open ingests again."""
-    _rmtree_quiet(entry)
+    discard(entry)
 
 
 def _open_cached(entry: Path, meta: dict[str, Any]) -> Run | None:
     """The cached run, or None when its files are damaged (then the caller rebuilds it)."""
+    if not verify_entry(entry, meta):
+        return None
     try:
         run = Run.from_entry(entry, meta)
     except Exception:  # noqa: BLE001 - unreadable cache entry, never the user's problem

@@ -34,7 +34,7 @@ import duckdb
 import pyarrow as pa
 
 from advisor.errors import InputError, SchemaError, ToolMissing
-from advisor.model.limits import memory_sql
+from advisor.model.limits import duckdb_config, memory_sql
 from advisor.model.schema import TABLES
 from advisor.model.validate import duck_type
 from advisor.parsers import nsys_nvtx, nsys_um
@@ -81,7 +81,7 @@ def scanner_path() -> Path:
 @cache
 def _database() -> duckdb.DuckDBPyConnection:
     """The process-wide DuckDB database with the scanner loaded: the LOAD (~0.4-0.7 s) is paid once."""
-    con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    con = duckdb.connect(config=duckdb_config())
     con.execute(f"LOAD '{_sql_str(str(scanner_path()))}'")
     return con
 
@@ -142,7 +142,13 @@ def attached(path: Path, options: ParseOptions) -> Iterator[duckdb.DuckDBPyConne
 
 
 def _readable_copy(path: Path, options: ParseOptions) -> Path:
-    """The path to open: the input itself, or a work_dir copy when it is in WAL mode."""
+    """The path to open: the input itself, or a work_dir copy when it is in WAL mode.
+
+    A WAL-mode file's committed transactions may still sit in its `-wal` sidecar (a writer that was
+    never checkpointed). Reading the main file alone would miss them in silence, and a read-only open
+    beside the input would create a `-shm` there. So the file and its sidecar are copied into the
+    work dir and the copy is checkpointed there (`_checkpoint`); the input is never opened for writing.
+    """
     with path.open("rb") as f:
         header = f.read(100)
     if len(header) < 100:
@@ -155,7 +161,47 @@ def _readable_copy(path: Path, options: ParseOptions) -> Path:
     work.mkdir(parents=True, exist_ok=True)
     copy = work / "wal-copy.sqlite"
     shutil.copyfile(path, copy)
+    sidecar = wal_sidecar(path)
+    if sidecar is not None:
+        shutil.copyfile(sidecar, work / "wal-copy.sqlite-wal")
+        _checkpoint(path, copy)
     return copy
+
+
+def wal_sidecar(path: Path) -> Path | None:
+    """The input's non-empty `-wal` file, if it has one."""
+    sidecar = path.with_name(path.name + "-wal")
+    try:
+        return sidecar if sidecar.is_file() and sidecar.stat().st_size > 0 else None
+    except OSError:
+        return None
+
+
+def _checkpoint(path: Path, copy: Path) -> None:
+    """Fold the committed WAL frames into our copy (never the input) and leave it in rollback mode."""
+    import sqlite3
+
+    try:
+        con = sqlite3.connect(copy)
+        try:
+            con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            con.execute("PRAGMA journal_mode=DELETE")
+        finally:
+            con.close()
+    except sqlite3.Error as e:
+        raise InputError(f"{path}: cannot read its -wal file ({e})", REEXPORT_HINT) from None
+
+
+def _wal_note(path: Path) -> str | None:
+    """What the run's notes say about a `-wal` sidecar next to the input (None: there is none)."""
+    sidecar = wal_sidecar(path)
+    if sidecar is None:
+        return None
+    with path.open("rb") as f:
+        wal_mode = f.read(100)[_WAL_HEADER_OFFSET:][:1] == b"\x02"
+    if wal_mode:
+        return f"committed transactions in {sidecar.name} ({sidecar.stat().st_size} bytes) were read from a copy"
+    return f"{sidecar.name} was ignored: the database is not in WAL mode, so SQLite itself would not read it"
 
 
 # --------------------------------------------------------------------------------------------- export
@@ -690,7 +736,10 @@ def parse(path: Path, options: ParseOptions) -> ParsedRun:
     path = Path(path)
     with attached(path, options) as con:
         exp = Export.inspect(path, con)
-        return _parse_export(exp, options)
+        parsed = _parse_export(exp, options)
+    if note := _wal_note(path):
+        parsed.notes["wal_sidecar"] = note
+    return parsed
 
 
 def _parse_export(exp: Export, options: ParseOptions) -> ParsedRun:

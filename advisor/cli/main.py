@@ -14,6 +14,7 @@ from advisor import __version__, interrupt
 from advisor.cli.output import check_output
 from advisor.errors import AdvisorError, InputError
 from advisor.redact import terminal_safe
+from advisor.model.limits import check_address_space, out_of_memory
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -58,6 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(args: argparse.Namespace, fmt: str) -> int:
     try:
+        check_address_space()  # before the numeric libraries start (advisor/model/limits.py)
         check_output(args)  # before any work: a bad -o path fails in a second, not after the analysis
         code = _run_command(args)
         interrupt.raise_if_interrupted()  # a swallowed signal still must not pass for a result
@@ -73,6 +75,8 @@ def _main(args: argparse.Namespace, fmt: str) -> int:
     except Exception as e:  # a bug in advisor, still one line unless --debug
         if interrupt.received() or interrupt.is_interrupt(e):
             return _interrupted()
+        if (oom := out_of_memory(e)) is not None:
+            return _fail(oom.one_line(), type(oom).__name__, fmt, args.debug)
         return _fail(f"internal error: {type(e).__name__}: {e}", "InternalError", fmt, args.debug,
                      hint="please report it with the --debug output")
 

@@ -6,6 +6,10 @@ minutes of CPU on every `analyze`. Each file name carries a fingerprint of the c
 makes the old file invisible instead of stale. Files are written under a temporary name and renamed
 into place, so a reader never sees half a file; a failure to read or write (read-only cache, damaged
 file) only means the result is computed again. Uncached runs (`Run.derived_dir` is None) keep nothing.
+
+Every file carries a crc32 checked on every read: a JSON file on its first line, a Parquet file in
+its `.types` JSON. One changed digit in a kept summary once changed the printed span in silence; now
+a file whose bytes do not match is ignored and computed again (and rewritten).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +28,7 @@ import pyarrow.parquet as pq
 from advisor.interrupt import raise_if_interrupted
 from advisor.model.limits import duckdb_memory
 from advisor.model.schema import SCHEMA_VERSION
-from advisor.model.store import Run
+from advisor.model.store import Run, file_crc32
 
 # DuckDB types Parquet cannot hold exactly: written as the lossless type, read back as the original.
 _WIDE = {"HUGEINT": "DECIMAL(38,0)", "UHUGEINT": "DECIMAL(38,0)"}
@@ -74,13 +79,19 @@ def _replace(target: Path, write: Any) -> None:
             old.unlink(missing_ok=True)
 
 
+_HEADER = b"advisor-derived crc32="
+
+
 def load_json(run: Run, name: str, key: str) -> Any | None:
-    """The JSON value saved for (`name`, `key`) on this run, or None."""
+    """The JSON value saved for (`name`, `key`) on this run, or None (also when its crc32 does not match)."""
     path = _path(run, name, key, ".json")
     if path is None:
         return None
     try:
-        return json.loads(path.read_text())
+        head, _, body = path.read_bytes().partition(b"\n")
+        if not head.startswith(_HEADER) or int(head[len(_HEADER):]) != zlib.crc32(body):
+            return None
+        return json.loads(body)
     except (OSError, ValueError):
         return None
 
@@ -94,7 +105,8 @@ def save_json(run: Run, name: str, key: str, value: Any) -> None:
         text = json.dumps(value)
         if json.loads(text) != value:  # tuples, non-string keys: not exactly representable, so not kept
             return
-        _replace(path, lambda tmp: tmp.write_text(text))
+        body = text.encode()
+        _replace(path, lambda tmp: tmp.write_bytes(_HEADER + str(zlib.crc32(body)).encode() + b"\n" + body))
     except (OSError, TypeError, ValueError):
         pass
 
@@ -125,8 +137,14 @@ def load_table(run: Run, table: str, name: str, key: str) -> bool:
     """Create `table` from the copy saved as (`name`, `key`), with the column types it had: a TEMP TABLE,
     or for a large one (`_large`) a TEMP VIEW that reads the file, so it takes no memory under the cap."""
     path = _path(run, name, key, ".parquet")
-    types = load_json(run, name + ".types", key)
-    if path is None or not isinstance(types, list) or not path.is_file():
+    kept = load_json(run, name + ".types", key)
+    if path is None or not isinstance(kept, dict) or not path.is_file():
+        return False
+    types = kept.get("types")
+    try:
+        if not isinstance(types, list) or file_crc32(path) != kept.get("crc32"):
+            return False
+    except OSError:
         return False
     drop(run, table)
     try:
@@ -168,7 +186,7 @@ def save_table(run: Run, table: str, name: str, key: str) -> None:
                 f"COPY (SELECT {cols} FROM {table}) TO {_quote(tmp)} (FORMAT parquet, COMPRESSION zstd)"
             ),
         )
-        save_json(run, name + ".types", key, [list(t) for t in types])
+        save_json(run, name + ".types", key, {"types": [list(t) for t in types], "crc32": file_crc32(path)})
     except (OSError, duckdb.Error) as e:
         raise_if_interrupted(e)
         return

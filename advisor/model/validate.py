@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from advisor.errors import SchemaError
+from advisor.model.limits import duckdb_config
 from advisor.model.schema import TABLES
 
 
@@ -91,7 +92,7 @@ def check_file(name: str, path: Path, source: str = "") -> FileCheck:
 
     spec = TABLES[name]
     lit = "'" + str(path).replace("'", "''") + "'"
-    con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    con = duckdb.connect(config=duckdb_config())
     try:
         got = [(r[0], r[1]) for r in con.execute(f"DESCRIBE SELECT * FROM read_parquet({lit})").fetchall()]
         want = [(c.name, duck_type(c.dtype)) for c in spec.columns]

@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 from advisor.parsers.kineto.decode import NO_ARGS, Args, Event
 from advisor.parsers.kineto.mapping import mappings
 
+MAX_EVENT_DURATION_NS = 24 * 3600 * 10**9  # longer is a corrupted record, never a real event (docs/limits.md)
 INT64_NS_LIMIT = 9.2e18  # |time| in ns that still fits int64 (about 292 years)
 FLOAT_EXACT = float(2**53)  # every int up to this is exact in a float64
 STEP_RE = re.compile(r"ProfilerStep#(\d+)$")
@@ -168,20 +169,27 @@ def _us_to_ns(arr: pa.Array) -> pa.Array:
 
 
 def durations(values: Sequence[Any], exact: bool, in_ns: bool, counts: dict[str, int]) -> pa.Array:
-    """dur -> ns; missing becomes 0 and negative becomes 0, both counted (never silently)."""
+    """dur -> ns; missing, negative and impossible (over MAX_EVENT_DURATION_NS) become 0, all counted.
+
+    Why a cap: CUPTI has written kernel durations of centuries (a corrupted record); one such event
+    stretched the capture span to 31 years and hid every finding. Zero keeps the event's start and its
+    place in the nesting; the count goes to the run's notes (`cleaned_impossible_dur`).
+    """
     if not exact and not in_ns and (small := _small_us_to_ns(values)) is not None:
         return _clean_durations(*small, counts)
     if exact:
         values = [None if v is None else decimal.Decimal(v) for v in values]
     dur = ns(values, exact, in_ns)
     missing = dur.null_count
-    negative = int(pc.sum(pc.less(dur, 0)).as_py() or 0)
-    if missing:
-        counts["missing_dur"] = counts.get("missing_dur", 0) + missing
-    if negative:
-        counts["negative_dur"] = counts.get("negative_dur", 0) + negative
-    if missing or negative:
-        dur = pc.if_else(pc.less(pc.fill_null(dur, 0), 0), 0, pc.fill_null(dur, 0))
+    filled = pc.fill_null(dur, 0)
+    negative = int(pc.sum(pc.less(filled, 0)).as_py() or 0)
+    huge = int(pc.sum(pc.greater(filled, MAX_EVENT_DURATION_NS)).as_py() or 0)
+    for key, n in (("missing_dur", missing), ("negative_dur", negative), ("impossible_dur", huge)):
+        if n:
+            counts[key] = counts.get(key, 0) + n
+    if missing or negative or huge:
+        bad = pc.or_(pc.less(filled, 0), pc.greater(filled, MAX_EVENT_DURATION_NS))
+        dur = pc.if_else(bad, 0, filled)
     return dur
 
 
@@ -191,12 +199,13 @@ def _clean_durations(
     """`durations` of `_small_us_to_ns` output (missing rows hold 0 there already)."""
     n_missing = int(missing.sum()) if missing is not None else 0
     negative = dur < 0
-    n_negative = int(negative.sum())
-    if n_missing:
-        counts["missing_dur"] = counts.get("missing_dur", 0) + n_missing
-    if n_negative:
-        counts["negative_dur"] = counts.get("negative_dur", 0) + n_negative
-        dur = np.where(negative, 0, dur)
+    huge = dur > MAX_EVENT_DURATION_NS
+    n_negative, n_huge = int(negative.sum()), int(huge.sum())
+    for key, n in (("missing_dur", n_missing), ("negative_dur", n_negative), ("impossible_dur", n_huge)):
+        if n:
+            counts[key] = counts.get(key, 0) + n
+    if n_negative or n_huge:
+        dur = np.where(negative | huge, 0, dur)
     return pa.array(dur)
 
 

@@ -36,6 +36,7 @@ HEAD_SEARCH_BYTES = 64 << 20  # `traceEvents` must start within this much of the
 # Below 2**43 us a float64 holds a Kineto timestamp to better than 0.5 ns, so whole+fraction
 # splitting recovers the exact ns digits; above it (epoch-based us with ns fractions) we need Decimal.
 FLOAT_EXACT_US = 2**43
+INT64_MAX = 2**63 - 1
 EPOCH_NS_MIN = 10**17  # a `ts` this large cannot be microseconds (3000+ years): the file writes ns
 TS_SNIFF_RE = re.compile(rb'"ts"\s*:\s*(-?\d+)(?:\.(\d+))?')
 HEAD_RE = re.compile(rb'"traceEvents"\s*:\s*\[')
@@ -140,15 +141,21 @@ def _decoders() -> dict[str, msgspec.json.Decoder[Any]]:
 
 
 def sniff(head: bytes) -> tuple[str, bool]:
-    """Pick the timestamp decoder from the first megabyte: ('float'|'exact', ts_in_ns)."""
-    mode, in_ns = "float", False
-    for m in TS_SNIFF_RE.finditer(head[:SNIFF_BYTES]):
-        whole = abs(int(m.group(1)))
-        if whole >= EPOCH_NS_MIN:
-            in_ns = True
-        if m.group(2) is not None and whole >= FLOAT_EXACT_US:
-            mode = "exact"
-    return mode, in_ns
+    """Pick the timestamp decoder from the first megabyte: ('float'|'exact', ts_in_ns).
+
+    The unit is the median's, never one value's: one event with `"ts": 9223372036854775807` (a
+    corrupted record) once switched a whole microsecond trace to nanoseconds, shrinking its span
+    1000x without a word. Values impossible in the chosen unit (beyond int64 ns) are the parse's to
+    drop and count (`columns.bucket`); they do not pick the decoder either.
+    """
+    found = [(abs(int(m.group(1))), m.group(2) is not None) for m in TS_SNIFF_RE.finditer(head[:SNIFF_BYTES])]
+    if not found:
+        return "float", False
+    wholes = sorted(w for w, _ in found)
+    in_ns = wholes[(len(wholes) - 1) // 2] >= EPOCH_NS_MIN
+    bound = INT64_MAX if in_ns else INT64_MAX // 1000
+    exact = any(frac and FLOAT_EXACT_US <= whole < bound for whole, frac in found)
+    return ("exact" if exact else "float"), in_ns
 
 
 # --------------------------------------------------------------------------------------------

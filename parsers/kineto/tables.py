@@ -80,7 +80,7 @@ def merged_counts(cols: FileColumns) -> dict[str, int]:
     """Decode notes, then cleaned durations in builder order (missing before negative)."""
     counts = dict(cols.counts)
     for group in DUR_GROUPS:
-        for key in ("missing_dur", "negative_dur"):
+        for key in ("missing_dur", "negative_dur", "impossible_dur"):
             total = sum(cols.dur_counts.get(k, {}).get(key, 0) for k in group)
             if total:
                 counts[key] = counts.get(key, 0) + total

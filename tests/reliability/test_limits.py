@@ -12,8 +12,16 @@ import pytest
 
 from advisor.errors import InputError, LimitExceeded
 from advisor.ingest import open_run
-from advisor.model.limits import DEFAULT_DUCKDB_MEMORY, DUCKDB_MEMORY_ENV, duckdb_memory
+from advisor.model.limits import (
+    DEFAULT_DUCKDB_MEMORY,
+    DUCKDB_MEMORY_ENV,
+    MAX_DEVICES,
+    MAX_STREAMS,
+    MIN_ADDRESS_SPACE,
+    duckdb_memory,
+)
 from advisor.parsers.base import ParseOptions
+from advisor.parsers.kineto.columns import MAX_EVENT_DURATION_NS
 from advisor.parsers.limits import (
     DEFAULT_MAX_BYTES,
     MAX_BYTES_ENV,
@@ -137,6 +145,9 @@ def test_limits_are_documented() -> None:
     assert f"{DEFAULT_MAX_BYTES >> 30} GiB" in doc
     assert f"{MAX_RATIO}" in doc and f"{MAX_STRING_CHARS:,}" in doc.replace("\u202f", ",")
     assert DUCKDB_MEMORY_ENV in doc and f"default {DEFAULT_DUCKDB_MEMORY >> 30} GiB" in doc
+    assert f"below {MIN_ADDRESS_SPACE >> 20} MiB" in doc
+    assert f"{MAX_DEVICES:,} devices, {MAX_STREAMS:,} streams" in doc
+    assert f"longer than {MAX_EVENT_DURATION_NS // 3_600_000_000_000} hours" in doc
 
 
 def test_bad_duckdb_memory_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
