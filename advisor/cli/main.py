@@ -13,8 +13,8 @@ from typing import Any
 from advisor import __version__, interrupt
 from advisor.cli.output import check_output
 from advisor.errors import AdvisorError, InputError
-from advisor.redact import terminal_safe
 from advisor.model.limits import check_address_space, out_of_memory
+from advisor.redact import terminal_safe
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
