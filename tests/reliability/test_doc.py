@@ -40,5 +40,6 @@ def test_regenerating_keeps_the_promises_section() -> None:
     kept = corpus.hand_written(doc)
     assert kept.startswith("\n" + corpus.KEPT_FROM), "docs/reliability.md lost its '## Promises under hostile use'"
     regenerated = corpus.render_doc([], "long", "forked from a warm parent") + kept
-    assert regenerated.count(corpus.KEPT_FROM) == 1 and "<!-- relout rows" in regenerated and "<!-- relcache rows" in regenerated
+    assert regenerated.count(corpus.KEPT_FROM) == 1
+    assert "<!-- relout rows" in regenerated and "<!-- relcache rows" in regenerated
     assert regenerated.endswith(doc.read_text().split(corpus.KEPT_FROM, 1)[1])
