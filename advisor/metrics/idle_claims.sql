@@ -1,15 +1,28 @@
 -- metric: idle_claims
--- doc: Every GPU idle gap (idle_gaps) with its final cause, the host range that names it, and the rule that prices it: the one definition of an idle gap's cause that the timeline, the verdict and the rules share. idle_gaps' host-activity cause is refined by what the host was inside: a host range (NVTX, user annotation) of a feeding process covering at least half of the gap, named like JIT compilation, start-up (init, set-up, warm-up), loading or reading data, or host-side communication, gives 'compile', 'startup', 'io' or 'comm' and its name (range_name) (the range says which phase the host was in); else a host API call of 1 ms or more covering at least half of the gap is one-time start-up when it loads modules, creates a context, stream, event or handle, allocates pinned memory, or launches a kernel that long (lazy module loading), a blocking copy when it copies, an allocation when it allocates or frees device memory ('startup' / 'sync' / 'alloc'); else a gap with no recorded host activity whose closing operation the host issued in its second half or later is 'late' (the GPU waited on the host, whatever the host did), and one whose work was issued earlier stays 'unknown' (queued work waiting on a dependency, an event or a peer, or host activity the capture did not record). Only gaps attributed to launch, host, wait or nothing recorded are refined: input, sync and OS-read gaps keep their cause. rule: IO005 (input), LA002 (sync), LA004 (alloc), IO003 (io from OS reads), ID001 (launch, host, wait, late, comm, io named by a range); NULL where no fix is priced: startup and compile are one-time costs, unknown means the cause was not recorded.
+-- doc: Every GPU idle gap (idle_gaps) with its final cause, the host range that names it, and the rule that prices it: the one definition of an idle gap's cause that the timeline, the verdict and the rules share. idle_gaps' host-activity cause is refined by what the host was inside: a host range (NVTX, user annotation) of a feeding process covering at least half of the gap, named like JIT compilation, start-up (init, set-up, warm-up), loading or reading data, or host-side communication, gives 'compile', 'startup', 'io' or 'comm' and its name (range_name) (the range says which phase the host was in); else a host API call of 1 ms or more covering at least half of the gap is one-time start-up when it loads modules, creates a context, stream, event or handle, allocates pinned memory, or launches a kernel that long (lazy module loading), a blocking copy when it copies, an allocation when it allocates or frees device memory ('startup' / 'sync' / 'alloc'; allocation before the process's second iteration, marked by ProfilerStep ranges or else DataLoader calls, is the caching allocator growing: 'startup'); else a gap with no recorded host activity whose closing operation the host issued in its second half or later is 'late' (the GPU waited on the host, whatever the host did), and one whose work was issued earlier stays 'unknown' (queued work waiting on a dependency, an event or a peer, or host activity the capture did not record). Only gaps attributed to launch, host, wait or nothing recorded are refined: input, sync and OS-read gaps keep their cause. rule: IO005 (input), LA002 (sync), LA004 (alloc), IO003 (io from OS reads), ID001 (launch, host, wait, late, comm, io named by a range); NULL where no fix is priced: startup and compile are one-time costs, unknown means the cause was not recorded.
 -- materialize: true
--- uses: idle_gaps, device_pids
+-- uses: idle_gaps, device_pids, dataloader_ops
 -- The 1 ms and 50% bounds are properties of the data, not tuning knobs: a launch or create call that takes a
 -- millisecond is loading code or building state (a launch costs microseconds), and idle_gaps attributes a gap to
 -- the activity covering at least half of it in the same way.
-WITH long_calls AS (  -- host API calls of 1 ms or more, by what such a long call means
+WITH marks AS (  -- iteration marks per process: ProfilerStep ranges, else outermost DataLoader calls
+    SELECT pid, start_ns, 1 AS k FROM ranges r JOIN strings s ON s.string_id = r.name_id
+    WHERE starts_with(s.value, 'ProfilerStep#') AND r.pid IS NOT NULL
+    UNION ALL
+    SELECT pid, start_ns, 2 FROM m_dataloader_ops
+),
+second_iteration AS (  -- when each process's second iteration starts (the first kind of mark it has two of)
+    SELECT pid, arg_min(s2, k) AS start_ns
+    FROM (SELECT pid, k, (list_sort(list(start_ns)))[2] AS s2 FROM marks GROUP BY pid, k HAVING count(*) >= 2)
+    GROUP BY pid
+),
+long_calls AS (  -- host API calls of 1 ms or more, by what such a long call means; allocation before the second
+                 -- iteration is the caching allocator growing (start-up), after it churn
     SELECT a.pid, a.start_ns, a.end_ns,
         CASE
             WHEN regexp_matches(ln, 'memcpy|memset') THEN 'sync'
             WHEN regexp_matches(ln, 'graphlaunch|graphinstantiate|synchron|wait|query') THEN NULL
+            WHEN regexp_matches(ln, 'malloc[^h]|malloc$|free') AND a.start_ns < coalesce(i.start_ns, -1) THEN 'startup'
             WHEN regexp_matches(ln, 'malloc[^h]|malloc$|free') THEN 'alloc'
             WHEN regexp_matches(ln, 'launch|moduleload|libraryload|module_?load|ctxcreate|primaryctx|^cuinit|'
                                     || 'streamcreate|eventcreate|getdevice|setdevice|streampriorityrange|hostalloc|'
@@ -18,6 +31,7 @@ WITH long_calls AS (  -- host API calls of 1 ms or more, by what such a long cal
                 THEN 'startup'
         END AS c
     FROM api_calls a JOIN (SELECT string_id, lower(value) AS ln FROM strings) s ON s.string_id = a.name_id
+    LEFT JOIN second_iteration i ON i.pid = a.pid
     WHERE a.end_ns - a.start_ns >= 1000000 AND a.api IS DISTINCT FROM 'osrt' AND a.pid IS NOT NULL
 ),
 range_names AS (  -- host range names classified once (a trace may hold millions of instances of a few names)
