@@ -1,5 +1,5 @@
 -- metric: device_time
--- doc: Per device, the `time` section: span (first to last GPU activity, as device_spans), the union time of all kernels, of non-communication kernels (compute_ns), of communication kernels (communication_ns, as kernel_names defines them), of memcpys and memsets, busy (union of all) and busy islands, and exposed communication (communication_exposed_ns: the device timeline's comm class, the verdict's comm share). Kernels and copies are those device_segments partitions (end >= start), so both read the same span.
+-- doc: Per device, the `time` section: span (first to last GPU activity, as device_spans), the union time of all kernels, of non-communication kernels (compute_ns), of communication kernels (communication_ns, as kernel_names defines them), of memcpys and memsets, busy (union of all) and busy islands, and exposed communication (communication_exposed_ns: the device timeline's comm and comm_wait classes, communication-kernel time with no other kernel running; the verdict shows it as its comm share, transfer, plus comm_wait, waiting for peers). Kernels and copies are those device_segments partitions (end >= start), so both read the same span.
 -- materialize: true
 -- uses: kernel_names, device_segments
 WITH ev AS (
@@ -27,7 +27,7 @@ u AS (  -- each interval adds the part of it past everything before it in (start
     FROM o GROUP BY device_id, k
 ),
 exposed AS (
-    SELECT device_id, coalesce(sum(end_ns - start_ns) FILTER (WHERE cls = 'comm'), 0)::BIGINT AS ns
+    SELECT device_id, coalesce(sum(end_ns - start_ns) FILTER (WHERE cls IN ('comm', 'comm_wait')), 0)::BIGINT AS ns
     FROM m_device_segments GROUP BY device_id
 )
 SELECT b.device_id, d.rank, b.first_ns AS span_start_ns, b.last_ns AS span_end_ns, b.last_ns - b.first_ns AS span_ns,

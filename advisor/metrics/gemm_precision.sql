@@ -18,6 +18,10 @@ SELECT k.device_id, any_value(d.compute_capability) AS compute_capability, any_v
     mode(k.name) FILTER (WHERE family IN ('gemm', 'conv') AND precision = 'fp32' AND library) AS top_fp32_kernel,
     coalesce(sum(dur_ns) FILTER (WHERE family IN ('gemm', 'conv') AND precision = 'fp32' AND NOT library), 0)
         AS handwritten_fp32_ns,
+    -- the architecture prefix cuBLAS/cuDNN put in kernel names (volta_sgemm_*, turing_*, ampere_*, sm80_*), from
+    -- any GEMM/conv kernel: where the trace records no compute capability it still says which tensor cores exist
+    max(regexp_extract(lower(k.name), '(^|[^a-z])(volta|turing|ampere|ada|hopper|sm[0-9]{2,3})_', 2))
+        FILTER (WHERE family IN ('gemm', 'conv')) AS arch_prefix,
     coalesce(sum(dur_ns) FILTER (WHERE family IN ('gemm', 'conv') AND precision IN ('fp16', 'bf16', 'tf32', 'fp8',
         'fp4', 'int8', 'fp32_mma')), 0) AS tensor_ns
 FROM k LEFT JOIN devices d USING (device_id)

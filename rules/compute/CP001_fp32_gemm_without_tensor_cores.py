@@ -121,6 +121,9 @@ class Fp32GemmWithoutTensorCores(Rule):
     def _finding(self, r: dict[str, Any], speedup: float, basis: str, device_name: str = "") -> Finding:
         fp32, total = int(r["fp32_ns"]), int(r["kernel_ns"])
         top = str(r["top_fp32_kernel"] or "")
+        # the cuBLAS/cuDNN architecture prefix of any GEMM/conv kernel (volta_, sm80_) names the GPU when the
+        # trace records no compute capability; else the top FP32 kernel's name is all there is
+        hint = f"{r['arch_prefix']}_" if r.get("arch_prefix") else top
         return self.finding(
             f"device {r['device_id']}: {r['n_fp32']} FP32 SIMT GEMM/conv kernels took {ms(fp32)}, "
             f"{pct(fp32, total)}% of kernel time (most: {str(r['top_fp32_kernel'])[:80]})",
@@ -133,12 +136,12 @@ class Fp32GemmWithoutTensorCores(Rule):
                 Evidence("compute_capability", str(r["compute_capability"] or "unknown"), "cc"),
                 Evidence("top_kernel", str(r["top_fp32_kernel"])[:200], "name"),
                 Evidence("tensor_core_speedup", round(speedup, 2), "x", basis),
-                Evidence("tensor_core_arch", tensor_core_arch(r["compute_capability"], device_name, top), "name"),
+                Evidence("tensor_core_arch", tensor_core_arch(r["compute_capability"], device_name, hint), "name"),
             ],
             est_gain_ns=fp32 * (1 - 1 / speedup),
             gain_basis=f"FP32 SIMT GEMM/conv kernel time x (1 - 1/{speedup:.2f}): {basis}; an upper bound for "
             "compute-bound GEMMs, small or memory-bound ones gain less",
-            fixes=(tensor_core_remedy(r["compute_capability"], device_name, top),),
+            fixes=(tensor_core_remedy(r["compute_capability"], device_name, hint),),
             location=f"device={r['device_id']}",
         )
 

@@ -72,8 +72,10 @@ def test_dlrm_dataloader_saving_within_each_ranks_loader_time(runs: dict[str, Ru
     for f in findings:
         own = int(f.value("loader_time"))
         assert own in loader_ns
-        assert f.est_gain_ns <= int(f.value("loader_time_gpu_idle")) <= own <= longest_ns
-    assert sum(f.est_gain_ns for f in findings) <= longest_ns
+        assert int(f.value("loader_time_gpu_idle")) > 0  # a loader that never left its GPU idle is not a finding
+        assert f.est_gain_ns <= own <= longest_ns
+    # ranks run in lockstep: the job saves at most the worst rank's call, which the largest finding claims
+    assert max(f.est_gain_ns for f in findings) <= longest_ns
 
 
 def test_df_index_resolver_nccl_waits_are_explicit(runs: dict[str, Run], cache: Path) -> None:

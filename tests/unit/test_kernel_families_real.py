@@ -129,7 +129,7 @@ def test_mi300x_ddp8_rccl_exposed_in_time_and_verdict(cache: Path) -> None:
     assert t["communication_exposed"]["ns"] == pytest.approx(dev_ref["exposed_us"] * 1e3, abs=1e3)
     assert t["communication_exposed"]["pct"] == 64.3
     (w,) = metrics.shares(run, "windows_devices")
-    assert w.ns["comm"] == t["communication_exposed"]["ns"] and w.span_ns == t["span_ns"]
+    assert w.ns["comm"] + w.ns.get("comm_wait", 0) == t["communication_exposed"]["ns"] and w.span_ns == t["span_ns"]
     assert classify(run).run.class_ == "communication"
 
 
@@ -146,7 +146,7 @@ def test_nccl_parser_config_comm_union_and_exposed(cache: Path) -> None:
     assert round(t["communication_exposed"]["ns"] / 1e6, 2) == 39.56
     assert t["communication_exposed"]["pct"] == 6.0
     (co001,) = metrics.query(run, "comm_exposure")
-    assert co001["exposed_ns"] == t["communication_exposed"]["ns"] and co001["n_comm"] == 21
+    assert co001["exposed_ns"] + co001["wait_ns"] == t["communication_exposed"]["ns"] and co001["n_comm"] == 21
 
 
 # LABELS.md, param/dlrm_8rank: per rank NCCL union ms and exposed comm % of the window
@@ -194,11 +194,14 @@ def test_time_section_and_verdict_agree_on_communication(rel: str, cache: Path) 
     assert sorted(times) == sorted(windows)
     for dev, t in times.items():
         assert t["span_ns"] == windows[dev].span_ns
-        assert t["communication_exposed"]["ns"] == windows[dev].ns.get("comm", 0)
-    exposure = {int(r["device_id"]): int(r["exposed_ns"]) for r in metrics.query(run, "comm_exposure")}
+        assert t["communication_exposed"]["ns"] == windows[dev].ns.get("comm", 0) + windows[dev].ns.get("comm_wait", 0)
+    exposure = {
+        int(r["device_id"]): int(r["exposed_ns"]) + int(r["wait_ns"]) for r in metrics.query(run, "comm_exposure")
+    }
     assert all(exposure[d] == times[d]["communication_exposed"]["ns"] for d in exposure)
     verdict = classify(run)
     for d in verdict.devices:
         if STEP_NOTE not in d.verdict.basis:
             shares = {s.name: s.ns for s in d.verdict.shares}
-            assert shares.get("comm", 0) == times[d.device_id]["communication_exposed"]["ns"]
+            exposed = shares.get("comm", 0) + shares.get("comm_wait", 0)
+            assert exposed == times[d.device_id]["communication_exposed"]["ns"]

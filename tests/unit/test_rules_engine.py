@@ -163,9 +163,12 @@ def test_verdict_shares_name_denominators_and_partition_the_span() -> None:
     v = classify(_sync_run())
     doc = v.to_dict()
     json.dumps(doc)
-    assert doc["run"]["class"] in {"compute", "memory", "io", "launch", "communication"}
+    assert doc["run"]["class"] in {"compute", "memory", "io", "launch", "communication", "mixed", "none", "latency"}
     for dv in doc["devices"]:
         shares = dv["verdict"]["shares"]
         assert all(s["of"] for s in shares)
         assert sum(s["pct"] for s in shares) == pytest.approx(100.0, abs=0.5)
-    assert v.devices[0].verdict.class_ == "launch"  # idle while syncing dominates this toy run
+    # kernels of no known family ("relax") run 68.6% of the span, the rest is idle with no host cause covering half
+    # of a gap: the verdict assumes memory-bound, says so, at low confidence
+    d = v.devices[0].verdict
+    assert (d.class_, d.confidence) == ("memory", "low") and "assumed memory-bound" in d.cause

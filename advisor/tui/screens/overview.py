@@ -28,6 +28,10 @@ def run_line(doc: dict[str, Any]) -> Text:
     return text
 
 
+# the verdict's largest shares the overview lists (a verdict may carry a dozen timeline classes)
+MAX_SHARES = 5
+
+
 def verdict_text(verdict: dict[str, Any] | None) -> Text:
     if not verdict:
         return Text("No verdict: the rule engine formed none for this run.", style="dim")
@@ -42,12 +46,15 @@ def verdict_text(verdict: dict[str, Any] | None) -> Text:
     common = {s.get("of") for s in shares}
     if len(common) == 1 and None not in common:  # one denominator for all: say it once
         text.append(f"\n  shares of the {common.pop()}:", style="dim")
-    for s in shares:
+    for s in shares[:MAX_SHARES]:
         label = s.get("name") or s.get("class") or "?"
         value = s.get("pct") if s.get("pct") is not None else s.get("share", {}).get("pct")
         text.append(f"\n  {label}: {pct(value)}")
         if s.get("of") and len(common) > 1:
             text.append(f" of the {s['of']}", style="dim")
+    if len(shares) > MAX_SHARES:  # the rest are small: listed in the Findings and JSON, not pushing "Do this first" off
+        rest = sum(float(s.get("pct") or 0) for s in shares[MAX_SHARES:])
+        text.append(f"\n  {len(shares) - MAX_SHARES} smaller shares: {pct(rest)} together", style="dim")
     return text
 
 
