@@ -96,6 +96,7 @@ def _open(rel: str, cache: Path) -> Run:
 
 
 def _comm_kernels(run: Run) -> dict[int, int]:
+    metrics.ensure(run, "kernel_names")  # a warm run may have read device_time from its cache without building it
     rows = run.sql_rows("SELECT device_id, count(*) FROM m_kernel_names WHERE family = 'comm' GROUP BY ALL")
     return {int(d): int(n) for d, n in rows}
 
