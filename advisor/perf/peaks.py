@@ -91,6 +91,19 @@ _H100_SXM_COMPUTE = {
 }
 
 # Order matters: the first row whose pattern matches wins, so specific names come first.
+# MI300X and MI325X share the CDNA3 compute die (304 CUs at 2.1 GHz): the same dense math peaks (AMD datasheets);
+# they differ in memory (5.3 vs 6.0 TB/s HBM3/HBM3E)
+CDNA3_MATH = {
+    "fp64": 81.7 * T,
+    "fp64_tc": 163.4 * T,
+    "fp32": 163.4 * T,
+    "tf32_tc": 653.7 * T,
+    "fp16_tc": 1307.4 * T,
+    "bf16_tc": 1307.4 * T,
+    "fp8_tc": 2614.9 * T,
+    "int8_tc": 2614.9 * T,
+}
+
 PEAK_TABLE: tuple[GpuPeaks, ...] = (
     GpuPeaks(
         "h200",
@@ -239,16 +252,7 @@ PEAK_TABLE: tuple[GpuPeaks, ...] = (
         "AMD Instinct MI300X",
         (r"MI300X",),
         5.3 * T,
-        {
-            "fp64": 81.7 * T,
-            "fp64_tc": 163.4 * T,
-            "fp32": 163.4 * T,
-            "tf32_tc": 653.7 * T,
-            "fp16_tc": 1307.4 * T,
-            "bf16_tc": 1307.4 * T,
-            "fp8_tc": 2614.9 * T,
-            "int8_tc": 2614.9 * T,
-        },
+        CDNA3_MATH,
         MI300X_DS,
         304,
         2.1e9,
@@ -259,16 +263,7 @@ PEAK_TABLE: tuple[GpuPeaks, ...] = (
         "AMD Instinct MI325X",
         (r"MI325X",),
         6.0 * T,
-        {
-            "fp64": 81.7 * T,
-            "fp64_tc": 163.4 * T,
-            "fp32": 163.4 * T,
-            "tf32_tc": 653.7 * T,
-            "fp16_tc": 1307.4 * T,
-            "bf16_tc": 1307.4 * T,
-            "fp8_tc": 2614.9 * T,
-            "int8_tc": 2614.9 * T,
-        },
+        CDNA3_MATH,
         MI325X_DS,
         304,
         2.1e9,
