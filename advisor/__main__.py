@@ -1,3 +1,3 @@
-from advisor.cli.main import main
+from advisor.cli.main import console_main
 
-raise SystemExit(main())
+raise SystemExit(console_main())

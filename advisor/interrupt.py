@@ -19,29 +19,39 @@ from collections.abc import Iterator
 from types import FrameType
 
 _received: list[int] = []  # signal numbers seen since install(); a list so the handler needs no `global`
+_last: list[int] = []  # the first signal of the latest interrupted run: outlives install()'s reset for the exit code
 
 
 @contextlib.contextmanager
-def installed() -> Iterator[None]:
+def installed(exiting: bool = False) -> Iterator[None]:
     """Route SIGINT and SIGTERM through `_handler` meanwhile (main thread only: Python allows no
     other); the previous handlers come back after, so an in-process caller (tests, a notebook)
-    keeps its own Ctrl-C."""
+    keeps its own Ctrl-C. `exiting`: the process ends right after (the command line); once interrupted,
+    both signals are then ignored instead, since DuckDB can hand Python the same interrupt again after
+    its query stopped, and the restored default handler would raise it where nothing catches it: the
+    process died by SIGINT (exit -2) after printing its one line."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     _received.clear()
+    _last.clear()
     old = {sig: signal.signal(sig, _handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
         for sig, handler in old.items():
-            signal.signal(sig, handler)
+            signal.signal(sig, signal.SIG_IGN if exiting and _received else handler)
         _received.clear()  # the next run in this process starts uninterrupted
 
 
 def _handler(signum: int, frame: FrameType | None) -> None:
+    """Remember the signal; raise only for the first one, so a repeated signal cannot break the clean-up the
+    first one started (temp files, work areas, the one `advisor: interrupted` line)."""
+    first = not _received
     _received.append(signum)
-    raise KeyboardInterrupt
+    _last[:] = [_received[0]]
+    if first:
+        raise KeyboardInterrupt
 
 
 def received() -> int | None:
@@ -68,4 +78,9 @@ def raise_if_interrupted(e: BaseException | None = None) -> None:
 
 def exit_code() -> int:
     """The shell's convention, 128 + signal number: 130 for Ctrl-C (also when no handler saw it), 143 for SIGTERM."""
-    return 128 + (received() or signal.SIGINT)
+    return 128 + (received() or (_last[0] if _last else signal.SIGINT))
+
+
+def last_signal() -> int | None:
+    """The first signal of the latest interrupted run, after install()'s reset (None when none came)."""
+    return _last[0] if _last else None

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import atexit
+import contextlib
 import json
+import os
 import signal
 import sys
 import traceback
@@ -49,12 +52,33 @@ def command_modules() -> list[Any]:
     return [importlib.import_module(f"advisor.cli.commands.{n}") for n in names]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def console_main() -> int:
+    """The `advisor` command and `python -m advisor`: main() in a process that ends when it returns.
+
+    An interrupted run ends here: its clean-up (atexit: work areas, spill folders) runs, then the process
+    exits with 130/143 at once. Left to interpreter shutdown, a run interrupted inside a DuckDB query
+    sometimes died by SIGINT (exit -2) after its one line (1 in 4 `python -m advisor` runs in a loop)."""
+    code = main(exiting=True)
+    if interrupt.last_signal() is None:
+        return code
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    atexit._run_exitfuncs()
+    os._exit(code)
+
+
+def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     fmt = getattr(args, "format", "text")
-    with interrupt.installed():
-        return _main(args, fmt)
+    try:
+        with interrupt.installed(exiting):
+            return _main(args, fmt)
+    except KeyboardInterrupt:  # one escaped the clean-up (or arrived between it and the handlers' reset)
+        if not _SAID:
+            _say_interrupted(interrupt.last_signal())
+        return interrupt.exit_code()
 
 
 def _main(args: argparse.Namespace, fmt: str) -> int:
@@ -81,10 +105,19 @@ def _main(args: argparse.Namespace, fmt: str) -> int:
                      hint="please report it with the --debug output")
 
 
+# whether this process already wrote its one interrupted/terminated line
+_SAID: list[bool] = []
+
+
 def _interrupted() -> int:
     """Ctrl-C / SIGTERM: one line, no result (stdout stays empty), 130 (143 for SIGTERM)."""
-    sys.stderr.write("advisor: interrupted\n" if interrupt.received() != signal.SIGTERM else "advisor: terminated\n")
+    _say_interrupted(interrupt.received())
     return interrupt.exit_code()
+
+
+def _say_interrupted(sig: int | None) -> None:
+    _SAID.append(True)
+    sys.stderr.write("advisor: interrupted\n" if sig != signal.SIGTERM else "advisor: terminated\n")
 
 
 def _run_command(args: argparse.Namespace) -> int:
