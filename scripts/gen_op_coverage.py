@@ -106,8 +106,15 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--check", action="store_true", help="only compare; exit 1 if docs/op-coverage.md is stale")
     args = ap.parse_args()
-    os.environ.setdefault("ADVISOR_CACHE_DIR", tempfile.mkdtemp(prefix="advisor-opcov-"))
-    text = render(_sections(traces()))
+    if "ADVISOR_CACHE_DIR" in os.environ:
+        text = render(_sections(traces()))
+    else:  # a private cache, removed on every exit path
+        with tempfile.TemporaryDirectory(prefix="advisor-opcov-") as cache:
+            os.environ["ADVISOR_CACHE_DIR"] = cache
+            try:
+                text = render(_sections(traces()))
+            finally:
+                del os.environ["ADVISOR_CACHE_DIR"]
     if args.check:
         if DOC.read_text(encoding="utf-8") != text:
             print("stale: docs/op-coverage.md (run python scripts/gen_op_coverage.py)", file=sys.stderr)
