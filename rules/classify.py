@@ -9,7 +9,9 @@ activity is cut into classes that partition it (compute/memory/other kernels, ex
 communication, exposed copies, and idle split by what the host was doing), so every share has one
 clear denominator. Kernel classes come from kernel-name families unless an Nsight Compute report
 is the only evidence, in which case the verdict comes from its kernels' speed of light (SM and
-memory throughput, rules/ncu_verdict.py). The basis and a confidence are stated with every verdict.
+memory throughput, rules/ncu_verdict.py). Where the trace recorded op shapes, the kernels of modelled
+ops take the class their op's roofline gives (rules/roof_verdict.py); a joined ncu report decides first.
+The basis and a confidence are stated with every verdict.
 
 When the trace marks its iterations (Kineto `ProfilerStep#N`, NVTX/user ranges named `step`,
 `iteration`, `train_step`, ...; see rules/steps.py) the run and device verdicts are taken inside
@@ -50,10 +52,14 @@ CLASS_OF: dict[str, VerdictClass] = {
     "idle_alloc": "launch",
     "idle_late": "launch",
     "idle_comm": "communication",
+    "idle_um": "io",
     # kernels an Nsight Compute report of the same program classified (analyze --ncu; rules/ncu_verdict.py)
     "ncu_compute": "compute",
     "ncu_memory": "memory",
     "ncu_latency": "memory",
+    # kernels of ops whose roofline (FLOPs and bytes from recorded shapes) says which roof bounds them
+    "roof_compute": "compute",
+    "roof_memory": "memory",
 }
 
 SHARE_TEXT = {
@@ -74,12 +80,16 @@ SHARE_TEXT = {
     "idle_late": "GPU idle until the host issued the next operation (host-side work the trace does not record)",
     "idle_alloc": "GPU idle while the host allocated or freed device memory (calls of 1 ms or more)",
     "idle_comm": "GPU idle while the host was inside a communication range (MPI, collectives on the host)",
+    "idle_um": "GPU idle while the host touched unified (managed) memory: CPU page faults, pages migrating between "
+    "host and device",
     "idle_startup": "GPU idle during one-time start-up (module loading, context/stream/handle creation, first "
     "launches, ranges named init/setup/warm-up)",
     "idle_compile": "GPU idle while the host compiled (ranges named compile/JIT/NVRTC/autotune)",
     "ncu_compute": "kernels Nsight Compute measured compute-bound (SM throughput the higher) running",
     "ncu_memory": "kernels Nsight Compute measured memory-bound (memory throughput the higher) running",
     "ncu_latency": "kernels Nsight Compute measured latency-bound (SM and memory both under 60% of peak) running",
+    "roof_compute": "kernels of ops the roofline of their recorded shapes calls compute-bound running",
+    "roof_memory": "kernels of ops the roofline of their recorded shapes calls memory-bound running",
 }
 
 NAME_BASIS = "kernel-name families and the device timeline (idle gaps attributed to host activity)"
@@ -304,7 +314,8 @@ UNRECORDED = "idle_unknown"
 # Collective time spent waiting for late peers (metric comm_waits): the late rank's bottleneck, not this one's;
 # reported as a share, not scored.
 # GPU-side classes: the share of a window the GPU did work in
-BUSY = ("compute", "memory", "kernel_other", "comm", "comm_wait", "xfer", "ncu_compute", "ncu_memory", "ncu_latency")
+BUSY = ("compute", "memory", "kernel_other", "comm", "comm_wait", "xfer", "ncu_compute", "ncu_memory", "ncu_latency",
+        "roof_compute", "roof_memory")
 # A class must hold this share of the window to carry a verdict where one-time or unrecorded idle dominates.
 JUDGE_PCT = 10.0
 # A window half one-time work in which the GPU is busy less than this share did nothing to judge (a test, a
@@ -348,6 +359,7 @@ def decide(ns: Mapping[str, int], span_ns: int, of: str) -> Verdict:
         return _undecided(ns, span_ns, of, shares, one_time, 0)
     confidence: Confidence = "medium" if best_ns >= 1.5 * max(second_ns, other, unrecorded) else "low"
     if second_ns >= MIXED_RATIO * best_ns and pct(second_ns, span_ns) >= JUDGE_PCT:
+        best, second = _lead(best, second)
         cause = (
             f"two classes weigh about the same: {_cause(best, ns, span_ns, of)}; and {_cause(second, ns, span_ns, of)}"
         )
@@ -355,6 +367,21 @@ def decide(ns: Mapping[str, int], span_ns: int, of: str) -> Verdict:
                        (best, second))
     return Verdict(best, _cause(best, ns, span_ns, of) + _aside(one_time, unrecorded, span_ns), NAME_BASIS,
                    confidence, shares, (best,))
+
+
+# The GPU's own work: time it spends running kernels of a class.
+GPU_WORK: tuple[VerdictClass, ...] = ("compute", "memory")
+
+
+def _lead(best: VerdictClass, second: VerdictClass) -> tuple[VerdictClass, VerdictClass]:
+    """Which class of a `mixed` verdict leads. By time, except where the GPU's own work (compute, memory) ties
+    with the GPU waiting on the host (launch): then the host is on the critical path and leads. Where the host
+    issues work asynchronously, a GPU that idles waiting on it has its work hidden under host time (a faster GPU
+    would only idle more); where a sync serializes them, removing the wait saves as much as halving the kernels
+    would. Either way the host's side is the one whose fix the step cannot do without."""
+    if best in GPU_WORK and second == "launch":
+        return second, best
+    return best, second
 
 
 def _unknown_kernels(ns: Mapping[str, int], span_ns: int, of: str, shares: tuple[Share, ...], other: int) -> Verdict:

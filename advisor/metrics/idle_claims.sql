@@ -1,5 +1,5 @@
 -- metric: idle_claims
--- doc: Every GPU idle gap (idle_gaps) with its final cause, the host range that names it, and the rule that prices it: the one definition of an idle gap's cause that the timeline, the verdict and the rules share. idle_gaps' host-activity cause is refined by what the host was inside: a host range (NVTX, user annotation) of a feeding process covering at least half of the gap, named like JIT compilation, start-up (init, set-up, warm-up), loading or reading data, or host-side communication, gives 'compile', 'startup', 'io' or 'comm' and its name (range_name) (the range says which phase the host was in); else a host API call of 1 ms or more covering at least half of the gap is one-time start-up when it loads modules, creates a context, stream, event or handle, allocates pinned memory, or launches a kernel that long (lazy module loading), a blocking copy when it copies, an allocation when it allocates or frees device memory ('startup' / 'sync' / 'alloc'; allocation before the process's second iteration, marked by ProfilerStep ranges or else DataLoader calls, is the caching allocator growing: 'startup'); else a gap with no recorded host activity whose closing operation the host issued in its second half or later is 'late' (the GPU waited on the host, whatever the host did), and one whose work was issued earlier stays 'unknown' (queued work waiting on a dependency, an event or a peer, or host activity the capture did not record). Only gaps attributed to launch, host, wait or nothing recorded are refined: input, sync and OS-read gaps keep their cause. rule: IO005 (input), LA002 (sync), LA004 (alloc), IO003 (io from OS reads), ID001 (launch, host, wait, late, comm, io named by a range); NULL where no fix is priced: startup and compile are one-time costs, unknown means the cause was not recorded.
+-- doc: Every GPU idle gap (idle_gaps) with its final cause, the host range that names it, and the rule that prices it: the one definition of an idle gap's cause that the timeline, the verdict and the rules share. idle_gaps' host-activity cause is refined by what the host was inside: a host range (NVTX, user annotation) of a feeding process covering at least half of the gap, named like JIT compilation, start-up (init, set-up, warm-up), loading or reading data, or host-side communication, gives 'compile', 'startup', 'io' or 'comm' and its name (range_name) (the range says which phase the host was in); else a host API call of 1 ms or more covering at least half of the gap is one-time start-up when it loads modules, creates a context, stream, event or handle, allocates pinned memory, or launches a kernel that long (lazy module loading), a blocking copy when it copies, an allocation when it allocates or frees device memory ('startup' / 'sync' / 'alloc'; allocation before the process's second iteration, marked by ProfilerStep ranges or else DataLoader calls, is the caching allocator growing: 'startup'); else a gap in which a feeding process took a unified-memory CPU page fault, or that a demand unified-memory page migration (cause fault or speculative prefetch) closes, is 'um' (the host's loop stalls on page migration); else a gap with no recorded host activity whose closing operation the host issued in its second half or later is 'late' (the GPU waited on the host, whatever the host did), and one whose work was issued earlier stays 'unknown' (queued work waiting on a dependency, an event or a peer, or host activity the capture did not record). Only gaps attributed to launch, host, wait or nothing recorded are refined: input, sync and OS-read gaps keep their cause. rule: IO005 (input), LA002 (sync), LA004 (alloc), IO003 (io from OS reads), ME007 (um: unified-memory page migration), ID001 (launch, host, wait, late, comm, io named by a range); NULL where no fix is priced: startup and compile are one-time costs, unknown means the cause was not recorded.
 -- materialize: true
 -- uses: idle_gaps, device_pids, dataloader_ops
 -- The 1 ms and 50% bounds are properties of the data, not tuning knobs: a launch or create call that takes a
@@ -105,11 +105,24 @@ late AS (  -- unattributed gaps: how long after the gap opened the host issued t
     WHERE g.cause = 'unknown' AND a.api IS DISTINCT FROM 'osrt'
     GROUP BY ALL
 ),
+um AS (  -- unrefined gaps in which the host touched unified (managed) memory: a CPU page fault of a feeding
+          -- process inside the gap, or the gap closed by a page migration (the GPU's next activity is the driver
+          -- moving pages the host faulted, not work the host issued). The host's loop is stalled on page
+          -- migration: data movement between host and device, not launch overhead.
+    SELECT DISTINCT g.device_id, g.start_ns
+    FROM open_gaps g
+    JOIN um_faults f ON f.kind = 'cpu' AND f.pid = g.pid AND f.start_ns >= g.start_ns AND f.start_ns < g.end_ns
+    UNION
+    SELECT g.device_id, g.start_ns
+    FROM open_gaps g JOIN um_migrations u ON u.device_id = g.device_id AND u.start_ns = g.end_ns
+        AND u.cause IN ('fault', 'speculative_prefetch')  -- demand migration; a user prefetch is work the host issued
+),
 refined AS (
     SELECT g.device_id, g.start_ns, g.end_ns, g.gap_ns, g.cause AS host_cause,
         CASE
             WHEN r.ns * 2 >= g.gap_ns THEN r.c
             WHEN c.ns * 2 >= g.gap_ns THEN c.c
+            WHEN u.start_ns IS NOT NULL THEN 'um'
             WHEN g.cause = 'unknown' AND l.host_late_ns * 2 >= g.gap_ns THEN 'late'
             ELSE g.cause
         END AS cause,
@@ -118,12 +131,14 @@ refined AS (
     LEFT JOIN by_call c USING (device_id, start_ns)
     LEFT JOIN by_range r USING (device_id, start_ns)
     LEFT JOIN late l USING (device_id, start_ns)
+    LEFT JOIN um u USING (device_id, start_ns)
 )
 SELECT f.device_id, f.start_ns, f.end_ns, f.gap_ns, f.cause, f.host_cause, s.value AS range_name,
     CASE
         WHEN f.cause = 'input' THEN 'IO005'
         WHEN f.cause = 'sync' THEN 'LA002'
         WHEN f.cause = 'alloc' THEN 'LA004'
+        WHEN f.cause = 'um' THEN 'ME007'
         WHEN f.cause = 'io' AND f.range_name_id IS NULL THEN 'IO003'
         WHEN f.cause IN ('launch', 'host', 'wait', 'comm', 'io', 'late') THEN 'ID001'
     END AS rule

@@ -42,6 +42,12 @@ FIXES = {
         "the timed loop",
         "redesign",
     ),
+    "um": Fix(
+        "prefetch managed memory instead of faulting it",
+        "the host touches unified (managed) memory the GPU holds, so every page faults back: cudaMemPrefetchAsync "
+        "it to the processor about to use it, or use explicit device buffers and copies (see ME007)",
+        "safe",
+    ),
 }
 # Not a fix: what to capture so the unrecorded gaps can be attributed (evidence, never priced).
 CAPTURE_UNKNOWN = (
