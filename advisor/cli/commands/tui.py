@@ -12,6 +12,7 @@ from advisor.errors import AdvisorError, InputError
 
 NAME = "tui"
 HELP = "explore a run (or BASE NEW, a diff) interactively in the terminal"
+EXAMPLES = ["advisor tui TRACE", "advisor tui TRACE TRACE_NEW"]
 
 
 def register(p: argparse.ArgumentParser) -> None:
