@@ -8,6 +8,10 @@ Importing this package loads no UI library (tested).
 from __future__ import annotations
 
 __version__ = "0.1.0"
+# The distribution's name on PyPI (the command and the import stay `advisor`: PyPI's `advisor` is an
+# unrelated hyper-parameter tuner). Every install hint names it.
+DISTRIBUTION = "gpu-advisor"
+INSTALL_HINT = f"pip install {DISTRIBUTION}"
 
 from typing import TYPE_CHECKING, Any  # noqa: E402
 
@@ -16,7 +20,7 @@ from advisor.errors import AdvisorError, InputError  # noqa: E402
 if TYPE_CHECKING:
     from advisor.ingest import open_run
 
-__all__ = ["AdvisorError", "InputError", "open_run", "__version__"]
+__all__ = ["DISTRIBUTION", "INSTALL_HINT", "AdvisorError", "InputError", "open_run", "__version__"]
 
 
 def __getattr__(name: str) -> Any:

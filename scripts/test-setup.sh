@@ -14,4 +14,10 @@ fi
 if ! command -v tmux >/dev/null 2>&1; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux
 fi
+# advisor installs as `gpu-advisor` (PyPI's `advisor` is another project). A machine that installed this
+# project under its old distribution name `advisor` keeps an editable finder pointing at that old checkout,
+# which would shadow advisor.parsers/rules/reports of this one: remove it (only when it is this project).
+if python3 -m pip show advisor 2>/dev/null | grep -q "^Summary: Tells GPU/AI engineers why their run is slow"; then
+  python3 -m pip uninstall --quiet --yes advisor
+fi
 python3 -m pip install --quiet --disable-pip-version-check -e ".[test]"

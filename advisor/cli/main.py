@@ -34,11 +34,26 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     for module in command_modules():
-        sp = sub.add_parser(module.NAME, help=module.HELP, description=module.__doc__)
+        sp = sub.add_parser(module.NAME, help=module.HELP, description=module.__doc__, epilog=examples(module),
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
         sp.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks for errors")
         module.register(sp)
-        sp.set_defaults(_run=module.run)
+        sp.set_defaults(_run=module.run, _prepare=getattr(module, "prepare", None))
     return p
+
+
+# Bundled traces the help examples name: each example works when copied, run from the repository root
+# (tests/e2e/test_cli_norms.py runs every one).
+TRACE = "fixtures/nsys/IO001_pageable_memcpy_baseline/IO001_pageable_memcpy_baseline.sqlite.gz"
+TRACE_NEW = "fixtures/nsys/IO001_pageable_memcpy_optimized/IO001_pageable_memcpy_optimized.sqlite.gz"
+
+
+def examples(module: Any) -> str | None:
+    """The command's EXAMPLES as a help epilog (TRACE/TRACE_NEW replaced by bundled traces)."""
+    items = getattr(module, "EXAMPLES", None)
+    if not items:
+        return None
+    return "examples:\n" + "\n".join(f"  {e.replace('TRACE_NEW', TRACE_NEW).replace('TRACE', TRACE)}" for e in items)
 
 
 def command_modules() -> list[Any]:
@@ -70,6 +85,9 @@ def console_main() -> int:
 
 def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
     parser = build_parser()
+    if not (sys.argv[1:] if argv is None else argv):  # bare `advisor`: the help, as ruff and git do
+        parser.print_help()
+        return EXIT_OK
     args = parser.parse_args(argv)
     fmt = getattr(args, "format", "text")
     try:
@@ -84,9 +102,12 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
 def _main(args: argparse.Namespace, fmt: str) -> int:
     try:
         check_address_space()  # before the numeric libraries start (advisor/model/limits.py)
+        if args._prepare is not None:  # e.g. report's default -o in a terminal, checked like a given one
+            args._prepare(args)
         check_output(args)  # before any work: a bad -o path fails in a second, not after the analysis
         code = _run_command(args)
         interrupt.raise_if_interrupted()  # a swallowed signal still must not pass for a result
+        _keep_cache_in_limit(args)
         return code
     except KeyboardInterrupt:
         return _interrupted()
@@ -138,6 +159,18 @@ def _run_command(args: argparse.Namespace) -> int:
             raise
         drop_entry(e.entry)
     return int(args._run(args))
+
+
+def _keep_cache_in_limit(args: argparse.Namespace) -> None:
+    """After a command that may have added to the cache, evict the least recently used entries past the
+    size limit (ADVISOR_CACHE_MAX_SIZE, advisor/model/cache_admin.py). Never fails the command."""
+    if getattr(args, "no_cache", True):  # commands without --no-cache do not read traces
+        return
+    from advisor.model.cache_admin import evict, max_bytes
+
+    with contextlib.suppress(Exception):
+        if (limit := max_bytes()) > 0:
+            evict(limit)
 
 
 def _fail(message: str, kind: str, fmt: str, debug: bool, hint: str | None = None) -> int:

@@ -139,10 +139,25 @@ def _probe(out: str, directory: str) -> None:
         raise OutputError(f"cannot write {out}: {e.strerror or e} (in {directory})", HINT) from None
 
 
-def emit(text: str, output: str | None, inputs: list[str] | None = None) -> None:
-    """Write `text` to stdout or to `-o output` (checked again: the disk may have changed meanwhile)."""
+def say(message: str) -> None:
+    """One line for the user on stderr (what was written, where): stdout stays the result alone."""
+    from advisor.redact import terminal_safe
+
+    sys.stderr.write(f"advisor: {terminal_safe(message)}\n")
+
+
+def emit(text: str, output: str | None, inputs: list[str] | None = None, *, what: str = "output",
+         styled: bool = False) -> None:
+    """Write `text` to stdout or to `-o output` (checked again: the disk may have changed meanwhile).
+
+    A file written says so on stderr (`advisor: wrote report.html (1.2 MiB)`): every write says what
+    it wrote. `styled` text gets colour and emphasis when stdout is a terminal (advisor.cli.style)."""
     interrupt.raise_if_interrupted()  # an interrupted run prints nothing that looks like a result
     if not output or output == "-":
+        if styled:
+            from advisor.cli.style import emphasize, wants_colour
+
+            text = emphasize(text) if wants_colour(sys.stdout) else text
         sys.stdout.write(text)
         return
     target = resolve(output, inputs or [])
@@ -159,6 +174,10 @@ def emit(text: str, output: str | None, inputs: list[str] | None = None) -> None
         raise
     except OSError as e:  # ENOSPC, EDQUOT, EIO: one line, and no temp file left (see _write_atomic)
         raise OutputError(f"cannot write {output}: {e.strerror or e}", "free some space or " + HINT) from None
+    if not target.stream:
+        from advisor.reports.units import fmt_bytes
+
+        say(f"wrote {what} to {output} ({fmt_bytes(len(text.encode('utf-8', errors='surrogateescape')))})")
 
 
 def _write_atomic(path: str, data: bytes) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from advisor.cli.output import emit, input_paths
@@ -13,6 +15,12 @@ if TYPE_CHECKING:
 
 NAME = "analyze"
 HELP = "analyze one or more traces"
+EXAMPLES = [
+    "advisor analyze TRACE",
+    "advisor analyze TRACE --format md -o advice.md",
+    "advisor analyze TRACE --select IO --ignore IO002 --fail-on 'gain>5%'",
+    "advisor analyze TRACE --rule-option LA001.short_kernel_us=20",
+]
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -31,16 +39,19 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="progress bar on stderr for reading and analyzing work longer than a second "
                         "(default: when stderr is a terminal; --progress forces it, e.g. under a CI log)")
     add_rule_arguments(p)
-    p.add_argument("--fail-on", choices=("any", "none"), default="none",
-                   help="exit 1 when any finding fires (for CI gates); default: never")
+    p.add_argument("--fail-on", type=fail_on, default=FailOn("none"), metavar="any|none|gain>N%|gain>TIME",
+                   help="exit 1 (for CI gates) when any finding fires (any), or when a finding's estimated saving "
+                        "exceeds N percent of its denominator (gain>5%%) or a time (gain>2ms); default: none")
 
 
 def add_rule_arguments(p: argparse.ArgumentParser) -> None:
     """Rule selection and thresholds, shared by analyze and report."""
     p.add_argument("--select", action="append", metavar="RULES",
                    help="run only these rules: codes, code prefixes (IO), categories or names; repeatable")
+    p.add_argument("--ignore", action="append", metavar="RULES",
+                   help="skip these rules (same forms as --select; applied after it); repeatable")
     p.add_argument("--rule-option", action="append", default=[], metavar="CODE.option=VALUE",
-                   help="override a rule threshold, e.g. LA001.max_kernel_us=20 (see `advisor explain CODE`)")
+                   help="override a rule threshold, e.g. LA001.short_kernel_us=20 (see `advisor explain CODE`)")
     p.add_argument("--no-rules", action="store_true", help="facts only: skip the rule engine and verdict")
 
 
@@ -74,8 +85,53 @@ def _open_ncu(args: argparse.Namespace) -> Run:
     return open_run(args.ncu, ParseOptions(nsys=args.nsys), use_cache=not args.no_cache)
 
 
-def selection(items: list[str] | None) -> set[str] | None:
-    return {s.strip() for item in items for s in item.split(",") if s.strip()} if items else None
+def selection(items: list[str] | None, ignore: list[str] | None = None) -> set[str] | None:
+    """The rules to run: --select's tokens (None: all), less the rules --ignore names (as rule codes)."""
+    chosen = {s.strip() for item in items for s in item.split(",") if s.strip()} if items else None
+    skip = {s.strip() for item in ignore for s in item.split(",") if s.strip()} if ignore else None
+    if not skip:
+        return chosen
+    from advisor.errors import InputError
+    from advisor.rules.registry import select_rules
+
+    skipped = {r.code for r in select_rules(skip)}
+    left = {r.code for r in select_rules(chosen)} - skipped
+    if not left:
+        raise InputError("--ignore leaves no rule to run", "ignore fewer rules, or use --no-rules for facts only")
+    return left
+
+
+@dataclass(frozen=True)
+class FailOn:
+    """The --fail-on gate: `any`, `none`, or a finding whose estimated saving exceeds a percent or a time."""
+
+    kind: str  # "any" | "none" | "pct" | "ns"
+    threshold: float = 0.0
+
+    def failed(self, findings: list[dict[str, Any]]) -> bool:
+        if self.kind == "any":
+            return bool(findings)
+        if self.kind == "pct":
+            return any((f.get("gain_pct") or 0.0) > self.threshold for f in findings)
+        if self.kind == "ns":
+            return any((f.get("est_gain_ns") or 0) > self.threshold for f in findings)
+        return False
+
+
+_TIME_UNITS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
+
+
+def fail_on(text: str) -> FailOn:
+    """Parse --fail-on: any, none, gain>5%, gain>2ms (argparse type: a bad value is a usage error)."""
+    t = text.strip().lower().replace(" ", "")
+    if t in ("any", "none"):
+        return FailOn(t)
+    m = re.fullmatch(r"gain>=?(\d+(?:\.\d+)?)(%|ns|us|µs|ms|s)", t)
+    if not m:
+        raise argparse.ArgumentTypeError(f"{text!r}: use any, none, gain>N% (e.g. gain>5%) or gain>TIME "
+                                         "(e.g. gain>2ms)")
+    value, unit = float(m.group(1)), m.group(2)
+    return FailOn("pct", value) if unit == "%" else FailOn("ns", value * _TIME_UNITS[unit])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -96,7 +152,8 @@ def run(args: argparse.Namespace) -> int:
                 try:
                     progress.stage(f"analyzing {path}")
                     doc = analyze_run(r, top=args.top, rules=not args.no_rules, ncu=ncu, progress=progress,
-                                      rule_options=rule_options(args.rule_option), select=selection(args.select))
+                                      rule_options=rule_options(args.rule_option),
+                                      select=selection(args.select, args.ignore))
                     if (section := gpu_metrics_section(r)) is not None:
                         doc["gpu_metrics"] = section  # nsys GPU metrics per NVTX range (docs/json-output.md)
                     if (ops := ops_section(r)) is not None:
@@ -114,6 +171,5 @@ def run(args: argparse.Namespace) -> int:
         out = markdown_document(full)
     else:
         out = text_document(full)
-    emit(out, args.output, input_paths(args))
-    fired = any(r.get("findings") for r in runs)
-    return 1 if args.fail_on == "any" and fired else 0
+    emit(out, args.output, input_paths(args), what=f"{args.format} analysis", styled=args.format == "text")
+    return 1 if args.fail_on.failed([f for r in runs for f in r.get("findings") or []]) else 0

@@ -20,6 +20,8 @@ NAME = "diff"
 HELP = "compare two runs (or two sets of repeated captures): what got faster or slower, and why"
 
 EXIT_REGRESSION = 1
+EXAMPLES = ["advisor diff TRACE TRACE_NEW", "advisor diff TRACE TRACE_NEW --format md -o diff.md",
+            "advisor diff TRACE TRACE_NEW --fail-on-regression 5"]
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -58,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
     threshold = args.threshold if args.threshold is not None else DEFAULT_THRESHOLD_PCT
     doc: dict[str, Any] = diff_paths(args.base, args.new, opts, threshold_pct=threshold, top=args.top)
     doc["gate"] = gate(doc, args.fail_on_regression)
-    emit(render(doc, args.format), args.output, input_paths(args))
+    emit(render(doc, args.format), args.output, input_paths(args), what=f"{args.format} diff",
+         styled=args.format == "text")
     return EXIT_REGRESSION if doc["gate"]["failed"] else 0
 
 

@@ -8,6 +8,7 @@ from advisor.cli.output import emit
 
 NAME = "explain"
 HELP = "explain a rule: what it detects, why it costs time and how to fix it"
+EXAMPLES = ["advisor explain IO001", "advisor explain pageable-memcpy"]
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -15,7 +16,9 @@ def register(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from advisor.engine.findings import explain
+    from advisor.engine.findings import explain, list_rules
 
-    emit(explain(args.code).rstrip() + "\n", None)
+    by_name = {i.name: i.code for i in list_rules()}
+    code = by_name.get(args.code.strip().lower(), args.code)  # a rule name (pageable-memcpy) names its code
+    emit(explain(code).rstrip() + "\n", None)
     return 0

@@ -1,24 +1,32 @@
 """`advisor report PATH -o report.html`: one self-contained HTML report (verdict, findings, charts, facts).
 
 The file has no scripts and fetches nothing, so it can be attached to a pull request or a ticket
-and opened offline. Without -o the HTML goes to stdout.
+and opened offline. Without -o, in a terminal, it is written to NAME.advisor.html in the current
+directory (NAME: the trace's base name), and the command says where; piped, the HTML goes to stdout.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 from advisor.cli.output import emit, input_paths
 
 NAME = "report"
 HELP = "write a self-contained HTML report for one trace"
+EXAMPLES = ["advisor report TRACE -o report.html",
+            "advisor report fixtures/nsys/ME001_uncoalesced_access_baseline/ME001_uncoalesced_access_baseline.sqlite.gz"
+            " --ncu fixtures/ncu/ME001_uncoalesced_access_baseline/ME001_uncoalesced_access_baseline.ncu-rep.xz"
+            " -o me001.html"]
+_SUFFIXES = (".gz", ".xz", ".sqlite", ".nsys-rep", ".qdrep", ".json", ".pt.trace", ".ncu-rep", ".csv")
 
 
 def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", metavar="PATH",
                    help=".nsys-rep/.qdrep, nsys .sqlite[.gz], Kineto .json[.gz] or a directory of rank traces, "
                         ".ncu-rep, ncu CSV")
-    p.add_argument("-o", "--output", help="HTML file to write (default: stdout)")
+    p.add_argument("-o", "--output", help="HTML file to write (default: NAME.advisor.html in a terminal, else stdout)")
     p.add_argument("--ncu", metavar="REPORT",
                    help="an Nsight Compute report (.ncu-rep[.xz] or ncu CSV) of the same program, joined to the "
                         "timeline as in `advisor analyze --ncu`: ncu rules, roofline and a join section")
@@ -28,6 +36,20 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cache", action="store_true", help="parse again instead of reusing the cache")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr (default: when stderr is a terminal)")
+
+
+def prepare(args: argparse.Namespace) -> None:
+    """Without -o in a terminal, name the file (HTML on a terminal is unreadable); piped, keep stdout."""
+    if args.output is None and sys.stdout.isatty():
+        args.output = default_name(args.path)
+
+
+def default_name(path: str) -> str:
+    """`train_step.pt.trace.json.gz` -> `train_step.advisor.html` (in the current directory)."""
+    name = os.path.basename(os.path.normpath(path)) or "run"
+    while (low := name.lower()).endswith(_SUFFIXES):
+        name = name[: len(name) - len(next(x for x in _SUFFIXES if low.endswith(x)))]
+    return f"{name or 'run'}.advisor.html"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,5 +72,5 @@ def run(args: argparse.Namespace) -> int:
         r.close()
         if ncu is not None:
             ncu.close()
-    emit(render_run_html(inputs), args.output, input_paths(args))
+    emit(render_run_html(inputs), args.output, input_paths(args), what="HTML report")
     return 0

@@ -9,6 +9,7 @@ from advisor.cli.output import emit
 
 NAME = "rules"
 HELP = "list the rules advisor checks"
+EXAMPLES = ["advisor rules", "advisor rules --format json"]
 
 
 def register(p: argparse.ArgumentParser) -> None:

@@ -7,10 +7,12 @@ import contextlib
 import os
 from collections.abc import Iterator
 
+from advisor import INSTALL_HINT
 from advisor.errors import AdvisorError, InputError
 
 NAME = "tui"
 HELP = "explore a run (or BASE NEW, a diff) interactively in the terminal"
+EXAMPLES = ["advisor tui TRACE", "advisor tui TRACE TRACE_NEW"]
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -34,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
         from advisor.tui.app import AdvisorApp, default_opener
     except ImportError as e:
         raise AdvisorError(f"the TUI needs Textual and plotext ({e.name} is not installed)",
-                           "pip install 'advisor[tui]'") from None
+                           f"reinstall advisor: {INSTALL_HINT}") from None
     app = AdvisorApp(args.paths, opener=default_opener(args.no_cache), nsys=args.nsys, ncu=args.ncu)
     with _quiet_stdout():
         app.run()
