@@ -47,6 +47,7 @@ def register(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from advisor.diff import DEFAULT_THRESHOLD_PCT, SideOptions, diff_paths
+    from advisor.diff.verify import verify
     from advisor.errors import InputError
     from advisor.parsers.base import ParseOptions
 
@@ -59,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
                        with_rules=not args.no_rules, parse=ParseOptions(nsys=args.nsys))
     threshold = args.threshold if args.threshold is not None else DEFAULT_THRESHOLD_PCT
     doc: dict[str, Any] = diff_paths(args.base, args.new, opts, threshold_pct=threshold, top=args.top)
+    doc["verify"] = verify(doc)  # predicted vs measured saving per fixed finding (advisor/diff/verify.py)
     doc["gate"] = gate(doc, args.fail_on_regression)
     emit(render(doc, args.format), args.output, input_paths(args), what=f"{args.format} diff",
          styled=args.format == "text")
