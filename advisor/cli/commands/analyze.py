@@ -85,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
     from advisor.ingest import open_run
     from advisor.parsers.base import ParseOptions
     from advisor.perf import gpu_metrics_section
+    from advisor.perf.mfu import mfu_section
     from advisor.perf.ops import ops_section
 
     ncu = _open_ncu(args) if args.ncu else None
@@ -101,6 +102,8 @@ def run(args: argparse.Namespace) -> int:
                         doc["gpu_metrics"] = section  # nsys GPU metrics per NVTX range (docs/json-output.md)
                     if (ops := ops_section(r)) is not None:
                         doc["ops"] = ops  # per-op roofline from recorded shapes (docs/json-output.md)
+                    if (mfu := mfu_section(r)) is not None:
+                        doc["mfu"] = mfu  # MFU and TFLOP/s per device, step and range (docs/json-output.md)
                     runs.append(doc)
                 finally:
                     r.close()
