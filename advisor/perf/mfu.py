@@ -95,19 +95,17 @@ def _kernel_ns(run: Run, windows: list[tuple[int, int, int]]) -> list[int]:
     return [by.get(i + 1, 0) for i in range(len(windows))]
 
 
-def mfu_section(run: Run) -> dict[str, Any] | None:
+def mfu_section(run: Run, steps: list[tuple[int, int, int]]) -> dict[str, Any] | None:
     """The `mfu` section of the analyze document: per device, per step and per range name; None where no op
-    with recorded shapes has a model (no FLOPs to count)."""
+    with recorded shapes has a model (no FLOPs to count). steps: the steady-state step windows (device_id,
+    start_ns, end_ns), as the rules define them (advisor.rules.steps.step_windows)."""
     if not run.count("cpu_ops") or not run.count("kernels"):
         return None
     groups = group_roofs(run)
     devs = _devices(run, groups)
     if not devs:
         return None
-    from advisor.rules.steps import step_windows  # noqa: PLC0415  (steps are the rules' definition)
-
     spans = [(int(r["device_id"]), int(r["start_ns"]), int(r["end_ns"])) for r in metrics.query(run, "device_spans")]
-    steps = [(w.device_id, w.start_ns, w.end_ns) for w in step_windows(run)]
     ranges = [
         (str(r["label"]), (int(r["device_id"]), int(r["start_ns"]), int(r["end_ns"])))
         for r in metrics.query(run, "windows_ranges", max_names=MAX_RANGES, max_depth=1)
