@@ -1,5 +1,6 @@
-"""Text for the `mfu` section of an analyze document: MFU and achieved TFLOP/s per device, step and range,
-from the FLOPs the per-op models give the recorded shapes (advisor/perf/mfu.py)."""
+"""Text for the `mfu` section of an analyze document (MFU and achieved TFLOP/s per device, step and range,
+from the FLOPs the per-op models give the recorded shapes: advisor/perf/mfu.py) and for the `serving`
+section (graph replay and serving steps by phase: advisor/perf/serving.py)."""
 
 from __future__ import annotations
 
@@ -34,4 +35,23 @@ def text_mfu(sec: dict[str, Any] | None, limit: int = 5) -> list[str]:
         }
         out.append(f"   {_row(together)}  {len(steps)} step(s) together (of {sec['steps_total']})")
     out += [f"   {_row(r)}  '{clean(r['name'], 60)}' (x{r['count']})" for r in sec["ranges"][:limit]]
+    return out
+
+
+def text_serving(sec: dict[str, Any] | None, limit: int = 5) -> list[str]:
+    if not sec:
+        return []
+    g = sec["graphs"]
+    out = ["Serving:"]
+    if g["launches"]:
+        by = ", ".join(f"'{clean(r['launched_by'], 60)}' x{r['launches']}" for r in g["launched_by"][:2])
+        out.append(f"   CUDA/HIP graphs: {g['launches']} launch(es) replayed {g['kernels']} kernels, "
+                   f"{g['share']['pct']}% of kernel time; launched by {by}")
+    for p in sec["phases"]:
+        out.append(f"   {p['phase']}: {p['steps']} step(s), GPU {fmt_ns(p['gpu_span_ns'])} (kernels "
+                   f"{fmt_ns(p['kernel_ns'])}); steady state {p['steady_steps']} step(s), mean GPU window "
+                   f"{fmt_ns(p['steady_mean_gpu_span_ns'])}")
+    for st in sec["steps"][:limit]:
+        out.append(f"   {st['phase'] or '?':<8} GPU {fmt_ns(st['gpu_span_ns']):>11} host {fmt_ns(st['host_ns']):>11} "
+                   f"graphs {st['graph_kernel_pct']}%  {clean(st['name'], 60)}")
     return out

@@ -80,7 +80,8 @@ def _rate(flop: float, peak_s: float, span_ns: int, modelled_ns: float, kernel_n
         "span_ns": span_ns,
         "flop": flop,
         "tflops": round(flop / span_ns / 1e3, 3) if span_ns else None,
-        "mfu_pct": round(100.0 * peak_s * 1e9 / span_ns, 2) if span_ns else None,
+        # FLOPs with no peak for their precision on this device cannot be weighed: no MFU from them alone
+        "mfu_pct": round(100.0 * peak_s * 1e9 / span_ns, 2) if span_ns and (peak_s or not flop) else None,
         "modelled_pct": round(100.0 * modelled_ns / kernel_ns, 1) if kernel_ns else None,
     }
 

@@ -87,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
     from advisor.perf import gpu_metrics_section
     from advisor.perf.mfu import mfu_section
     from advisor.perf.ops import ops_section
+    from advisor.perf.serving import serving_section
     from advisor.rules.steps import step_windows
 
     ncu = _open_ncu(args) if args.ncu else None
@@ -105,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
                         doc["ops"] = ops  # per-op roofline from recorded shapes (docs/json-output.md)
                     if (mfu := mfu_section(r, [(w.device_id, w.start_ns, w.end_ns) for w in step_windows(r)])):
                         doc["mfu"] = mfu  # MFU and TFLOP/s per device, step and range (docs/json-output.md)
+                    if (serving := serving_section(r)) is not None:
+                        doc["serving"] = serving  # graph replay, serving steps by phase (docs/json-output.md)
                     runs.append(doc)
                 finally:
                     r.close()
