@@ -107,10 +107,7 @@ def mfu_section(run: Run, steps: list[tuple[int, int, int]]) -> dict[str, Any] |
     if not devs:
         return None
     spans = [(int(r["device_id"]), int(r["start_ns"]), int(r["end_ns"])) for r in metrics.query(run, "device_spans")]
-    ranges = [
-        (str(r["label"]), (int(r["device_id"]), int(r["start_ns"]), int(r["end_ns"])))
-        for r in metrics.query(run, "windows_ranges", max_names=MAX_RANGES, max_depth=1)
-    ]
+    ranges = _range_windows(run)
     return {
         "basis": BASIS,
         "denominator": DENOMINATOR,
@@ -173,4 +170,27 @@ def _merged(ranges: list[tuple[str, tuple[int, int, int]]]) -> list[tuple[str, t
             out[-1] = (name, (dev, last[1], max(last[2], end)))
         else:
             out.append((name, (dev, start, end)))
+    return out
+
+
+def _range_windows(run: Run) -> list[tuple[str, tuple[int, int, int]]]:
+    """(name, (device, start, end)) per instance of the top range names: GPU annotations as recorded; host ranges
+    as the GPU window of the kernels launched inside them (metric range_gpu_windows), left out where they
+    launched nothing (their own interval would hold other ranges' GPU work)."""
+    rows = metrics.query(run, "windows_ranges", max_names=MAX_RANGES, max_depth=1)
+    if not rows:
+        return []
+    gpu: dict[int, dict[int, tuple[int, int]]] = {}
+    for g in metrics.query(run, "range_gpu_windows", range_ids=sorted({int(r["range_id"]) for r in rows})):
+        per = gpu.setdefault(int(g["range_id"]), {})
+        if g["device_id"] is not None:
+            per[int(g["device_id"])] = (int(g["gpu_start_ns"]), int(g["gpu_end_ns"]))
+    out = []
+    for r in rows:
+        dev, rid = int(r["device_id"]), int(r["range_id"])
+        if rid not in gpu:  # a GPU annotation: already on the device clock
+            out.append((str(r["label"]), (dev, int(r["start_ns"]), int(r["end_ns"]))))
+        elif dev in gpu[rid]:
+            start, end = gpu[rid][dev]
+            out.append((str(r["label"]), (dev, start, end)))
     return out
