@@ -200,6 +200,10 @@ def classify(
         from advisor.rules.ncu_verdict import ncu_classes
 
         measured = ncu_classes(run, ncu)
+    if measured is None:  # no Nsight Compute classes: the per-op roofline where the trace recorded shapes
+        from advisor.rules.roof_verdict import roof_classes
+
+        measured = roof_classes(run)
     if measured is not None:
         return _with_basis(_classify(run, max_ranges, max_range_depth, measured.shift), measured.basis)
     return _classify(run, max_ranges, max_range_depth, None)

@@ -6,6 +6,7 @@ from typing import Any
 
 from advisor.cli.render_escape import clean, md_cell
 from advisor.cli.render_gpu_metrics import md_gpu_metrics, text_gpu_metrics
+from advisor.cli.render_mfu import text_mfu, text_serving
 from advisor.cli.render_ncu import md_ncu, md_ncu_profile, text_ncu, text_ncu_profile
 from advisor.reports.units import fmt_bytes, fmt_ns
 
@@ -63,6 +64,8 @@ def text_run(doc: dict[str, Any]) -> list[str]:
     lines += _text_kernels(doc["top_kernels"])
     lines += _text_ranges(doc["ranges"])
     lines += text_gpu_metrics(doc.get("gpu_metrics"))
+    lines += text_mfu(doc.get("mfu"))
+    lines += text_serving(doc.get("serving"))
     lines += text_ncu(doc.get("ncu"))
     lines += text_ncu_profile(doc.get("ncu_profile"))
     lines += _text_findings(doc.get("findings") or [])

@@ -116,7 +116,8 @@ class GpuIdleGaps(Rule):
     Traces that include start-up, evaluation or checkpointing phases have long legitimate gaps;
     mark the steps (NVTX range `step` / profiler schedule) so only steady state counts. The
     estimated gain leaves out idle that a dedicated rule prices (input pipeline: IO005, file
-    reads: IO003, syncs: LA002/IO004, allocation: LA004), and prices none of the one-time start-up,
+    reads: IO003, syncs: LA002/IO004, allocation: LA004, host faulting unified memory: ME007), and prices
+    none of the one-time start-up,
     the compilation or the idle whose host cause was not recorded (for those the finding is a fact,
     with what to capture, never a fix with a saving), so the total idle in the message is larger
     than the gain. Attribution picks the largest overlap, so a gap shared by several host activities
@@ -217,7 +218,8 @@ class GpuIdleGaps(Rule):
             gain_basis="GPU idle time in gaps >= min_gap_us (inside the marked steps when the trace has them) "
             "while the host was launching, running framework ops, waiting on the OS, in host-side communication or "
             "in a range that loads data (metric idle_claims, rule ID001); idle a dedicated rule prices (DataLoader: "
-            "IO005, file reads: IO003, syncs: LA002/IO004, allocation: LA004, host-only time after syncs: LA002, "
+            "IO005, file reads: IO003, syncs: LA002/IO004, allocation: LA004, unified-memory faults: ME007, host-only "
+            "time after syncs: LA002, "
             "between torch.compile graphs: LA012) is left to it, and one-time start-up, compilation and idle with "
             "no recorded host cause are priced by no rule; an upper bound reached only if the host kept the GPU fed",
             fixes=_fixes(causes),

@@ -30,7 +30,9 @@ class UmPageFaults(Rule):
     HtoD/DtoH copies) in many small pieces. The stall is the kernel time during which a fault group
     was being serviced (metric `um_fault_stalls`). The bulk reference is the bandwidth of the
     trace's own user prefetches of at least `min_ref_bytes`; without any, `assumed_prefetch_gbps`,
-    and the finding says so.
+    and the finding says so. On the timeline, GPU idle in which the host took CPU faults, or that
+    a demand migration closes, is class `idle_um` (verdict class io; metric `idle_claims`, cause
+    `um`): the host's loop stalled on page migration, not on launches.
 
     ## How to fix
     Prefetch managed buffers to the processor that touches them next, or stop sharing them.

@@ -141,7 +141,10 @@ def run(args: argparse.Namespace) -> int:
     from advisor.ingest import open_run
     from advisor.parsers.base import ParseOptions
     from advisor.perf import gpu_metrics_section
+    from advisor.perf.mfu import mfu_section
     from advisor.perf.ops import ops_section
+    from advisor.perf.serving import serving_section
+    from advisor.rules.steps import step_windows
 
     ncu = _open_ncu(args) if args.ncu else None
     runs = []
@@ -158,6 +161,10 @@ def run(args: argparse.Namespace) -> int:
                         doc["gpu_metrics"] = section  # nsys GPU metrics per NVTX range (docs/json-output.md)
                     if (ops := ops_section(r)) is not None:
                         doc["ops"] = ops  # per-op roofline from recorded shapes (docs/json-output.md)
+                    if (mfu := mfu_section(r, [(w.device_id, w.start_ns, w.end_ns) for w in step_windows(r)])):
+                        doc["mfu"] = mfu  # MFU and TFLOP/s per device, step and range (docs/json-output.md)
+                    if (serving := serving_section(r)) is not None:
+                        doc["serving"] = serving  # graph replay, serving steps by phase (docs/json-output.md)
                     runs.append(doc)
                 finally:
                     r.close()

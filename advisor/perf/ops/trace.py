@@ -88,6 +88,52 @@ def op_groups(run: Run) -> list[OpGroup]:
     return out
 
 
+def args_key(r: dict[str, Any]) -> tuple[Any, ...]:
+    """What identifies an op_kernels group: device, op name and recorded arguments (op_kernel_list rows carry
+    the same columns, so a kernel finds its group's roofline)."""
+    return (r["device_id"], r["name"], *(repr(r[c]) for c in ("input_shapes", "input_dtypes", "input_strides",
+                                                                "concrete_inputs")))
+
+
+def op_bounds(run: Run) -> dict[tuple[Any, ...], str]:
+    """Per priced group (args_key): the roofline bound, compute or memory, where the roofs give one."""
+    return {k: g.bound for k, g in group_roofs(run).items() if g.bound is not None}
+
+
+@dataclass(frozen=True)
+class GroupRoof:
+    """One priced op_kernels group (args_key) on its device's roofs: all calls together."""
+
+    bound: str | None  # compute | memory; None where the precision or memory has no roof
+    flop: float
+    peak_s: float | None  # the FLOPs at the compute peak of the op's precision (s); None without that roof
+    kernel_ns: int
+    kernels: int
+    precision: str
+    peak: float | None  # that peak (FLOP/s)
+
+
+def group_roofs(run: Run) -> dict[tuple[Any, ...], GroupRoof]:
+    """Per op_kernels group with recorded shapes and a model (args_key): FLOPs, the roofline bound and the peak
+    of the op's precision. Groups without a model are left out (never guessed)."""
+    devices = {d["device_id"]: d for d in run.sql_dicts("SELECT * FROM devices")}
+    roofs: dict[Any, RoofSet] = {}
+    out: dict[tuple[Any, ...], GroupRoof] = {}
+    for r in metrics.query(run, "op_kernels"):
+        if r["input_shapes"] is None:
+            continue
+        dev = r["device_id"]
+        if dev not in roofs:
+            roofs[dev] = roofs_for(devices.get(dev))
+        g = _group(r, roofs[dev])
+        if g.cost is None or g.roof is None:
+            continue
+        comp = roofs[dev].compute.get(g.roof.precision)
+        out[args_key(r)] = GroupRoof(g.roof.bound, g.flop, g.compute_ns / 1e9 if g.compute_ns is not None else None,
+                                     g.kernel_ns, g.kernels, g.roof.precision, comp.peak if comp else None)
+    return out
+
+
 def _group(r: dict[str, Any], roofs: RoofSet) -> OpGroup:
     model = model_for(r["name"])
     cost = None
