@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 Answer = tuple[str, dict[str, Any]]
+STARTUP_S = 120.0  # a spawned worker imports advisor's core before it says it is ready
 
 
 class Worker:
@@ -35,8 +36,8 @@ class Worker:
 
     def call(self, tool: str, args: dict[str, Any], timeout_s: float) -> Answer:
         with self._lock:
-            conn = self._start()
             try:
+                conn = self._start()
                 conn.send((tool, args))
                 if conn.poll(timeout_s):
                     answer: Answer = conn.recv()
@@ -61,6 +62,9 @@ class Worker:
         self._proc.start()
         child.close()
         self._conn = parent
+        if not parent.poll(STARTUP_S):  # its imports are not the call's time: the clock starts after
+            raise EOFError("the worker process did not start")
+        parent.recv()
         return parent
 
     def stop(self) -> None:
@@ -84,9 +88,12 @@ def _error(kind: str, message: str, hint: str | None) -> dict[str, Any]:
 def serve(conn: Connection, work_dir: str) -> None:
     """The child's loop: answer (tool, args) requests until the server closes the pipe."""
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # nothing may reach the MCP stream
+    import advisor.diff
+    import advisor.engine.analyze  # noqa: F401 - imported before "ready": not counted in a call's time
     from advisor.mcp.query import Snapshots
 
     snapshots = Snapshots(Path(work_dir))
+    conn.send(("ready", {"diff": advisor.diff.DIFF_SCHEMA_VERSION}))
     while True:
         try:
             tool, args = conn.recv()
