@@ -88,12 +88,12 @@ def _error(kind: str, message: str, hint: str | None) -> dict[str, Any]:
 def serve(conn: Connection, work_dir: str) -> None:
     """The child's loop: answer (tool, args) requests until the server closes the pipe."""
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # nothing may reach the MCP stream
-    import advisor.diff
-    import advisor.engine.analyze  # noqa: F401 - imported before "ready": not counted in a call's time
+    from advisor.mcp import core
     from advisor.mcp.query import Snapshots
 
+    core.warm()
     snapshots = Snapshots(Path(work_dir))
-    conn.send(("ready", {"diff": advisor.diff.DIFF_SCHEMA_VERSION}))
+    conn.send(("ready", {}))
     while True:
         try:
             tool, args = conn.recv()

@@ -264,6 +264,10 @@ def test_ranks_equal_cli(session: Session, cli: Any) -> None:
     assert [r["rank"] for r in doc["ranks"]] == sorted(int(f.name[6]) for f in files) == list(range(8))
     for r, t in zip(doc["ranks"], full["time"], strict=True):
         assert (r["busy"], r["idle"], r["span_ns"]) == (t["busy"], t["idle"], t["span_ns"])
+    for r in doc["ranks"]:
+        assert r["findings"] == [{k: f.get(k) for k in ("code", "name", "est_gain_ns", "gain_pct", "fingerprint")}
+                                 for f in full["findings"] if f["window"].get("device_id") == r["device_id"]]
+    assert sum(len(r["findings"]) for r in doc["ranks"]) > 0
     spans = [t["span_ns"] for t in full["time"]]
     assert doc["spread_ns"] == max(spans) - min(spans)
 
