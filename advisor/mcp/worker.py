@@ -122,8 +122,20 @@ def answer(tool: str, args: dict[str, Any], snapshots: Any) -> Answer:
                                "please report it with the tool call that caused it")
 
 
+def _unchanged(a: dict[str, Any]) -> None:
+    """The server checked and resolved the paths; one that resolves elsewhere now (a component swapped for a
+    symlink since) is refused rather than followed."""
+    from advisor.mcp.safety import ROOT_HINT, Refused
+
+    for key in ("path", "base", "new"):
+        if key in a and str(Path(a[key]).resolve()) != a[key]:
+            raise Refused(f"{a[key]!r} changed into a symlink after it was checked", ROOT_HINT)
+
+
 def _dispatch(tool: str, a: dict[str, Any], snapshots: Any) -> dict[str, Any]:
     from advisor.mcp import core, query
+
+    _unchanged(a)
 
     if tool == "analyze":
         return core.analyze(a["path"], a.get("select"))

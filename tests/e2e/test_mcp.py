@@ -104,6 +104,8 @@ def _calls(outside: Path, link: Path, planted: Path) -> dict[str, tuple[str, dic
         "dotdot_rel": ("top_kernels", {"path": "../outside/trace.sqlite", "n": 3}),
         "symlink": ("analyze", {"path": str(link / "trace.sqlite")}),
         "symlink_query": ("query", {"path": str(link / "trace.sqlite"), "sql": "SELECT 1"}),
+        "symlink_in_dir": ("analyze", {"path": str(link.parent / "rankdir")}),
+        "symlink_diff": ("diff", {"base": nsys, "new": str(link.parent / "rankdir")}),
         "missing": ("analyze", {"path": str(REAL / "no-such-trace.sqlite")}),
     }
 
@@ -116,6 +118,8 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Session:
     outside.mkdir()
     shutil.copy(real_path(NSYS), outside / "trace.sqlite")  # a real trace, readable, but outside the roots
     (root / "escape").symlink_to(outside, target_is_directory=True)
+    (root / "rankdir").mkdir()
+    (root / "rankdir" / "rank0.sqlite").symlink_to(outside / "trace.sqlite")
     from tests.reliability.test_secrets import planted_kineto
 
     calls = _calls(outside, root / "escape", planted_kineto(root / "planted"))
@@ -333,6 +337,8 @@ def test_query_refusals(session: Session, key: str, words: str) -> None:
     ("outside", "is outside the server's roots"), ("etc", "is outside the server's roots"),
     ("dotdot", "'..' is not allowed"), ("dotdot_rel", "'..' is not allowed"),
     ("symlink", "resolves through a symlink"), ("symlink_query", "resolves through a symlink"),
+    ("symlink_in_dir", "'rank0.sqlite', which resolves through a symlink"),
+    ("symlink_diff", "'rank0.sqlite', which resolves through a symlink"),
     ("missing", "no such file or directory"),
 ])
 def test_paths_refused(session: Session, key: str, words: str) -> None:
