@@ -98,6 +98,8 @@ def _calls(outside: Path, link: Path, planted: Path) -> dict[str, tuple[str, dic
         "q_two": q("SELECT 1; COPY kernels TO '/tmp/advisor-mcp-leak.csv'"),
         "q_read_file": q("SELECT * FROM read_csv('/etc/passwd')"),
         "q_bad": q("SELECT no_such_column FROM kernels"),
+        "q_slow": ("query", {"path": nsys, "sql": "SELECT count(*) FROM range(100000) a, range(100000) b, "
+                                                   "range(100000) c WHERE a.range + b.range = c.range"}),
         "outside": ("analyze", {"path": str(outside / "trace.sqlite")}),
         "etc": ("analyze", {"path": "/etc/passwd"}),
         "dotdot": ("analyze", {"path": str(real_path(NSYS).parent / ".." / ".." / "x" / "trace.sqlite")}),
@@ -123,7 +125,8 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Session:
     from tests.reliability.test_secrets import planted_kineto
 
     calls = _calls(outside, root / "escape", planted_kineto(root / "planted"))
-    args = ["--root", str(REAL), "--root", str(ROOT / "fixtures"), "--root", str(root), "--timeout", "120"]
+    args = ["--root", str(REAL), "--root", str(ROOT / "fixtures"), "--root", str(root), "--timeout", "120",
+            "--query-timeout", "3"]
     tools, replies = anyio.run(_converse, args, cache, calls)
     return Session(tools, replies, cache, outside)
 
@@ -324,7 +327,7 @@ def test_query_caps(session: Session) -> None:
     ("q_attach", "ATTACH statements are not allowed"), ("q_install", "LOAD statements are not allowed"),
     ("q_load", "LOAD statements are not allowed"), ("q_set", "SET statements are not allowed"),
     ("q_two", "2 statements given"), ("q_read_file", "file system operations are disabled"),
-    ("q_bad", "SQL error"),
+    ("q_bad", "SQL error"), ("q_slow", "query stopped after 3 s"),
 ])
 def test_query_refusals(session: Session, key: str, words: str) -> None:
     r = session.replies[key]
