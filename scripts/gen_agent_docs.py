@@ -41,7 +41,7 @@ def schemas() -> str:
     with tempfile.TemporaryDirectory() as d:
         server, _ = build(Roots.of([d]), work_dir=Path(d))
         tools = anyio.run(server.list_tools)
-    out = [f"{len(tools)} tools; every one is read-only (`readOnlyHint`), and takes paths under the roots.", ""]
+    out = [f"{len(tools)} tools; all read-only (`readOnlyHint`); path arguments must lie under the roots.", ""]
     for t in tools:
         out += [f"### `{t.name}`", "", (t.description or "").strip(), "", "```json",
                 json.dumps(t.input_schema, indent=2, sort_keys=True), "```", ""]

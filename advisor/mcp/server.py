@@ -9,6 +9,7 @@ document as `structuredContent` and as text; a refusal or failure is an error re
 
 from __future__ import annotations
 
+import inspect
 import json
 import shutil
 import tempfile
@@ -129,14 +130,16 @@ def build(roots: Roots, timeout_s: float = DEFAULT_TIMEOUT_S, work_dir: Path | N
     tools = Tools(roots, timeout_s, work_dir or Path(tempfile.gettempdir()), query_timeout_s)
     server: MCPServer = MCPServer("advisor", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
     for name in TOOL_NAMES:
-        server.add_tool(getattr(tools, name), name=name, annotations=_READ_ONLY)
+        fn = getattr(tools, name)
+        server.add_tool(fn, name=name, description=inspect.cleandoc(fn.__doc__ or ""), annotations=_READ_ONLY)
     return server, tools
 
 
 def serve(roots: list[str], timeout_s: float, query_timeout_s: float = query.QUERY_TIMEOUT_S) -> None:
     """Run the server over stdio until the client closes it; the worker and its snapshots go with it."""
+    checked = Roots.of(roots)  # before the temp folder: a bad root leaves nothing behind
     work = Path(tempfile.mkdtemp(prefix="advisor-mcp-"))
-    server, tools = build(Roots.of(roots), timeout_s, work, query_timeout_s)
+    server, tools = build(checked, timeout_s, work, query_timeout_s)
     try:
         server.run("stdio")
     finally:

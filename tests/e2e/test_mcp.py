@@ -109,6 +109,7 @@ def _calls(outside: Path, link: Path, planted: Path) -> dict[str, tuple[str, dic
         "symlink_in_dir": ("analyze", {"path": str(link.parent / "rankdir")}),
         "symlink_diff": ("diff", {"base": nsys, "new": str(link.parent / "rankdir")}),
         "missing": ("analyze", {"path": str(REAL / "no-such-trace.sqlite")}),
+        "not_a_trace": ("analyze", {"path": str(REAL / "LABELS.md")}),
     }
 
 
@@ -350,6 +351,17 @@ def test_paths_refused(session: Session, key: str, words: str) -> None:
     assert r.doc["error"]["hint"] and "Traceback" not in r.text
 
 
+def test_bad_input_is_one_line(session: Session, capsys: pytest.CaptureFixture[str]) -> None:
+    """A file that is no trace: the tool error carries the CLI's one line (kind, message, hint)."""
+    r = session.replies["not_a_trace"]
+    assert r.error and "Traceback" not in r.text
+    capsys.readouterr()
+    assert main(["analyze", str(REAL / "LABELS.md")]) == 2
+    err = capsys.readouterr().err
+    e = r.doc["error"]
+    assert err == f"advisor: error: {e['message']}; {e['hint']}\n" and e["kind"] in ("UnsupportedFormat", "InputError")
+
+
 def test_timeout_kills_the_call_and_the_server_goes_on(tmp_path: Path) -> None:
     """A cold analysis of 8 rank files under a 0.5 s limit: a Timeout error, then the next call is answered."""
     calls = {"slow": ("analyze", {"path": str(real_path(RANKS))}), "after": ("explain", {"code": "LA002"})}
@@ -359,6 +371,10 @@ def test_timeout_kills_the_call_and_the_server_goes_on(tmp_path: Path) -> None:
     assert not replies["after"].error and replies["after"].doc["rule"]["code"] == "LA002"
 
 
-def test_bad_roots_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_bad_roots_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     assert main(["mcp", "--root", str(tmp_path / "absent")]) == 2
     assert capsys.readouterr().err.startswith("advisor: error: --root ")
+    assert list(tmp_path.iterdir()) == []  # no work folder left behind
