@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import signal
 import sys
 import threading
 from multiprocessing.connection import Connection
@@ -88,6 +89,7 @@ def _error(kind: str, message: str, hint: str | None) -> dict[str, Any]:
 def serve(conn: Connection, work_dir: str) -> None:
     """The child's loop: answer (tool, args) requests until the server closes the pipe."""
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # nothing may reach the MCP stream
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C in the terminal is the server's to handle: it kills us
     from advisor.mcp import core
     from advisor.mcp.query import Snapshots
 
