@@ -31,7 +31,7 @@ from advisor.diff.sides import Side
 from advisor.diff.stats import mean_difference_interval
 from advisor.diff.verdict import DEFAULT_THRESHOLD_PCT, Comparability, Verdict, comparability, decide
 
-DIFF_SCHEMA_VERSION = "1.1"  # 1.1: comparability.program, verdict.interval and verdict.rule, gate.interval
+DIFF_SCHEMA_VERSION = "1.2"  # 1.2: verify; 1.1: comparability.program, verdict.interval and verdict.rule, gate.interval
 
 
 def pct(part: float, whole: float) -> float | None:

@@ -35,6 +35,12 @@ def opened(path: str) -> Iterator[Run]:
         run.close()
 
 
+def warm() -> None:
+    """Import the analysis code before the worker says it is ready, so a call's time limit counts work only."""
+    import advisor.diff
+    import advisor.engine.analyze  # noqa: F401
+
+
 def analyze(path: str, select: list[str] | None = None) -> dict[str, Any]:
     """`advisor analyze PATH --format json [--select ...]`: the versioned analyze document (docs/json-output.md)."""
     from advisor.engine.analyze import analyze_run, document
@@ -142,14 +148,20 @@ def _gap(g: dict[str, Any]) -> dict[str, Any]:
 
 
 def ranks(path: str) -> dict[str, Any]:
-    """Per rank (device of a multi-rank run): its time split and its verdict, from the analyze document
-    (`time` and `verdict.devices`), so the numbers are the ones `advisor analyze` reports."""
+    """Per rank (device of a multi-rank run): its time split, its verdict and the findings located on it,
+    from the analyze document (`time`, `verdict.devices`, `findings[].window.device_id`), so the numbers
+    are the ones `advisor analyze` reports; `spread_ns` is the longest device span minus the shortest."""
     doc = analyze(path)
     verdicts = {v.get("device_id"): v for v in (doc.get("verdict") or {}).get("devices") or []}
+    findings: dict[Any, list[dict[str, Any]]] = {}
+    for f in doc["findings"]:
+        brief = {k: f.get(k) for k in ("code", "name", "est_gain_ns", "gain_pct", "fingerprint")}
+        findings.setdefault((f.get("window") or {}).get("device_id"), []).append(brief)
     items = [{"rank": t["rank"], "device_id": t["device_id"], "name": t["name"], "span_ns": t["span_ns"],
               **{k: t[k] for k in ("busy", "idle", "kernels", "communication_kernels", "communication_exposed",
                                     "memcpy")},
-              "verdict": verdicts.get(t["device_id"])} for t in doc["time"]]
+              "verdict": verdicts.get(t["device_id"]), "findings": findings.get(t["device_id"], [])}
+             for t in doc["time"]]
     spans = [int(t["span_ns"]) for t in doc["time"]]
     return {"schema_version": MCP_SCHEMA_VERSION, "world_size": doc["runs"][0]["input"].get("world_size"),
             "ranks": items, "spread_ns": (max(spans) - min(spans)) if spans else 0,

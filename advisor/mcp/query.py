@@ -27,6 +27,10 @@ MAX_BYTES = 1 << 20  # the result's rows as JSON, at most this many bytes
 QUERY_TIMEOUT_S = 20.0
 
 
+class Timeout(InputError):
+    """A query stopped at the per-query time limit (its kind in the tool error, like a call's Timeout)."""
+
+
 class Snapshots:
     """Snapshot files of the runs queried so far, one per input, rebuilt when the input changes."""
 
@@ -86,7 +90,7 @@ def run(db: Path, tables: list[str], sql: str, max_rows: int = MAX_ROWS, max_byt
         fetched = rel.limit(max_rows + 1).fetchall()
     except duckdb.Error as e:
         if timer.finished.is_set():
-            raise InputError(f"query stopped after {timeout_s:g} s (per-query time limit)",
+            raise Timeout(f"query stopped after {timeout_s:g} s (per-query time limit)",
                              "aggregate in SQL, filter with WHERE, or add a LIMIT") from None
         raise InputError(f"SQL error: {_first_line(e)}", f"tables: {', '.join(tables)}") from None
     finally:

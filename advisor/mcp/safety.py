@@ -54,13 +54,28 @@ class Roots:
         if ".." in given.parts:
             raise Refused(f"'..' is not allowed in a path (got {raw!r})", ROOT_HINT)
         full = (given if given.is_absolute() else self.dirs[0] / given).resolve()
-        if not any(full == d or full.is_relative_to(d) for d in self.dirs):
+        if not self.holds(full):
             linked = _lexically_inside(given, self.dirs)
             why = "resolves through a symlink to a place outside" if linked else "is outside"
             raise Refused(f"the path {why} the server's roots (got {raw!r})", ROOT_HINT)
         if not full.exists():
             raise InputError(f"no such file or directory under the roots (got {raw!r})", ROOT_HINT)
+        if full.is_dir():
+            self._check_inside(full, raw)
         return str(full)
+
+    def _check_inside(self, folder: Path, raw: str) -> None:
+        """A directory input (rank files, repeated captures) is read file by file: a symlink inside it
+        that leads out of the roots is refused like a symlinked path."""
+        for top, dirs, files in os.walk(folder):
+            for name in (*dirs, *files):
+                p = Path(top) / name
+                if p.is_symlink() and not self.holds(p.resolve()):
+                    raise Refused(f"the directory holds {name!r}, which resolves through a symlink to a place "
+                                  f"outside the server's roots (got {raw!r})", ROOT_HINT)
+
+    def holds(self, resolved: Path) -> bool:
+        return any(resolved == d or resolved.is_relative_to(d) for d in self.dirs)
 
 
 def _lexically_inside(given: Path, dirs: tuple[Path, ...]) -> bool:

@@ -9,6 +9,7 @@ document as `structuredContent` and as text; a refusal or failure is an error re
 
 from __future__ import annotations
 
+import inspect
 import json
 import shutil
 import tempfile
@@ -42,9 +43,11 @@ N = Annotated[int, Field(ge=1, le=1000, description="how many items to return")]
 class Tools:
     """The tools bound to one server's roots, worker and time limit."""
 
-    def __init__(self, roots: Roots, timeout_s: float, work_dir: Path) -> None:
+    def __init__(self, roots: Roots, timeout_s: float, work_dir: Path,
+                 query_timeout_s: float = query.QUERY_TIMEOUT_S) -> None:
         self.roots = roots
         self.timeout_s = timeout_s
+        self.query_timeout_s = query_timeout_s
         self.worker = Worker(work_dir)
 
     async def run(self, tool: str, args: dict[str, Any], paths: tuple[str, ...] = ()) -> CallToolResult:
@@ -108,7 +111,7 @@ class Tools:
         except AdvisorError as e:
             return _result("error", _error(type(e).__name__, e.message, e.hint))
         args = {"path": path, "sql": sql, "max_rows": max_rows, "max_bytes": query.MAX_BYTES,
-                "timeout_s": min(query.QUERY_TIMEOUT_S, self.timeout_s)}
+                "timeout_s": min(self.query_timeout_s, self.timeout_s)}
         return await self.run("query", args, ("path",))
 
 
@@ -121,19 +124,22 @@ def _result(kind: str, doc: dict[str, Any]) -> CallToolResult:
                           structured_content=body, is_error=kind != "ok")
 
 
-def build(roots: Roots, timeout_s: float = DEFAULT_TIMEOUT_S, work_dir: Path | None = None) -> tuple[MCPServer, Tools]:
+def build(roots: Roots, timeout_s: float = DEFAULT_TIMEOUT_S, work_dir: Path | None = None,
+          query_timeout_s: float = query.QUERY_TIMEOUT_S) -> tuple[MCPServer, Tools]:
     """The server with every tool registered (scripts/gen_agent_docs.py builds one to read the schemas)."""
-    tools = Tools(roots, timeout_s, work_dir or Path(tempfile.gettempdir()))
-    server: MCPServer = MCPServer("advisor", version=__version__, instructions=INSTRUCTIONS)
+    tools = Tools(roots, timeout_s, work_dir or Path(tempfile.gettempdir()), query_timeout_s)
+    server: MCPServer = MCPServer("advisor", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
     for name in TOOL_NAMES:
-        server.add_tool(getattr(tools, name), name=name, annotations=_READ_ONLY)
+        fn = getattr(tools, name)
+        server.add_tool(fn, name=name, description=inspect.cleandoc(fn.__doc__ or ""), annotations=_READ_ONLY)
     return server, tools
 
 
-def serve(roots: list[str], timeout_s: float) -> None:
+def serve(roots: list[str], timeout_s: float, query_timeout_s: float = query.QUERY_TIMEOUT_S) -> None:
     """Run the server over stdio until the client closes it; the worker and its snapshots go with it."""
+    checked = Roots.of(roots)  # before the temp folder: a bad root leaves nothing behind
     work = Path(tempfile.mkdtemp(prefix="advisor-mcp-"))
-    server, tools = build(Roots.of(roots), timeout_s, work)
+    server, tools = build(checked, timeout_s, work, query_timeout_s)
     try:
         server.run("stdio")
     finally:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import signal
 import sys
 import threading
 from multiprocessing.connection import Connection
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 Answer = tuple[str, dict[str, Any]]
+STARTUP_S = 120.0  # a spawned worker imports advisor's core before it says it is ready
 
 
 class Worker:
@@ -35,8 +37,8 @@ class Worker:
 
     def call(self, tool: str, args: dict[str, Any], timeout_s: float) -> Answer:
         with self._lock:
-            conn = self._start()
             try:
+                conn = self._start()
                 conn.send((tool, args))
                 if conn.poll(timeout_s):
                     answer: Answer = conn.recv()
@@ -61,6 +63,9 @@ class Worker:
         self._proc.start()
         child.close()
         self._conn = parent
+        if not parent.poll(STARTUP_S):  # its imports are not the call's time: the clock starts after
+            raise EOFError("the worker process did not start")
+        parent.recv()
         return parent
 
     def stop(self) -> None:
@@ -84,9 +89,13 @@ def _error(kind: str, message: str, hint: str | None) -> dict[str, Any]:
 def serve(conn: Connection, work_dir: str) -> None:
     """The child's loop: answer (tool, args) requests until the server closes the pipe."""
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # nothing may reach the MCP stream
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C in the terminal is the server's to handle: it kills us
+    from advisor.mcp import core
     from advisor.mcp.query import Snapshots
 
+    core.warm()
     snapshots = Snapshots(Path(work_dir))
+    conn.send(("ready", {}))
     while True:
         try:
             tool, args = conn.recv()
@@ -115,8 +124,20 @@ def answer(tool: str, args: dict[str, Any], snapshots: Any) -> Answer:
                                "please report it with the tool call that caused it")
 
 
+def _unchanged(a: dict[str, Any]) -> None:
+    """The server checked and resolved the paths; one that resolves elsewhere now (a component swapped for a
+    symlink since) is refused rather than followed."""
+    from advisor.mcp.safety import ROOT_HINT, Refused
+
+    for key in ("path", "base", "new"):
+        if key in a and str(Path(a[key]).resolve()) != a[key]:
+            raise Refused(f"{a[key]!r} changed into a symlink after it was checked", ROOT_HINT)
+
+
 def _dispatch(tool: str, a: dict[str, Any], snapshots: Any) -> dict[str, Any]:
     from advisor.mcp import core, query
+
+    _unchanged(a)
 
     if tool == "analyze":
         return core.analyze(a["path"], a.get("select"))

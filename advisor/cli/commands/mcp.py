@@ -19,13 +19,16 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS",
                    help="time limit of one tool call; a call past it is stopped and answered with an error "
                         "(default 300)")
+    p.add_argument("--query-timeout", type=float, default=20.0, metavar="SECONDS",
+                   help="time limit of one SQL statement of the query tool, its snapshot build aside (default 20)")
 
 
 def run(args: argparse.Namespace) -> int:
     from advisor.errors import InputError
     from advisor.mcp.server import serve
 
-    if args.timeout <= 0:
-        raise InputError(f"--timeout {args.timeout}: must be > 0", "give seconds, e.g. 300")
-    serve(args.root, args.timeout)
+    for flag, value in (("--timeout", args.timeout), ("--query-timeout", args.query_timeout)):
+        if value <= 0:
+            raise InputError(f"{flag} {value}: must be > 0", "give seconds, e.g. 300")
+    serve(args.root, args.timeout, args.query_timeout)
     return 0
