@@ -33,6 +33,9 @@ def register(p: argparse.ArgumentParser) -> None:
                         "joined to the timeline, the ncu rules weigh their gains by each kernel's timeline time")
     p.add_argument("--nsys", help="nsys executable used to export .nsys-rep/.qdrep (default: nsys on PATH)")
     p.add_argument("--top", type=int, default=10, help="how many top kernels to list (default 10)")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="text: list each rule that could not run on the trace, why, and how to capture what it needs")
+    p.add_argument("--wide", action="store_true", help="text: never shorten kernel names, ranges or messages")
     p.add_argument("--no-cache", action="store_true", help="parse again instead of reusing the cache")
     p.add_argument("-o", "--output", help="write the output to this file instead of stdout")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
@@ -170,6 +173,6 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "md":
         out = markdown_document(full)
     else:
-        out = text_document(full)
+        out = text_document(full, verbose=args.verbose, wide=args.wide)
     emit(out, args.output, input_paths(args), what=f"{args.format} analysis", styled=args.format == "text")
     return 1 if args.fail_on.failed([f for r in runs for f in r.get("findings") or []]) else 0
