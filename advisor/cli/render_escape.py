@@ -76,13 +76,43 @@ def distinct_names(names: list[str], limit: int = 70) -> dict[str, str]:
             out[n] = short_name(n, width)
 
 
+# characters that start Markdown (CommonMark + GFM) markup anywhere in a line; `_` and `(` are handled
+# by context below, `<` and `&` become entities (a raw `<` starts HTML; `&` can start an entity)
+_MD_ALWAYS = set("\\`*[]|~")
+_MD_BLOCK_START = re.compile(r"^(\s*)([#>+-])(?=\s|$)")  # a heading, quote or list item if it opened a line
+_MD_ORDERED = re.compile(r"^(\s*\d{1,9})([.)])(?=\s|$)")  # an ordered list item: `1. x`
+
+
 def md_cell(text: Any, limit: int = 80) -> str:
-    """Trace text inside a Markdown table cell: inert (no markup, links, HTML, or cell breaks)."""
+    """Trace text inside Markdown (a table cell, a list item, a heading): inert (no emphasis, links, HTML,
+    code or cell breaks), yet readable raw: only what Markdown would act on is escaped, with a backslash
+    (`train_step.pt.trace` stays as it is; `*x*` becomes `\\*x\\*`). Checked with a CommonMark renderer
+    (tests/unit/test_markdown_render.py)."""
     t = clean(str(text), limit)
     out = []
-    for ch in t:
-        if ch in "\\`*_{}[]()#+-.!|<>&~\"'":
-            out.append(f"&#{ord(ch)};")
+    for i, ch in enumerate(t):
+        prev, nxt = t[i - 1] if i else " ", t[i + 1] if i + 1 < len(t) else " "
+        if ch in _MD_ALWAYS:
+            out.append("\\" + ch)
+        elif ch == "_" and not (prev.isalnum() and nxt.isalnum()):  # intraword _ never emphasizes
+            out.append("\\_")
+        elif ch == "(" and prev == "]":
+            out.append("\\(")
+        elif ch == "<":
+            out.append("&lt;")
+        elif ch == "&" and re.match(r"&(#\d+|#x[0-9a-f]+|\w+);", t[i:], re.I):
+            out.append("&amp;")
         else:
             out.append(ch)
-    return "".join(out)
+    escaped = _MD_BLOCK_START.sub(lambda m: m.group(1) + "\\" + m.group(2), "".join(out), count=1)
+    return _MD_ORDERED.sub(lambda m: m.group(1) + "\\" + m.group(2), escaped, count=1)
+
+
+def md_code(text: Any, limit: int = 150) -> str:
+    """Trace text as a Markdown code span: shown verbatim (a code span takes no escapes), fenced with more
+    backticks than the text holds in a row."""
+    t = clean(str(text), limit)
+    run = max((len(m) for m in re.findall(r"`+", t)), default=0)
+    fence = "`" * (run + 1)
+    pad = " " if t.startswith("`") or t.endswith("`") or run else ""
+    return f"{fence}{pad}{t}{pad}{fence}"
