@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import sys
 from collections.abc import Iterator
 
 from advisor import INSTALL_HINT
@@ -47,17 +48,31 @@ def run(args: argparse.Namespace) -> int:
 
 @contextlib.contextmanager
 def _quiet_stdout() -> Iterator[None]:
-    """Textual draws on stderr; DuckDB's progress bar writes to fd 1 from C++ and would tear the screen."""
+    """Textual draws on stderr; C++ code writing to fd 1 (a DuckDB progress bar) would tear the screen, so fd 1
+    points at /dev/null while the app runs.
+
+    Textual measures the terminal with shutil.get_terminal_size(), which asks sys.__stdout__'s descriptor: with
+    fd 1 on /dev/null it fell back to 80x24 whatever the terminal was. sys.__stdout__ is pointed at a copy of
+    the terminal's descriptor for the run, so the app fills the terminal and follows resizes (SIGWINCH).
+    COLUMNS/LINES, which shutil reads first, are set aside while a terminal can be measured: inherited from
+    a parent shell they are stale (a tmux pane of 160x48 ran the app with COLUMNS=80 LINES=24)."""
     try:
         saved = os.dup(1)
     except OSError:  # no stdout at all
         yield
         return
     devnull = os.open(os.devnull, os.O_WRONLY)
+    tty = next((fd for fd in (saved, 2, 0) if os.isatty(fd)), None)
+    real_stdout = sys.__stdout__
+    stale = {k: os.environ.pop(k) for k in ("COLUMNS", "LINES") if tty is not None and k in os.environ}
     try:
         os.dup2(devnull, 1)
+        if tty is not None:
+            sys.__stdout__ = os.fdopen(tty, "w", closefd=False)  # type: ignore[misc]
         yield
     finally:
+        sys.__stdout__ = real_stdout  # type: ignore[misc]
+        os.environ.update(stale)
         os.dup2(saved, 1)
         os.close(saved)
         os.close(devnull)
