@@ -183,3 +183,12 @@ def test_report_in_a_terminal_writes_a_named_file(tmp_path: Path) -> None:
     assert written.read_text().startswith("<!DOCTYPE html>") or "<html" in written.read_text()[:500]
     assert "advisor: wrote HTML report to IO001_pageable_memcpy_baseline.advisor.html" in drawn
     assert "<html" not in drawn
+
+
+def test_tui_refuses_a_bad_path_or_no_terminal_before_full_screen(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = _run(["tui", str(tmp_path / "missing.json")], capsys)
+    assert (rc, out) == (2, "") and err == (f"advisor: error: cannot read {tmp_path / 'missing.json'}: no such file "
+                                            "or directory; check the path\n")
+    rc, out, err = _run(["tui", str(ROOT / TRACE)], capsys)  # pytest's stdin is no terminal
+    assert (rc, out) == (2, "") and "advisor tui needs a terminal" in err and ESC not in err

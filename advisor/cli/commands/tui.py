@@ -33,6 +33,7 @@ def run(args: argparse.Namespace) -> int:
     if args.ncu and len(args.paths) != 1:
         raise InputError("--ncu joins one Nsight Compute report to one timeline trace",
                          f"pass exactly one PATH with --ncu (got {len(args.paths)})")
+    _check_before_full_screen(args.paths + ([args.ncu] if args.ncu else []))
     try:
         from advisor.tui.app import AdvisorApp, default_opener
     except ImportError as e:
@@ -44,6 +45,17 @@ def run(args: argparse.Namespace) -> int:
     if app.error:
         raise AdvisorError(app.error)
     return 0
+
+
+def _check_before_full_screen(paths: list[str]) -> None:
+    """A missing input or a missing terminal is one line and exit 2, before the screen is taken over
+    (inside the app a bad path was a full-screen message waiting for q; without a terminal the app hung)."""
+    for path in paths:
+        if not os.path.exists(path):
+            raise InputError(f"cannot read {path}: no such file or directory", "check the path")
+    if not (os.isatty(0) and os.isatty(2)):
+        raise InputError("advisor tui needs a terminal (standard input and error)",
+                         "run it in a terminal, or use `advisor analyze` / `advisor report` for files")
 
 
 @contextlib.contextmanager
