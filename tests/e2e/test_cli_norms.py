@@ -192,3 +192,33 @@ def test_tui_refuses_a_bad_path_or_no_terminal_before_full_screen(tmp_path: Path
                                             "or directory; check the path\n")
     rc, out, err = _run(["tui", str(ROOT / TRACE)], capsys)  # pytest's stdin is no terminal
     assert (rc, out) == (2, "") and "advisor tui needs a terminal" in err and ESC not in err
+
+
+def _gpus_in(sqlite_gz: Path, tmp: Path) -> int:
+    import gzip
+    import shutil
+    import sqlite3
+
+    db = tmp / (sqlite_gz.name + ".db")
+    with gzip.open(sqlite_gz) as src, open(db, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    with sqlite3.connect(db) as con:
+        return int(con.execute("SELECT count(DISTINCT deviceId) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0])
+
+
+def test_directory_of_repeated_captures_is_runs_not_gpus(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    caps = tmp_path / "caps"
+    caps.mkdir()
+    for t in (TRACE, TRACE_NEW):
+        shutil.copy(ROOT / t, caps)
+    rc, out, _ = _run(["analyze", str(caps), "--format", "json", "--no-rules"], capsys)
+    doc = json.loads(out)
+    assert rc == 0 and [r["input"]["path"] for r in doc["runs"]] == sorted(str(p) for p in caps.iterdir())
+    assert [len(r["devices"]) for r in doc["runs"]] == [_gpus_in(p, tmp_path) for p in sorted(caps.iterdir())]
+    for cmd in (["report", str(caps), "-o", str(tmp_path / "r.html")], ["tui", str(caps)]):
+        rc, out, err = _run(cmd, capsys)
+        assert rc == 2 and f"{caps} holds 2 repeated captures" in err, err
+    rc, _, err = _run(["analyze", str(caps), "--dir-as", "ranks"], capsys)
+    assert rc == 2 and "advisor: error:" in err  # nsys files are no Kineto rank set: refused, not merged

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator
 
 from advisor import INSTALL_HINT
+from advisor.cli.commands.analyze import add_dir_as, one_capture
 from advisor.errors import AdvisorError, InputError
 
 NAME = "tui"
@@ -23,6 +24,7 @@ def register(p: argparse.ArgumentParser) -> None:
                         "one PATH as `advisor analyze PATH --ncu REPORT` does: the Kernels screen shows the ncu "
                         "class of matched kernels, the Roofline screen plots the report")
     p.add_argument("--nsys", help="nsys executable used to export .nsys-rep/.qdrep (default: nsys on PATH)")
+    add_dir_as(p)
     p.add_argument("--no-cache", action="store_true", help="parse again instead of reusing the cache")
 
 
@@ -33,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     if args.ncu and len(args.paths) != 1:
         raise InputError("--ncu joins one Nsight Compute report to one timeline trace",
                          f"pass exactly one PATH with --ncu (got {len(args.paths)})")
-    _check_before_full_screen(args.paths + ([args.ncu] if args.ncu else []))
+    _check_before_full_screen(args.paths + ([args.ncu] if args.ncu else []), args)
     try:
         from advisor.tui.app import AdvisorApp, default_opener
     except ImportError as e:
@@ -47,12 +49,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_before_full_screen(paths: list[str]) -> None:
+def _check_before_full_screen(paths: list[str], args: argparse.Namespace) -> None:
     """A missing input or a missing terminal is one line and exit 2, before the screen is taken over
     (inside the app a bad path was a full-screen message waiting for q; without a terminal the app hung)."""
     for path in paths:
         if not os.path.exists(path):
             raise InputError(f"cannot read {path}: no such file or directory", "check the path")
+    args.paths = [one_capture(p, args) for p in args.paths]  # a directory of repeated captures: refused
     if not (os.isatty(0) and os.isatty(2)):
         raise InputError("advisor tui needs a terminal (standard input and error)",
                          "run it in a terminal, or use `advisor analyze` / `advisor report` for files")
