@@ -73,11 +73,12 @@ def test_every_command_has_examples_in_its_help() -> None:
 
 
 @pytest.mark.parametrize("example", [e for e in _all_examples() if not e.startswith("advisor tui")])
-def test_help_examples_work_when_copied(example: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_help_examples_work_when_copied(example: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """Each example, run from the repository root (its relative paths are bundled fixtures), exits 0, or 1
     for a --fail-on gate that the example's trace trips; a file it names is written and said."""
     argv = shlex.split(example)[1:]
-    os.chdir(ROOT)
+    monkeypatch.chdir(ROOT)
     argv = [str(tmp_path / a) if prev == "-o" else a for prev, a in zip(["", *argv], argv, strict=False)]
     rc, out, err = _run(argv, capsys)
     assert rc == (1 if "--fail-on" in argv else 0), (example, err)

@@ -85,7 +85,7 @@ def test_python_api_example(capsys: pytest.CaptureFixture[str]) -> None:
     if importlib.util.find_spec("advisor.api") is None:
         return  # the API lands separately (advisor/api.py); the snippet is checked to compile
     cwd = os.getcwd()
-    os.chdir(ROOT)
+    os.chdir(ROOT)  # the snippet's path is relative to the repository root
     try:
         scope: dict[str, object] = {}
         exec(code, scope)
