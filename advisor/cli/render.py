@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.cli.render_escape import clean, md_cell
+from advisor.cli.render_escape import clean, distinct_names, md_cell, wide_text
 from advisor.cli.render_gpu_metrics import md_gpu_metrics, text_gpu_metrics
 from advisor.cli.render_mfu import text_mfu, text_serving
 from advisor.cli.render_ncu import md_ncu, md_ncu_profile, text_ncu, text_ncu_profile
@@ -23,7 +23,24 @@ def _device_label(d: dict[str, Any]) -> str:
     return f"device {d['device_id']}{rank} ({clean(d.get('name')) or 'name not recorded'})"
 
 
-def text_run(doc: dict[str, Any]) -> list[str]:
+def device_facts(d: dict[str, Any]) -> list[str]:
+    """SMs and CUDA compute capability on NVIDIA; compute units and the gfx architecture on AMD (HIP
+    reports gfx9xx parts as 9.x: the family is known, the exact part is not)."""
+    amd = d.get("vendor") == "amd"
+    extra = []
+    if d.get("sm_count"):
+        extra.append(f"{d['sm_count']} {'CUs' if amd else 'SMs'}")
+    if d.get("memory_bytes"):
+        extra.append(fmt_bytes(d["memory_bytes"]))
+    cc = d.get("compute_capability")
+    if cc and amd:
+        extra.append(str(cc) if str(cc).startswith("gfx") else f"gfx{str(cc).split('.')[0]} family (HIP arch {cc})")
+    elif cc:
+        extra.append(f"CC {cc}")
+    return extra
+
+
+def text_run(doc: dict[str, Any], verbose: bool = False) -> list[str]:
     inp = doc["input"]
     lines = [f"== {clean(inp['path'], 200)}"]
     ver = inp.get("tool_version") or "version not recorded"
@@ -41,13 +58,7 @@ def text_run(doc: dict[str, Any]) -> list[str]:
     if doc["devices"]:
         lines.append("GPUs:")
         for d in doc["devices"]:
-            extra = []
-            if d.get("sm_count"):
-                extra.append(f"{d['sm_count']} SMs")
-            if d.get("memory_bytes"):
-                extra.append(fmt_bytes(d["memory_bytes"]))
-            if d.get("compute_capability"):
-                extra.append(f"CC {d['compute_capability']}")
+            extra = device_facts(d)
             lines.append(f"   {_device_label(d)}" + (f": {', '.join(extra)}" if extra else ""))
     else:
         lines.append("GPUs: none recorded in this trace")
@@ -69,18 +80,23 @@ def text_run(doc: dict[str, Any]) -> list[str]:
     lines += text_ncu(doc.get("ncu"))
     lines += text_ncu_profile(doc.get("ncu_profile"))
     lines += _text_findings(doc.get("findings") or [])
-    lines += _text_rule_outcomes(doc.get("rules") or [])
+    lines += _text_rule_outcomes(doc.get("rules") or [], verbose)
     return lines
 
 
-def _text_rule_outcomes(rules: list[dict[str, Any]]) -> list[str]:
-    """Rules that could not look at this trace, with how to capture what they need."""
+def _text_rule_outcomes(rules: list[dict[str, Any]], verbose: bool = False) -> list[str]:
+    """Rules that could not look at this trace: one summary line, or (-v) each with how to capture
+    what it needs."""
     na = [r for r in rules if r.get("outcome") in ("not_applicable", "error")]
     if not rules:
         return []
     clean_n = sum(1 for r in rules if r.get("outcome") == "clean")
     fired_n = sum(1 for r in rules if r.get("outcome") == "fired")
-    out = [f"Rules: {fired_n} fired, {clean_n} clean, {len(na)} could not run on this trace:"]
+    head = f"Rules: {fired_n} fired, {clean_n} clean, {len(na)} could not run on this trace"
+    if not verbose:
+        codes = ", ".join(str(r["code"]) for r in na)
+        return [head + (f" ({codes}; -v says why and how to capture what they need)" if na else "")]
+    out = [head + ":"]
     for r in na:
         why = r.get("reason") or r.get("error") or ""
         how = f"; capture with {r['how_to_capture']}" if r.get("how_to_capture") else ""
@@ -91,9 +107,13 @@ def _text_rule_outcomes(rules: list[dict[str, Any]]) -> list[str]:
 def _text_verdict(v: dict[str, Any]) -> list[str]:
     out = [f"Verdict: {str(v.get('class', 'n/a')).upper()}-bound: {clean(v.get('cause'), 2000)}"]
     out.append(f"   basis: {v.get('basis')}; confidence: {v.get('confidence')}")
-    for s in v.get("shares", [])[:6]:
-        if s.get("pct") is not None:
-            out.append(f"   {s['name']}: {s['pct']:.1f}% of {s['of']}")
+    shares = [s for s in v.get("shares", [])[:6] if s.get("pct") is not None]
+    by_of: dict[str, list[str]] = {}  # the denominator said once per block
+    for s in shares:
+        by_of.setdefault(str(s["of"]), []).append(f"{s['name']} {s['pct']:.1f}%")
+    for of, items in by_of.items():
+        said = of in str(v.get("cause") or "")  # the cause already names this denominator
+        out.append(f"   shares (percent of {'that time' if said else of}): {', '.join(items)}")
     return out
 
 
@@ -123,11 +143,12 @@ def _text_kernels(tk: dict[str, Any]) -> list[str]:
         return []
     out = [f"Top kernels by total time (percent of {tk['of']}: {fmt_ns(tk['total_kernel_ns'])}):"]
     out.append(f"   {'total':>12} {'share':>6} {'count':>7} {'mean':>10} {'p50':>10} {'p95':>10}  name")
+    short = distinct_names([str(k["name"]) for k in tk["items"]])
     for k in tk["items"]:
         p = k["total"]["pct"]
         out.append(
             f"   {fmt_ns(k['total']['ns']):>12} {(f'{p:.1f}%' if p is not None else 'n/a'):>6} {k['count']:>7,} "
-            f"{fmt_ns(k['mean_ns']):>10} {fmt_ns(k['p50_ns']):>10} {fmt_ns(k['p95_ns']):>10}  {clean(k['name'], 70)}"
+            f"{fmt_ns(k['mean_ns']):>10} {fmt_ns(k['p50_ns']):>10} {fmt_ns(k['p95_ns']):>10}  {short[str(k['name'])]}"
         )
     return out
 
@@ -210,12 +231,15 @@ def _where(f: dict[str, Any]) -> str:
     return " ".join(parts) or str(f.get("location") or "run")
 
 
-def text_document(doc: dict[str, Any]) -> str:
+def text_document(doc: dict[str, Any], verbose: bool = False, wide: bool = False) -> str:
+    """The terminal text: short by default (not-applicable rules in one line, long names shortened);
+    `verbose` lists each rule that could not run and why, `wide` keeps every name and message whole."""
     lines: list[str] = []
-    for i, run in enumerate(doc["runs"]):
-        if i:
-            lines.append("")
-        lines += text_run(run)
+    with wide_text(wide):
+        for i, run in enumerate(doc["runs"]):
+            if i:
+                lines.append("")
+            lines += text_run(run, verbose)
     return "\n".join(lines) + "\n"
 
 

@@ -128,7 +128,7 @@ def test_hostile_ncu_kernel_name_is_inert_in_markdown_and_text(tmp_path: Path,
     assert "\x1b[31m" not in text
     # the name is shown (escaped), not dropped: its short form is empty, so the full name stands in
     (row,) = [line for line in md.splitlines() if "not available | 0 |" in line]
-    assert row.startswith("| &#60;script&#62;alert&#40;1&#41;&#60;/script&#62;&#42;bold&#42;")
+    assert row.startswith("| &lt;script>alert(1)&lt;/script>\\*bold\\*\\[x\\]\\(javascript:alert(1))")
     assert row.count("|") == 6  # five cells: nothing in the name broke the table
     assert "(ncu launch 0): timeline time not available" in text
     line = next(x for x in text.splitlines() if "(ncu launch 0)" in x)

@@ -73,11 +73,12 @@ def test_every_command_has_examples_in_its_help() -> None:
 
 
 @pytest.mark.parametrize("example", [e for e in _all_examples() if not e.startswith("advisor tui")])
-def test_help_examples_work_when_copied(example: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_help_examples_work_when_copied(example: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """Each example, run from the repository root (its relative paths are bundled fixtures), exits 0, or 1
     for a --fail-on gate that the example's trace trips; a file it names is written and said."""
     argv = shlex.split(example)[1:]
-    os.chdir(ROOT)
+    monkeypatch.chdir(ROOT)
     argv = [str(tmp_path / a) if prev == "-o" else a for prev, a in zip(["", *argv], argv, strict=False)]
     rc, out, err = _run(argv, capsys)
     assert rc == (1 if "--fail-on" in argv else 0), (example, err)
@@ -183,3 +184,42 @@ def test_report_in_a_terminal_writes_a_named_file(tmp_path: Path) -> None:
     assert written.read_text().startswith("<!DOCTYPE html>") or "<html" in written.read_text()[:500]
     assert "advisor: wrote HTML report to IO001_pageable_memcpy_baseline.advisor.html" in drawn
     assert "<html" not in drawn
+
+
+def test_tui_refuses_a_bad_path_or_no_terminal_before_full_screen(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = _run(["tui", str(tmp_path / "missing.json")], capsys)
+    assert (rc, out) == (2, "") and err == (f"advisor: error: cannot read {tmp_path / 'missing.json'}: no such file "
+                                            "or directory; check the path\n")
+    rc, out, err = _run(["tui", str(ROOT / TRACE)], capsys)  # pytest's stdin is no terminal
+    assert (rc, out) == (2, "") and "advisor tui needs a terminal" in err and ESC not in err
+
+
+def _gpus_in(sqlite_gz: Path, tmp: Path) -> int:
+    import gzip
+    import shutil
+    import sqlite3
+
+    db = tmp / (sqlite_gz.name + ".db")
+    with gzip.open(sqlite_gz) as src, open(db, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    with sqlite3.connect(db) as con:
+        return int(con.execute("SELECT count(DISTINCT deviceId) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0])
+
+
+def test_directory_of_repeated_captures_is_runs_not_gpus(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    caps = tmp_path / "caps"
+    caps.mkdir()
+    for t in (TRACE, TRACE_NEW):
+        shutil.copy(ROOT / t, caps)
+    rc, out, _ = _run(["analyze", str(caps), "--format", "json", "--no-rules"], capsys)
+    doc = json.loads(out)
+    assert rc == 0 and [r["input"]["path"] for r in doc["runs"]] == sorted(str(p) for p in caps.iterdir())
+    assert [len(r["devices"]) for r in doc["runs"]] == [_gpus_in(p, tmp_path) for p in sorted(caps.iterdir())]
+    for cmd in (["report", str(caps), "-o", str(tmp_path / "r.html")], ["tui", str(caps)]):
+        rc, out, err = _run(cmd, capsys)
+        assert rc == 2 and f"{caps} holds 2 repeated captures" in err, err
+    rc, _, err = _run(["analyze", str(caps), "--dir-as", "ranks"], capsys)
+    assert rc == 2 and "advisor: error:" in err  # nsys files are no Kineto rank set: refused, not merged

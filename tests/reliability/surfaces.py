@@ -17,7 +17,7 @@ from typing import Any
 
 from advisor.cli.main import command_modules, main
 
-COVERED = {"analyze", "diff", "report", "tui"}
+COVERED = {"analyze", "diff", "export", "report", "tui"}
 TUI_KEYS = ("o", "f", "k", "t", "r")  # every screen that shows trace text (roofline shows ncu numbers only)
 
 
@@ -68,6 +68,7 @@ def all_outputs(trace: Path, other: Path, work: Path) -> dict[str, str]:
         record(f"{side}analyze-md-file", ["analyze", str(path), "--format", "md"], to_file=True)
         record(f"{side}report-html", ["report", str(path)])
         record(f"{side}report-html-file", ["report", str(path)], to_file=True)
+        record(f"{side}export-json", ["export", str(path)])
     for fmt in ("text", "json", "md", "html"):
         record(f"diff-{fmt}", ["diff", str(trace), str(other), "--format", fmt])
     for name, paths in (("tui", [trace]), ("other-tui", [other]), ("tui-diff", [trace, other])):

@@ -73,6 +73,32 @@ def test_advisor_tui_in_tmux(tmux: Tmux) -> None:
     assert "Overview" not in tmux.screen(), "q did not quit the app"
 
 
+def test_advisor_tui_fills_the_terminal(tmux: Tmux) -> None:
+    """At 160x48 the app draws 160 columns and 48 rows (it drew 80x24 while it measured /dev/null), and it
+    follows a resize."""
+    root = Path(__file__).resolve().parents[2]
+    trace = root / "fixtures/nsys/IO001_pageable_memcpy_baseline/IO001_pageable_memcpy_baseline.sqlite.gz"
+    cmd = f"{sys.executable} -m advisor tui {trace}; sleep 30"
+    env = ["-e", f"ADVISOR_CACHE_DIR={os.environ['ADVISOR_CACHE_DIR']}", "-e", "TERM=xterm-256color"]
+    tmux("new-session", "-d", "-s", "tui", "-x", "160", "-y", "48", *env, cmd)
+    screen = tmux.wait_for("Verdict", "o Overview")
+    lines = screen.rstrip("\n").split("\n")
+    assert max(len(line.rstrip()) for line in lines) > 100, screen
+    title = next(line for line in lines if "IO001_pageable_memcpy_baseline" in line)
+    assert title.index("advisor") > 40, "the header is centred on 160 columns (at 80 it starts near column 14)"
+    assert "o Overview" in lines[47] if len(lines) >= 48 else False, f"footer not on row 48 of {len(lines)}"
+    tmux("resize-window", "-t", "tui", "-x", "120", "-y", "40", check=False)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        rows = tmux.screen().rstrip("\n").split("\n")
+        if len(rows) >= 40 and "o Overview" in rows[39] and max(len(r.rstrip()) for r in rows) <= 120:
+            break
+        time.sleep(0.2)
+    else:
+        raise AssertionError(f"no redraw at 120x40:\n{tmux.screen()}")
+    tmux("send-keys", "-t", "tui", "q")
+
+
 def test_advisor_tui_with_ncu_in_tmux(tmux: Tmux) -> None:
     """`advisor tui TRACE --ncu REPORT` from the command line: matched kernels carry the ncu class, and the
     Roofline screen plots the report (our ME006 H100 capture: nsys timeline + ncu CSV of one `vadd` launch)."""
@@ -84,7 +110,8 @@ def test_advisor_tui_with_ncu_in_tmux(tmux: Tmux) -> None:
     tmux("new-session", "-d", "-s", "tui", "-x", "120", "-y", "30", *env, cmd)
     tmux.wait_for("Verdict", "o Overview")
     tmux("send-keys", "-t", "tui", "k")
-    screen = tmux.wait_for("kernel name(s)", "ncu class from", "(1 of 1 profiled launch(es) matched)")
+    # the header wraps where the terminal's width says (120 columns: "ncu class" ends a line, "from" starts the next)
+    screen = tmux.wait_for("kernel name(s)", "ncu class", "(1 of 1 profiled launch(es) matched)")
     vadd = next(line for line in screen.splitlines() if line.lstrip().startswith("vadd("))
     assert vadd.split()[-1] == "latency", vadd
     tmux("send-keys", "-t", "tui", "l")

@@ -19,3 +19,10 @@ def test_agent_docs_are_current() -> None:
     res = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_agent_docs.py"), "--check"],
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_cli_reference_is_current() -> None:
+    """docs/cli.md is the parser's own --help text (scripts/gen_cli_docs.py)."""
+    res = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_cli_docs.py"), "--check"],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -32,7 +33,11 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="an Nsight Compute report (.ncu-rep[.xz] or ncu CSV) of the same program: its kernels are "
                         "joined to the timeline, the ncu rules weigh their gains by each kernel's timeline time")
     p.add_argument("--nsys", help="nsys executable used to export .nsys-rep/.qdrep (default: nsys on PATH)")
+    add_dir_as(p)
     p.add_argument("--top", type=int, default=10, help="how many top kernels to list (default 10)")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="text: list each rule that could not run on the trace, why, and how to capture what it needs")
+    p.add_argument("--wide", action="store_true", help="text: never shorten kernel names, ranges or messages")
     p.add_argument("--no-cache", action="store_true", help="parse again instead of reusing the cache")
     p.add_argument("-o", "--output", help="write the output to this file instead of stdout")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
@@ -42,6 +47,41 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fail-on", type=fail_on, default=FailOn("none"), metavar="any|none|gain>N%|gain>TIME",
                    help="exit 1 (for CI gates) when any finding fires (any), or when a finding's estimated saving "
                         "exceeds N percent of its denominator (gain>5%%) or a time (gain>2ms); default: none")
+
+
+def add_dir_as(p: argparse.ArgumentParser) -> None:
+    """--dir-as, read as `advisor diff` reads a directory (advisor/diff/sides.py); shared by analyze, report, tui."""
+    p.add_argument("--dir-as", choices=("auto", "captures", "ranks"), default="auto",
+                   help="how to read a directory of trace files: auto (Kineto files recording different ranks are "
+                        "one run, anything else repeated captures), captures (each file its own run), ranks (one "
+                        "multi-rank run)")
+
+
+def captures(paths: list[str], args: argparse.Namespace) -> list[str]:
+    """Each PATH as the runs it holds: a directory of repeated captures is one run per file (never a fake
+    multi-GPU run), a directory of rank files stays one run, as `advisor diff` reads a side."""
+    from advisor.diff.sides import SideOptions, resolve
+    from advisor.parsers.base import ParseOptions
+
+    opts = SideOptions(dir_as=args.dir_as, use_cache=not args.no_cache, with_rules=False,
+                       parse=ParseOptions(nsys=args.nsys))
+    out: list[str] = []
+    for path in paths:
+        out += [str(p) for p in resolve(path, opts)[0]] if os.path.isdir(path) else [path]
+    return out
+
+
+def one_capture(path: str, args: argparse.Namespace) -> str:
+    """The one run PATH names, for commands that show one run (report, tui): a directory of repeated
+    captures is refused with their names rather than read as one run of several GPUs."""
+    from advisor.errors import InputError
+
+    found = captures([path], args)
+    if len(found) != 1:
+        names = ", ".join(os.path.basename(f) for f in found[:3]) + (", ..." if len(found) > 3 else "")
+        raise InputError(f"{path} holds {len(found)} repeated captures ({names})",
+                         "pass one of them, `advisor diff` two, or --dir-as ranks if they are the ranks of one run")
+    return found[0]
 
 
 def add_rule_arguments(p: argparse.ArgumentParser) -> None:
@@ -79,7 +119,7 @@ def _open_ncu(args: argparse.Namespace) -> Run:
     from advisor.ingest import open_run
     from advisor.parsers.base import ParseOptions
 
-    if len(args.paths) != 1:
+    if len(args.paths) != 1 or len(captures(args.paths, args)) != 1:
         raise InputError("--ncu joins one Nsight Compute report to one timeline trace",
                          f"pass exactly one PATH with --ncu (got {len(args.paths)})")
     return open_run(args.ncu, ParseOptions(nsys=args.nsys), use_cache=not args.no_cache)
@@ -149,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
     ncu = _open_ncu(args) if args.ncu else None
     runs = []
     try:
-        for path in args.paths:
+        for path in captures(args.paths, args):
             with Progress(f"reading {path}", enabled=args.progress) as progress:
                 r = open_run(path, ParseOptions(nsys=args.nsys, progress=progress), use_cache=not args.no_cache)
                 try:
@@ -177,6 +217,6 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "md":
         out = markdown_document(full)
     else:
-        out = text_document(full)
+        out = text_document(full, verbose=args.verbose, wide=args.wide)
     emit(out, args.output, input_paths(args), what=f"{args.format} analysis", styled=args.format == "text")
     return 1 if args.fail_on.failed([f for r in runs for f in r.get("findings") or []]) else 0

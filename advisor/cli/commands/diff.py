@@ -13,7 +13,7 @@ from typing import Any
 
 from advisor.cli.output import emit, input_paths
 from advisor.cli.render import MD_LIMIT
-from advisor.cli.render_escape import clean, md_cell
+from advisor.cli.render_escape import clean, md_cell, md_code
 from advisor.reports.units import fmt_ns
 
 NAME = "diff"
@@ -291,8 +291,8 @@ def markdown(doc: dict[str, Any]) -> str:
     icon = {"regression": "🔴", "improvement": "🟢", "neutral": "⚪", "inconclusive": "🟡"}[v["verdict"]]
     head = ["## advisor diff", "",
             f"{icon} **{v['verdict'].upper()}**: {md_cell(v['reason'], 600)}", "",
-            f"- base: `{md_cell(doc['base']['label'], 150)}` ({md_cell(doc['base']['layout'], 120)})",
-            f"- new: `{md_cell(doc['new']['label'], 150)}` ({md_cell(doc['new']['layout'], 120)})",
+            f"- base: {md_code(doc['base']['label'])} ({md_cell(doc['base']['layout'], 120)})",
+            f"- new: {md_code(doc['new']['label'])} ({md_cell(doc['new']['layout'], 120)})",
             f"- {md_cell(_metric_line(m), 600)}", f"- confidence: {md_cell(v['confidence'])}"]
     g = doc.get("gate") or {}
     if g.get("fail_on_regression_pct") is not None:

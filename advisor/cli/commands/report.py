@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 
+from advisor.cli.commands.analyze import add_dir_as, one_capture
 from advisor.cli.output import emit, input_paths
 
 NAME = "report"
@@ -33,6 +34,7 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top", type=int, default=10, help="how many top kernels to list (default 10)")
     p.add_argument("--bins", type=int, default=240, help="time bins of the timeline overview (default 240)")
     p.add_argument("--nsys", help="nsys executable used to export .nsys-rep/.qdrep (default: nsys on PATH)")
+    add_dir_as(p)
     p.add_argument("--no-cache", action="store_true", help="parse again instead of reusing the cache")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr (default: when stderr is a terminal)")
@@ -62,8 +64,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.bins < 10 or args.bins > 2000:
         raise InputError(f"--bins {args.bins} is out of range", "use 10..2000")
-    progress = Progress(f"reading {args.path}", enabled=args.progress)
-    r = open_run(args.path, ParseOptions(nsys=args.nsys, progress=progress), use_cache=not args.no_cache)
+    path = one_capture(args.path, args)
+    progress = Progress(f"reading {path}", enabled=args.progress)
+    r = open_run(path, ParseOptions(nsys=args.nsys, progress=progress), use_cache=not args.no_cache)
     progress.done()
     ncu = open_run(args.ncu, ParseOptions(nsys=args.nsys), use_cache=not args.no_cache) if args.ncu else None
     try:

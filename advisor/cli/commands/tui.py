@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import sys
 from collections.abc import Iterator
 
 from advisor import INSTALL_HINT
+from advisor.cli.commands.analyze import add_dir_as, one_capture
 from advisor.errors import AdvisorError, InputError
 
 NAME = "tui"
@@ -22,6 +24,7 @@ def register(p: argparse.ArgumentParser) -> None:
                         "one PATH as `advisor analyze PATH --ncu REPORT` does: the Kernels screen shows the ncu "
                         "class of matched kernels, the Roofline screen plots the report")
     p.add_argument("--nsys", help="nsys executable used to export .nsys-rep/.qdrep (default: nsys on PATH)")
+    add_dir_as(p)
     p.add_argument("--no-cache", action="store_true", help="parse again instead of reusing the cache")
 
 
@@ -32,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
     if args.ncu and len(args.paths) != 1:
         raise InputError("--ncu joins one Nsight Compute report to one timeline trace",
                          f"pass exactly one PATH with --ncu (got {len(args.paths)})")
+    _check_before_full_screen(args.paths + ([args.ncu] if args.ncu else []), args)
     try:
         from advisor.tui.app import AdvisorApp, default_opener
     except ImportError as e:
@@ -45,19 +49,45 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_before_full_screen(paths: list[str], args: argparse.Namespace) -> None:
+    """A missing input or a missing terminal is one line and exit 2, before the screen is taken over
+    (inside the app a bad path was a full-screen message waiting for q; without a terminal the app hung)."""
+    for path in paths:
+        if not os.path.exists(path):
+            raise InputError(f"cannot read {path}: no such file or directory", "check the path")
+    args.paths = [one_capture(p, args) for p in args.paths]  # a directory of repeated captures: refused
+    if not (os.isatty(0) and os.isatty(2)):
+        raise InputError("advisor tui needs a terminal (standard input and error)",
+                         "run it in a terminal, or use `advisor analyze` / `advisor report` for files")
+
+
 @contextlib.contextmanager
 def _quiet_stdout() -> Iterator[None]:
-    """Textual draws on stderr; DuckDB's progress bar writes to fd 1 from C++ and would tear the screen."""
+    """Textual draws on stderr; C++ code writing to fd 1 (a DuckDB progress bar) would tear the screen, so fd 1
+    points at /dev/null while the app runs.
+
+    Textual measures the terminal with shutil.get_terminal_size(), which asks sys.__stdout__'s descriptor: with
+    fd 1 on /dev/null it fell back to 80x24 whatever the terminal was. sys.__stdout__ is pointed at a copy of
+    the terminal's descriptor for the run, so the app fills the terminal and follows resizes (SIGWINCH).
+    COLUMNS/LINES, which shutil reads first, are set aside while a terminal can be measured: inherited from
+    a parent shell they are stale (a tmux pane of 160x48 ran the app with COLUMNS=80 LINES=24)."""
     try:
         saved = os.dup(1)
     except OSError:  # no stdout at all
         yield
         return
     devnull = os.open(os.devnull, os.O_WRONLY)
+    tty = next((fd for fd in (saved, 2, 0) if os.isatty(fd)), None)
+    real_stdout = sys.__stdout__
+    stale = {k: os.environ.pop(k) for k in ("COLUMNS", "LINES") if tty is not None and k in os.environ}
     try:
         os.dup2(devnull, 1)
+        if tty is not None:
+            sys.__stdout__ = os.fdopen(tty, "w", closefd=False)  # type: ignore[misc]
         yield
     finally:
+        sys.__stdout__ = real_stdout  # type: ignore[misc]
+        os.environ.update(stale)
         os.dup2(saved, 1)
         os.close(saved)
         os.close(devnull)
