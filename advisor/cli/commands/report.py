@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 
 from advisor.cli.output import emit, input_paths
+from advisor.parsers import registry
 
 NAME = "report"
 HELP = "write a self-contained HTML report for one trace"
@@ -16,8 +17,7 @@ HELP = "write a self-contained HTML report for one trace"
 
 def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", metavar="PATH",
-                   help=".nsys-rep/.qdrep, nsys .sqlite[.gz], Kineto .json[.gz] or a directory of rank traces, "
-                        ".ncu-rep, ncu CSV")
+                   help=registry.HELP)
     p.add_argument("-o", "--output", help="HTML file to write (default: stdout)")
     p.add_argument("--ncu", metavar="REPORT",
                    help="an Nsight Compute report (.ncu-rep[.xz] or ncu CSV) of the same program, joined to the "
