@@ -149,7 +149,7 @@ def detect(path: Path) -> Format:
     if found is not None:
         return found
     for f in FORMATS:
-        if probe.name.endswith(f.refuse_named) and f.refuse_named:
+        if probe.name.endswith(f.refuse_named):
             raise InputError(f"{path}: {f.refuse[0]}", f.refuse[1])
     raise UnsupportedFormat(f"{path}: unrecognised trace format", READS)
 

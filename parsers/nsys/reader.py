@@ -60,8 +60,15 @@ def scanner_path() -> Path:
 
 @cache
 def _database() -> duckdb.DuckDBPyConnection:
-    """The process-wide DuckDB database with the scanner loaded: the LOAD (~0.4-0.7 s) is paid once."""
-    con = duckdb.connect(config=duckdb_config())
+    """The process-wide DuckDB database with the scanner loaded, once per process.
+
+    The extension's signature is not checked: verifying it (RSA over a sha256 of the 35 MB file) was
+    most of the LOAD, 0.11 s CPU and 0.35-0.5 s wall on a loaded 2-core machine, paid by every small
+    export's first parse. The file comes from the pinned `duckdb-extension-sqlite-scanner` package,
+    trusted like the duckdb package's own Python code beside it; this database only runs advisor's
+    SQL over an attached export, never user SQL, with extension auto-install/-load off.
+    """
+    con = duckdb.connect(config=duckdb_config() | {"allow_unsigned_extensions": True})
     con.execute(f"LOAD '{sql_str(str(scanner_path()))}'")
     return con
 
