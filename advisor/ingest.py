@@ -1,4 +1,4 @@
-"""Open a trace: detect its format, parse it once, cache the model tables, hand back a `Run`.
+"""Open a trace: detect its format (advisor.parsers.registry), parse it once, cache the model tables, hand back a `Run`.
 
 Inputs are only ever opened for reading. How the cache stays both fast and correct:
 
@@ -24,23 +24,20 @@ Inputs are only ever opened for reading. How the cache stays both fast and corre
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import importlib
 import json
 import lzma
 import os
 import stat
 import threading
 import time
-import zlib
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
-from advisor.errors import AdvisorError, InputError, LimitExceeded, SchemaError, UnsupportedFormat
+from advisor.errors import AdvisorError, InputError, LimitExceeded, SchemaError
 from advisor.model.limits import check_cardinality, duckdb_config
 from advisor.model.schema import SCHEMA_VERSION, TABLES
 from advisor.model.store import (
@@ -53,76 +50,20 @@ from advisor.model.store import (
 )
 from advisor.model.validate import FileCheck, check_file, check_time_order, conform
 from advisor.model.workarea import CacheUnwritable, discard, ingest_lock, work_dir
+from advisor.parsers import registry
 from advisor.parsers.base import ParsedRun, ParseOptions, ProgressFn, no_progress
 from advisor.parsers.limits import CHUNK, MAX_RATIO, RATIO_GRACE_BYTES, human, inflate, too_big
 from advisor.redact import redact_parquet, redact_table, redact_values
 
-PARSER_VERSION = "2"  # 2: strings redacted at ingest (entries of 1 may hold secrets); Kineto time unit from the
-# median timestamp (one corrupt ts no longer switches it)
 # A stat fingerprint whose mtime or ctime is this close to the moment it was taken is not kept: an
 # edit in the same timestamp tick (1-2 s on some file systems) would leave it unchanged.
 RACY_NS = 2_000_000_000
 KEPT_STATS = 8  # stat fingerprints kept per entry (the same bytes under several names or copies)
-
-# format name -> parser module (inside advisor.parsers)
-PARSERS = {
-    "nsys-sqlite": "nsys_sqlite",
-    "nsys-rep": "nsys_rep",
-    "kineto": "kineto",
-    "ncu-rep": "ncu",
-    "ncu-csv": "ncu_csv",
-}
-
-SQLITE_MAGIC = b"SQLite format 3\x00"
-GZIP_MAGIC = b"\x1f\x8b"
 XZ_MAGIC = b"\xfd7zXZ\x00"
-KINETO_SUFFIXES = (".json", ".json.gz")
-# Nsight Compute inputs also read compressed: decompressed into the work dir first (see `parse`).
-COMPRESSED_NCU = {".ncu-rep.xz": "ncu-rep", ".ncu-rep.gz": "ncu-rep", ".csv.xz": "ncu-csv", ".csv.gz": "ncu-csv"}
-
-
-def detect_format(path: Path) -> str:
-    """Name the input's format from its name and first bytes, or raise UnsupportedFormat."""
-    if path.is_dir():
-        if any(_is_kineto_name(p) for p in path.iterdir() if p.is_file()):
-            return "kineto"
-        raise UnsupportedFormat(
-            f"{path}: directory holds no *.json / *.json.gz trace files",
-            "pass a trace file, or a directory of Kineto rank traces",
-        )
-    head = _head(path, 64)
-    name = path.name.lower()
-    if head.startswith(SQLITE_MAGIC) or (head.startswith(GZIP_MAGIC) and _gunzip_head(path).startswith(SQLITE_MAGIC)):
-        return "nsys-sqlite"
-    if name.endswith((".nsys-rep", ".qdrep")):
-        return "nsys-rep"
-    if name.endswith(".ncu-rep"):
-        return "ncu-rep"
-    for suffix, fmt in COMPRESSED_NCU.items():
-        if name.endswith(suffix):
-            return fmt
-    if name.endswith(".csv"):
-        return "ncu-csv"
-    if head.startswith(GZIP_MAGIC) or head.lstrip()[:1] in (b"{", b"["):
-        return "kineto"
-    if name.endswith((".sqlite", ".db")):
-        raise InputError(f"{path}: not a SQLite database (bad header)", "re-export it with `nsys export --type sqlite`")
-    raise UnsupportedFormat(
-        f"{path}: unrecognised trace format",
-        "advisor reads .nsys-rep/.qdrep, nsys .sqlite exports, Kineto .json/.json.gz, .ncu-rep and ncu CSV",
-    )
-
-
-def _gunzip_head(path: Path) -> bytes:
-    try:
-        with gzip.open(path, "rb") as f:
-            return f.read(16)
-    except (OSError, EOFError, zlib.error):
-        return b""
 
 
 def _gunzip_to(path: Path, target: Path, limit: int) -> Path:
-    """Decompress a gzip'd SQLite export into the work dir (never next to the input), bounded by `limit`.
+    """Decompress a gzip'd input into the work dir (never next to the input), bounded by `limit`.
 
     `inflate` refuses more than `limit` bytes and bomb-like ratios before much is written.
     """
@@ -132,18 +73,12 @@ def _gunzip_to(path: Path, target: Path, limit: int) -> Path:
     return target
 
 
-def _compressed_ncu(path: Path) -> str | None:
-    """The compressed suffix of an Nsight Compute input ('.ncu-rep.xz', '.csv.gz', ...), else None."""
-    name = path.name.lower()
-    return next((s for s in COMPRESSED_NCU if name.endswith(s)), None)
-
-
 def _decompress_to(path: Path, target: Path, limit: int) -> Path:
-    """Decompress an .xz or .gz Nsight Compute input into the work dir, under the same limits as gzip'd SQLite.
+    """Decompress an .xz or .gz input (a gzip'd SQLite export, a packed Nsight Compute report) into the work dir.
 
     xz reports compress 10-20x (ncu 2025 on H100), far under the MAX_RATIO bomb guard.
     """
-    if _head(path, 6).startswith(XZ_MAGIC):
+    if registry.head(path, 6).startswith(XZ_MAGIC):
         total = 0
         try:
             with path.open("rb") as raw, lzma.LZMAFile(raw, "rb") as src, target.open("wb") as dst:
@@ -162,22 +97,6 @@ def _decompress_to(path: Path, target: Path, limit: int) -> Path:
             raise InputError(f"{path}: corrupt or truncated xz ({e})", "re-copy or re-compress the report") from None
         return target
     return _gunzip_to(path, target, limit)
-
-
-def _is_kineto_name(p: Path) -> bool:
-    return p.name.lower().endswith(KINETO_SUFFIXES)
-
-
-def _head(path: Path, n: int) -> bytes:
-    try:
-        with path.open("rb") as f:
-            return f.read(n)
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file", "check the path") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory", "pass a trace file") from None
-    except OSError as e:
-        raise InputError(f"{path}: cannot read ({e.strerror})", "check permissions") from None
 
 
 def _files(path: Path) -> list[Path]:
@@ -268,29 +187,20 @@ def _known_stats(meta: dict[str, Any]) -> list[Any]:
 
 
 def parse(path: Path, fmt: str, options: ParseOptions) -> ParsedRun:
-    module = importlib.import_module(f"advisor.parsers.{PARSERS[fmt]}")
-    if fmt == "nsys-sqlite" and _head(path, 2) == GZIP_MAGIC and options.work_dir is not None:
-        try:
-            source = _gunzip_to(path, options.work_dir / "export.sqlite", options.max_json_bytes)
-        except (OSError, EOFError) as e:
-            raise InputError(f"{path}: gzip'd SQLite export is damaged ({e})", "re-copy or re-export it") from None
-        try:
-            parsed: ParsedRun = module.parse(source, options)
-        except AdvisorError as e:  # name the user's file, not our decompressed copy of it
-            _renamed(e, str(source), str(path))
-            raise
-        return parsed
-    suffix = _compressed_ncu(path)
-    if suffix is not None and options.work_dir is not None:
-        source = _decompress_to(path, options.work_dir / f"input{suffix.rsplit('.', 1)[0]}", options.max_json_bytes)
-        try:
-            parsed = module.parse(source, options)
-        except AdvisorError as e:  # name the user's file, not our decompressed copy of it
-            _renamed(e, str(source), str(path))
-            raise
-        return parsed
-    parsed = module.parse(path, options)
-    return parsed
+    """Parse with the format's parser; a compressed input is first decompressed into the work dir."""
+    form = registry.get(fmt)
+    inner = form.unpacked_name(path) if options.work_dir is not None else None
+    if inner is None or options.work_dir is None:
+        return form.parse(path, options)
+    try:
+        source = _decompress_to(path, options.work_dir / inner, options.max_json_bytes)
+    except (OSError, EOFError) as e:
+        raise InputError(f"{path}: compressed input is damaged ({e})", "re-copy or re-export it") from None
+    try:
+        return form.parse(source, options)
+    except AdvisorError as e:  # name the user's file, not our decompressed copy of it
+        _renamed(e, str(source), str(path))
+        raise
 
 
 def _renamed(e: AdvisorError, old: str, new: str) -> None:
@@ -445,10 +355,11 @@ def open_run(
         raise InputError(f"{p}: no such file or directory", "check the path")
     if not p.is_dir() and not stat.S_ISREG(p.stat().st_mode):  # a FIFO would block the read forever
         raise InputError(f"{p}: not a regular file (a pipe, socket or device)", "save the trace to a file first")
-    fmt = detect_format(p)
+    form = registry.detect(p)
+    fmt = form.name
     root = cache_dir or default_cache_dir()
     stats = stat_fingerprint(p)  # before reading: a change while we read shows as a different stat next time
-    key = f"{fingerprint(p)}-s{SCHEMA_VERSION}-p{PARSER_VERSION}"
+    key = f"{fingerprint(p)}-s{SCHEMA_VERSION}-p{form.version}"
     if not use_cache:
         return _ingest_uncached(p, fmt, options, key, None, {})
     cached, known_sha = _from_cache(p, root / key, stats, options)

@@ -12,7 +12,9 @@ together. Prints a table and the targets of issue 10, and writes docs/benchmarks
     python benchmarks/run.py --inputs a.json.gz b.sqlite --repeat 3
 
 Peers, on the same files: a bare `orjson.loads` of each JSON trace (the floor any per-event-object
-Python tool pays); HolisticTraceAnalysis' temporal breakdown on Kineto traces (`--with-hta`);
+Python tool pays); the columnar floors of issue 23 (one byte pass to newline-delimited JSON, then DuckDB's or
+polars' `read_ndjson` with explicit columns: how fast the engine itself reads the events);
+HolisticTraceAnalysis' temporal breakdown on Kineto traces (`--with-hta`);
 nsys-ai's `diagnose` (its analysis command; 0.3.0 has no `analyze`) on nsys SQLite exports, from
 the venv named by `--nsys-ai` (default /tmp/nsysai-venv: `python -m venv /tmp/nsysai-venv &&
 /tmp/nsysai-venv/bin/pip install nsys-ai`; its duckdb/pandas pins clash with ours); and `nsys stats`
@@ -63,6 +65,47 @@ for p in ([src] if src.is_file() else sorted(f for f in src.iterdir() if f.name.
     docs.append(orjson.loads(data))
     del data
 print(sum(len(d.get('traceEvents', [])) for d in docs))
+"""
+
+# The floors of issue 23: the events turned into newline-delimited JSON by one byte pass (raw newlines never occur
+# inside JSON strings, so every newline can go; then a newline between `}` and `{` cuts between events: Kineto
+# args hold scalars and lists, never objects in lists, so `},{` only occurs between events), then read by a
+# columnar JSON reader with explicit columns. Each file's text is held once; the NDJSON goes to a temp file.
+NDJSON_PASS = """
+import gzip, pathlib, re, sys, tempfile
+src = pathlib.Path(sys.argv[1])
+HEAD, SEP = re.compile(rb'"traceEvents"\\s*:\\s*\\['), re.compile(rb'\\}\\s*,\\s*\\{')
+def ndjson(p, out):
+    data = gzip.decompress(p.read_bytes()) if p.name.endswith('.gz') else p.read_bytes()
+    start = HEAD.search(data).end()
+    end = data.rindex(b']', start, data.rindex(b'}'))  # the array's `]`, before the document's last `}`
+    body = data[start:end].replace(b'\\n', b' ').replace(b'\\r', b' ')
+    del data
+    out.write(SEP.sub(b'}\\n{', body).strip() + b'\\n')
+files = [src] if src.is_file() else sorted(f for f in src.iterdir() if f.name.endswith(('.json', '.json.gz')))
+tmp = tempfile.NamedTemporaryFile(suffix='.ndjson', delete=False)
+with tmp:
+    for p in files:
+        ndjson(p, tmp)
+path = tmp.name
+"""
+DUCKDB_NDJSON_FLOOR = NDJSON_PASS + """
+import duckdb, os
+cols = "{ph: 'VARCHAR', cat: 'VARCHAR', name: 'VARCHAR', pid: 'VARCHAR', tid: 'VARCHAR', ts: 'DOUBLE', " \\
+       "dur: 'DOUBLE', id: 'VARCHAR', args: 'JSON'}"
+con = duckdb.connect()
+con.execute('SET enable_progress_bar = false')
+t = con.sql(f"SELECT * FROM read_ndjson('{path}', columns = {cols})").to_arrow_table()
+os.unlink(path)
+print(t.num_rows)
+"""
+POLARS_NDJSON_FLOOR = NDJSON_PASS + """
+import os, polars as pl
+S, F = pl.String, pl.Float64
+schema = {'ph': S, 'cat': S, 'name': S, 'pid': S, 'tid': S, 'ts': F, 'dur': F, 'id': S}  # args: no raw-JSON type
+t = pl.read_ndjson(path, schema=schema, ignore_errors=True)
+os.unlink(path)
+print(t.height)
 """
 
 HTA_BREAKDOWN = """
@@ -238,6 +281,8 @@ def rows_for(path: Path, args: argparse.Namespace) -> list[Row]:
     shutil.rmtree(cache, ignore_errors=True)
     if is_json(path):
         add("orjson.loads floor", _orjson(path, repeat, args))
+        add("NDJSON byte pass + DuckDB read_ndjson floor", _floor(DUCKDB_NDJSON_FLOOR, path, repeat, args))
+        add("NDJSON byte pass + polars read_ndjson floor", _floor(POLARS_NDJSON_FLOOR, path, repeat, args))
         if args.with_hta:
             add("HTA temporal breakdown", _hta(path, args))
     if path.name.endswith(".sqlite"):
@@ -255,6 +300,14 @@ def _orjson(path: Path, repeat: int, args: argparse.Namespace) -> Sample:
     if need > 0.9 * RAM_BYTES:
         return skipped(f"needs ~{need / GB:.0f} GB of RAM (7x the JSON), machine has {RAM_BYTES / GB:.0f} GB")
     return best([sys.executable, "-c", ORJSON_FLOOR, str(path)], repeat, timeout=args.peer_timeout)
+
+
+def _floor(script: str, path: Path, repeat: int, args: argparse.Namespace) -> Sample:
+    """A columnar JSON reader's floor: the text held once plus its NDJSON copy (~2x the JSON text)."""
+    need = 3 * size_bytes(path) * (8 if path.name.endswith(".gz") else 1)
+    if need > 0.9 * RAM_BYTES:
+        return skipped(f"needs ~{need / GB:.0f} GB of RAM (3x the JSON), machine has {RAM_BYTES / GB:.0f} GB")
+    return best([sys.executable, "-c", script, str(path)], repeat, timeout=args.peer_timeout)
 
 
 def _hta(path: Path, args: argparse.Namespace) -> Sample:

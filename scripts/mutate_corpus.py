@@ -821,10 +821,10 @@ def _preload() -> None:
     import advisor.cli.main  # noqa: F401
     import advisor.engine.analyze  # noqa: F401
     import advisor.ingest  # noqa: F401
-    from advisor.ingest import PARSERS
+    from advisor.parsers.registry import FORMATS
 
-    for mod in PARSERS.values():
-        __import__(f"advisor.parsers.{mod}")
+    for fmt in FORMATS:
+        __import__(f"advisor.parsers.{fmt.module}")
 
 
 def _child(path: Path, out: Path, err: Path, cache: Path) -> int:

@@ -25,12 +25,13 @@ from pathlib import Path
 from advisor.diff.facts import Capture, extract
 from advisor.diff.rulefacts import RuleFacts, rule_facts
 from advisor.errors import InputError
-from advisor.ingest import detect_format, open_run
+from advisor.ingest import open_run
 from advisor.model.store import Run
+from advisor.parsers import registry
 from advisor.parsers.base import ParseOptions
 
 DIR_AS = ("auto", "captures", "ranks")
-TRACE_SUFFIXES = (".json", ".json.gz", ".sqlite", ".sqlite.gz", ".db", ".nsys-rep", ".qdrep", ".ncu-rep", ".csv")
+TRACE_SUFFIXES = registry.trace_suffixes()
 
 
 @dataclass
@@ -54,7 +55,7 @@ class SideOptions:
 SNIFF_LIMIT = 1 << 20  # a .json side file this small is read whole to see whether it is a trace
 # When one capture sits in a directory in several containers (x.nsys-rep and its export x.sqlite.gz),
 # the first of these wins: the SQLite export needs no `nsys export`.
-CONTAINER_PREFERENCE = (".sqlite", ".sqlite.gz", ".db", ".nsys-rep", ".qdrep")
+CONTAINER_PREFERENCE = registry.container_preference("nsys")
 
 
 def _stem(p: Path) -> str:
@@ -72,7 +73,7 @@ def _suffix(p: Path) -> str:
 def is_metadata_json(p: Path) -> bool:
     """True for a small .json/.json.gz that parses whole and has no `traceEvents` (a PROVENANCE.json, a
     config): not a trace, so it is neither a capture nor a rank file. Large files are never read here."""
-    if not p.name.lower().endswith((".json", ".json.gz")):
+    if not registry.get("kineto").named(p):
         return False
     try:
         if p.stat().st_size > SNIFF_LIMIT:
@@ -137,7 +138,7 @@ def open_capture(path: str | Path, opts: SideOptions | None = None) -> Run:
 
 def _distinct_ranks(files: list[Path], opts: SideOptions) -> bool:
     """True when every file is Kineto and each records its own, different rank."""
-    if len(files) < 2 or any(detect_format(f) != "kineto" for f in files):
+    if len(files) < 2 or any(registry.detect(f).name != "kineto" for f in files):
         return False
     ranks = []
     for f in files:

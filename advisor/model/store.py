@@ -369,18 +369,28 @@ _QUERY_MISTAKES = (duckdb.ParserException, duckdb.BinderException, duckdb.Catalo
 
 
 def _literal(v: Any) -> str | None:
-    """`v` as a DuckDB literal of the type DuckDB's Python binding would give it, or None if not a scalar."""
+    """`v` as a DuckDB literal of the type DuckDB's Python binding would give it, or None if not a scalar or a
+    non-empty list of ints or of strings (e.g. the ids of one query: `WHERE id IN (SELECT unnest($ids))`)."""
     if v is None:
         return "NULL"
     if isinstance(v, bool):
         return "TRUE" if v else "FALSE"
     if isinstance(v, int):
+        if v == -(2**31):  # the text is -(2147483648), a BIGINT; the binding gives INTEGER
+            return "(-2147483648)::INTEGER"
         return str(v)  # INTEGER inside int32, BIGINT/HUGEINT beyond: the binding's choice too
     if isinstance(v, float):
         return f"'{v!r}'::DOUBLE"
     if isinstance(v, str):
         return "'" + v.replace("'", "''") + "'"
+    if isinstance(v, list | tuple) and v and (_all(v, int) or _all(v, str)):
+        return "[" + ", ".join(str(_literal(x)) for x in v) + "]"  # INTEGER[]/BIGINT[]/VARCHAR[], as bound
     return None
+
+
+def _all(values: list[Any] | tuple[Any, ...], kind: type) -> bool:
+    """Every value of one kind (bools are not ints here: a list mixing them binds differently)."""
+    return all(isinstance(x, kind) and not isinstance(x, bool) for x in values)
 
 
 def execute(

@@ -5,7 +5,7 @@
 
 Reads the columns the nsys parser needs from KERNEL, RUNTIME, NVTX_EVENTS, MEMCPY and StringIds into
 Arrow tables, five times after one warm-up, with: DuckDB's sqlite scanner (the export ATTACHed read-only
-to the process-wide database, as parsers/nsys_sqlite.py does; the one-off extension LOAD is timed
+to the process-wide database, as parsers/nsys/reader.py does; the one-off extension LOAD is timed
 separately), ADBC (`adbc-driver-sqlite`, not a dependency of advisor: `pip install adbc-driver-sqlite`),
 and Python's sqlite3 + pyarrow. Prints the median and minimum per reader.
 """
@@ -23,7 +23,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from advisor.parsers import nsys_sqlite
+from advisor.parsers.nsys import reader
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL = Path(os.environ.get("ADVISOR_REAL_FIXTURES", ROOT.parent / "shared" / "fixtures" / "real"))
@@ -45,13 +45,13 @@ def load_ms() -> float:
     """The one-off cost of a fresh DuckDB database with the scanner LOADed by file path."""
     t = time.perf_counter()
     con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
-    con.execute(f"LOAD '{nsys_sqlite.scanner_path()}'")
+    con.execute(f"LOAD '{reader.scanner_path()}'")
     con.close()
     return (time.perf_counter() - t) * 1000
 
 
 def duck(path: Path) -> int:
-    con = nsys_sqlite.connect()
+    con = reader.connect()
     con.execute(f"ATTACH '{path}' AS src (TYPE sqlite, READ_ONLY)")
     try:
         return sum(con.execute(q.replace("FROM ", "FROM src.")).to_arrow_table().num_rows for q in QUERIES.values())

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from advisor.errors import InputError
+from advisor.parsers import registry
 from advisor.parsers.base import Interner, ParsedRun, ParseOptions
 from advisor.parsers.kineto import parallel
 from advisor.parsers.kineto.columns import FileColumns
@@ -25,7 +26,7 @@ from advisor.parsers.limits import inflate
 
 FORMAT = "kineto"
 TOOL = "PyTorch Profiler"
-SUFFIXES = (".json", ".json.gz")
+SUFFIXES = registry.get(FORMAT).suffixes
 FALLBACK_SLICE = 200_000  # events handed to FileColumns at once on the whole-file path
 
 

@@ -14,7 +14,7 @@ import pytest
 from advisor.errors import ToolMissing
 from advisor.ingest import open_run
 from advisor.parsers.base import ParseOptions
-from advisor.parsers.nsys_rep import report_version
+from advisor.parsers.nsys.rep import report_version
 from tests.conftest import nsys_exe, real_path
 
 pytestmark = [pytest.mark.real, pytest.mark.nsys, pytest.mark.slow]

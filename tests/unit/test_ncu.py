@@ -496,11 +496,11 @@ def test_compressed_ncu_inputs_are_detected(tmp_path: Path, name: str, fmt: str)
     import gzip
     import lzma
 
-    from advisor.ingest import detect_format
+    from advisor.parsers.registry import detect
 
     p = tmp_path / name
     p.write_bytes(lzma.compress(b"x") if name.endswith(".xz") else gzip.compress(b"x"))
-    assert detect_format(p) == fmt
+    assert detect(p).name == fmt
 
 
 def test_damaged_xz_report_is_an_input_error(tmp_path: Path) -> None:

@@ -21,8 +21,8 @@ from advisor.errors import SchemaError
 from advisor.ingest import open_run
 from advisor.model.schema import TABLES
 from advisor.model.validate import check_file, duck_type
-from advisor.parsers import nsys_sqlite
 from advisor.parsers.base import ParseOptions
+from advisor.parsers.nsys import reader, sqlite
 from tests.unit.nsys_tables import write_nvtx
 
 PUSH_POP, START_END, MARK = 59, 60, 34
@@ -131,14 +131,14 @@ def test_uncached_run_reads_the_files_before_the_work_dir_goes(tmp_path: Path) -
 
 
 def test_parse_without_work_dir_hands_over_arrow(tmp_path: Path) -> None:
-    parsed = nsys_sqlite.parse(_export(tmp_path / "nvtx.sqlite", EVENTS), ParseOptions())
+    parsed = sqlite.parse(_export(tmp_path / "nvtx.sqlite", EVENTS), ParseOptions())
     assert not parsed.files
     assert parsed.tables["ranges"].schema.names == TABLES["ranges"].arrow_schema.names
 
 
 def test_spill_directory_is_inside_the_cache(tmp_path: Path) -> None:
     open_run(_export(tmp_path / "nvtx.sqlite", EVENTS), cache_dir=tmp_path / "cache").close()
-    con = nsys_sqlite.connect()
+    con = reader.connect()
     spill, limit = con.execute(
         "SELECT current_setting('temp_directory'), current_setting('memory_limit')"
     ).fetchone() or ("", "")

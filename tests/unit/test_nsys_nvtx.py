@@ -1,4 +1,4 @@
-"""parsers/nsys_nvtx.nest against a one-range-at-a-time reference of the nesting rules.
+"""parsers/nsys/nvtx.nest against a one-range-at-a-time reference of the nesting rules.
 
 The rules are the module docstring's (and the SQL they replaced); the reference below recomputes
 them by brute force, so any order, depth or parent the vectorized version gets wrong shows up on
@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor.parsers.nsys_nvtx import nest
+from advisor.parsers.nsys.nvtx import nest
 
 PP, SE, MARK = 59, 60, 34  # push/pop, start/end, mark (mappings/nsys.toml)
 

@@ -1,4 +1,4 @@
-"""Unified-memory tables from nsys exports (parsers/nsys_um.py): the model must agree with plain sqlite3.
+"""Unified-memory tables from nsys exports (parsers/nsys/um.py): the model must agree with plain sqlite3.
 
 The expected numbers come from Python's sqlite3 on the same export (gunzipped into a temporary
 folder), independently of the parser. Our own ME007 captures (fixtures/nsys/ME007_um_page_faults_*)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from advisor.cli.output import emit, input_paths
+from advisor.parsers import registry
 
 if TYPE_CHECKING:
     from advisor.model.store import Run
@@ -26,8 +27,7 @@ EXAMPLES = [
 
 def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH",
-                   help=".nsys-rep/.qdrep, nsys .sqlite[.gz], Kineto .json[.gz] or a directory of rank traces, "
-                        ".ncu-rep, ncu CSV")
+                   help=registry.HELP)
     p.add_argument("--format", choices=("text", "json", "md"), default="text")
     p.add_argument("--ncu", metavar="REPORT",
                    help="an Nsight Compute report (.ncu-rep[.xz] or ncu CSV) of the same program: its kernels are "

@@ -13,6 +13,7 @@ import sys
 
 from advisor.cli.commands.analyze import add_dir_as, one_capture
 from advisor.cli.output import emit, input_paths
+from advisor.parsers import registry
 
 NAME = "report"
 HELP = "write a self-contained HTML report for one trace"
@@ -25,8 +26,7 @@ _SUFFIXES = (".gz", ".xz", ".sqlite", ".nsys-rep", ".qdrep", ".json", ".pt.trace
 
 def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", metavar="PATH",
-                   help=".nsys-rep/.qdrep, nsys .sqlite[.gz], Kineto .json[.gz] or a directory of rank traces, "
-                        ".ncu-rep, ncu CSV")
+                   help=registry.HELP)
     p.add_argument("-o", "--output", help="HTML file to write (default: NAME.advisor.html in a terminal, else stdout)")
     p.add_argument("--ncu", metavar="REPORT",
                    help="an Nsight Compute report (.ncu-rep[.xz] or ncu CSV) of the same program, joined to the "

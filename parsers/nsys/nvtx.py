@@ -27,16 +27,15 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
 from advisor.model.limits import duckdb_memory, memory_sql
-
-if TYPE_CHECKING:  # nsys_sqlite imports this module; the type is only needed for checking
-    from advisor.parsers.nsys_sqlite import Export
+from advisor.parsers.nsys.export import Export, in_list
+from advisor.parsers.nsys.reader import memory_capped
 
 I64 = npt.NDArray[np.int64]
 CHUNK_ROWS = 4_000_000  # rows per group of threads handed to numpy: ~60 B/row of arrays at the peak
@@ -61,10 +60,8 @@ def build_ranges(exp: Export, nv: Mapping[str, Any], notes: dict[str, Any]) -> N
 def _duckdb_memory_halved(exp: Export) -> Iterator[None]:
     """Halve DuckDB's memory cap while numpy arrays are alive, so the two together stay near the cap:
     the 0.9 GB benchmark export parses in 1.7 GB instead of 2.0 GB, for ~15% more CPU. Only where the
-    parse set a cap (nsys_sqlite._bound_memory); the setting is database-wide, and parses take turns."""
-    from advisor.parsers import nsys_sqlite  # a cycle at import time: nsys_sqlite imports this module
-
-    if not nsys_sqlite.memory_capped():
+    parse set a cap (reader._bound_memory); the setting is database-wide, and parses take turns."""
+    if not memory_capped():
         yield
         return
     exp.run(f"SET memory_limit = '{max(1, duckdb_memory() >> 21)}MiB'")
@@ -121,8 +118,6 @@ def ranges_sql() -> str:
 
 
 def _select(exp: Export, nv: Mapping[str, Any], notes: dict[str, Any]) -> None:
-    from advisor.parsers.nsys_sqlite import in_list  # a cycle at import time: nsys_sqlite imports this module
-
     exp.create(
         "nvtx_domains",
         f"""

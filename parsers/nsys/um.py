@@ -1,6 +1,6 @@
 """Nsight Systems unified-memory events -> model tables `um_faults` and `um_migrations`.
 
-Kept apart from parsers/nsys_sqlite.py (which calls `queries()` on its attached export) because the
+Kept apart from parsers/nsys/sqlite.py (which calls `queries()` on its attached export) because the
 unified-memory tables are their own small world: two fault tables that exist only when the capture
 asked for them (`--cuda-um-cpu-page-faults=true --cuda-um-gpu-page-faults=true`), and migrations that
 are memcpy rows with a unified copy kind and a migration cause. Names and enum codes are data in
@@ -17,10 +17,9 @@ import tomllib
 from collections.abc import Mapping
 from functools import cache
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # nsys_sqlite imports this module; the type is only needed for checking
-    from advisor.parsers.nsys_sqlite import Export
+from advisor.parsers.nsys.export import Export
 
 PID = "((({c}) >> 24) & 16777215)"  # globalPid -> pid, as everywhere in the nsys export
 

@@ -15,8 +15,8 @@ import subprocess
 from pathlib import Path
 
 from advisor.errors import InputError, ToolMissing
-from advisor.parsers import nsys_sqlite
 from advisor.parsers.base import ParsedRun, ParseOptions
+from advisor.parsers.nsys import sqlite
 
 FORMAT = "nsys-rep"
 EXPORT_TIMEOUT_S = 900
@@ -114,8 +114,8 @@ def _why(done: subprocess.CompletedProcess[str]) -> str:
 def parse(path: Path, options: ParseOptions) -> ParsedRun:
     """Export the report with nsys, then read the SQLite like any nsys export."""
     path = Path(path)
-    sqlite = export_sqlite(path, options)
-    parsed = nsys_sqlite.parse(sqlite, options)
+    exported = export_sqlite(path, options)
+    parsed = sqlite.parse(exported, options)
     parsed.run["format"] = FORMAT
     parsed.notes["report_nsys_version"] = report_version(path)
     parsed.notes["exported_with"] = parsed.run.get("tool_version")
