@@ -130,10 +130,10 @@ VERDICT = {"class": "launch", "cause": "the GPU waits on the host: launch gaps b
 
 def synthetic_session(findings: bool = True, ncu: bool = False, diff: bool = False) -> Session:
     run = Run.from_tables(synthetic_tables(scale=3.0 if diff else 1.0, ncu=ncu))
-    doc = analyze_run(run, rules=False)  # findings and verdict are set (or left out) below
-    if findings:
-        doc["findings"], doc["verdict"] = FINDINGS, VERDICT
-    session = Session(new=Side("synthetic.sqlite", run, doc))
+    side = Side("synthetic.sqlite", run, analyze_run(run, rules=False))
+    if findings:  # the screens read the analysis in its JSON form: findings and verdict set there
+        side.doc["findings"], side.doc["verdict"] = FINDINGS, VERDICT
+    session = Session(new=side)
     if diff:
         base_run = Run.from_tables(synthetic_tables(scale=0.5, sha="1" * 64))
         session.base = Side("base.sqlite", base_run, analyze_run(base_run))

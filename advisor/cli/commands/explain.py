@@ -15,7 +15,7 @@ def register(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from advisor.engine.findings import explain
+    from advisor.api import explain
 
     emit(explain(args.code).rstrip() + "\n", None)
     return 0

@@ -18,7 +18,7 @@ from advisor.tui.widgets import app_footer
 def rule_doc(code: str) -> str | None:
     """The rule's documentation via the engine's explain(), when the rule engine is installed."""
     try:
-        from advisor.engine.findings import explain  # the rule engine; absent in early builds
+        from advisor.api import explain  # the rule engine; absent in early builds
     except ImportError:
         return None
     try:
