@@ -36,6 +36,7 @@ import pyarrow as pa
 from advisor.errors import InputError, SchemaError, ToolMissing
 from advisor.model.limits import duckdb_config, memory_sql
 from advisor.model.schema import TABLES
+from advisor.model.store import no_progress_bar
 from advisor.model.validate import duck_type
 from advisor.parsers import nsys_nvtx, nsys_um
 from advisor.parsers.base import ParsedRun, ParseOptions
@@ -117,7 +118,7 @@ def memory_capped() -> bool:
 def connect() -> duckdb.DuckDBPyConnection:
     """A private connection (own temp tables) to the shared database: scanner loaded, auto-install/-load off."""
     con = _database().cursor()
-    con.execute("SET enable_progress_bar = false")  # never draw on stdout (JSON output, TUI)
+    no_progress_bar(con)  # never draw on stdout (JSON output, TUI)
     return con
 
 

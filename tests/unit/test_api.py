@@ -46,7 +46,8 @@ def test_typed_fields_match_the_document(base: advisor.Analysis) -> None:
 
 def _gpu_events(path: Path) -> dict[str, int]:
     """Kernels and memcpys counted straight from the trace JSON (no advisor code)."""
-    events = json.loads(gzip.open(path).read())["traceEvents"]
+    with gzip.open(path) as f:
+        events = json.loads(f.read())["traceEvents"]
     return {"kernels": sum(e.get("cat") == "kernel" for e in events),
             "memcpy": sum(e.get("cat") == "gpu_memcpy" for e in events)}
 
