@@ -53,7 +53,7 @@ if TYPE_CHECKING:  # each name is imported on first use (module __getattr__ belo
     from advisor.ingest import open_run
     from advisor.model.store import Run
     from advisor.parsers.base import ParseOptions, ProgressFn
-    from advisor.rules.base import Finding, Window
+    from advisor.rules.base import Finding, Fix, Window
     from advisor.rules.catalog import sections
     from advisor.rules.registry import get_rule
 
@@ -73,15 +73,15 @@ _LAZY = {
     "open_run": "advisor.ingest",
     "Run": "advisor.model.store",
     **dict.fromkeys(("ParseOptions", "ProgressFn"), "advisor.parsers.base"),
-    **dict.fromkeys(("Finding", "Window"), "advisor.rules.base"),
+    **dict.fromkeys(("Finding", "Fix", "Window"), "advisor.rules.base"),
     "sections": "advisor.rules.catalog",
     "get_rule": "advisor.rules.registry",
 }
 
-__all__ = ["Analysis", "AnalysisDiff", "DEFAULT_THRESHOLD_PCT", "DeviceTime", "Finding", "MAX_STREAMS", "Outcomes",
-           "ParseOptions", "ProgressFn", "ReportInputs", "Run", "SORT_KEYS", "Side", "SideOptions", "Summary",
-           "Table", "Window", "analyze", "analyze_run", "busy_bins", "check_address_space", "diff", "diff_sides",
-           "document", "dumps", "explain", "from_analysis", "get_rule", "gpu_window", "idle_gaps",
+__all__ = ["Analysis", "AnalysisDiff", "DEFAULT_THRESHOLD_PCT", "DeviceTime", "Finding", "Fix", "MAX_STREAMS",
+           "Outcomes", "ParseOptions", "ProgressFn", "ReportInputs", "Run", "SORT_KEYS", "Side", "SideOptions",
+           "Summary", "Table", "Window", "analyze", "analyze_run", "busy_bins", "check_address_space", "diff",
+           "diff_sides", "document", "dumps", "explain", "from_analysis", "get_rule", "gpu_window", "idle_gaps",
            "kernel_instances", "kernel_table", "list_rules", "open_capture", "open_run", "open_side",
            "out_of_memory", "range_tree", "report_inputs", "retried", "roofline", "sections", "side_from_runs",
            "stream_bins", "table_names", "with_run"]

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from advisor.api import Analysis, ParseOptions, ProgressFn, Run, analyze_run, retried
+from advisor.api import Analysis, Finding, ParseOptions, ProgressFn, Run, analyze_run, retried
 from advisor.errors import InputError
 from advisor.tui.format import inert
 
@@ -52,6 +52,15 @@ class Session:
     @property
     def doc(self) -> dict[str, Any]:
         return self.new.doc
+
+    @property
+    def analysis(self) -> Analysis:
+        return self.new.analysis
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        """The shown run's findings, ranked (typed: the screens make their text inert as they draw it)."""
+        return self.new.analysis.findings
 
     @property
     def ncu_classes(self) -> dict[str, str]:
