@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable
 from typing import TypeVar
 
-from advisor.ingest import drop_entry, open_run
+from advisor import ingest
 from advisor.model.store import CacheDamaged, Run
 from advisor.parsers.base import ParseOptions
 
@@ -23,7 +23,7 @@ def with_run(path: str | os.PathLike[str], work: Callable[[Run], T], options: Pa
              use_cache: bool = True, opener: Callable[[], Run] | None = None) -> T:
     """`work(run)` on the run at `path` (or what `opener` opens), closed afterwards; retried once on damage."""
     def attempt() -> T:
-        run = opener() if opener is not None else open_run(path, options, use_cache=use_cache)
+        run = opener() if opener is not None else ingest.open_run(path, options, use_cache=use_cache)
         try:
             return work(run)
         finally:
@@ -37,5 +37,5 @@ def retried(attempt: Callable[[], T]) -> T:
     try:
         return attempt()
     except CacheDamaged as e:
-        drop_entry(e.entry)
+        ingest.drop_entry(e.entry)  # looked up here: a test can keep the entry to see damage come back
     return attempt()
