@@ -95,6 +95,8 @@ def test_missing_pandas_says_what_to_install(base: advisor.Analysis, monkeypatch
 
 
 def test_diff_matches_findings_by_fingerprint(base: advisor.Analysis) -> None:
+    import advisor.diff  # the package of the same name, imported: `advisor.diff(a, b)` still compares analyses
+
     new = advisor.analyze(NEW)
     d = advisor.diff(base, new)
     fb, fn = {f.fingerprint for f in base.findings}, {f.fingerprint for f in new.findings}
