@@ -15,7 +15,7 @@ import pytest
 from advisor.engine.explore import roofline
 from advisor.ingest import open_run
 from advisor.model.store import Run
-from advisor.reports.collect import roofline_chart
+from advisor.engine.report_data import roofline_chart
 from tests.conftest import ROOT, real_path
 from tests.tui.helpers import synthetic_tables
 
