@@ -47,7 +47,7 @@ if TYPE_CHECKING:  # each name is imported on first use (module __getattr__ belo
     )
     from advisor.engine.findings import explain, list_rules
     from advisor.engine.report_data import ReportInputs, report_inputs
-    from advisor.engine.result import Analysis, DeviceTime, Summary, document, dumps
+    from advisor.engine.result import Analysis, DeviceTime, RangesSummary, Summary, TopKernels, document, dumps
     from advisor.engine.runs import retried, with_run
     from advisor.engine.tables import Table, table_names
     from advisor.ingest import open_run
@@ -55,6 +55,7 @@ if TYPE_CHECKING:  # each name is imported on first use (module __getattr__ belo
     from advisor.parsers.base import ParseOptions, ProgressFn
     from advisor.rules.base import Finding, Fix, Window
     from advisor.rules.catalog import sections
+    from advisor.rules.classify import RunVerdict
     from advisor.rules.registry import get_rule
 
 # name -> the core module it comes from, imported on first use
@@ -67,7 +68,8 @@ _LAZY = {
                      "kernel_table", "range_tree", "roofline", "stream_bins"), "advisor.engine.explore"),
     **dict.fromkeys(("explain", "list_rules"), "advisor.engine.findings"),
     **dict.fromkeys(("ReportInputs", "report_inputs"), "advisor.engine.report_data"),
-    **dict.fromkeys(("Analysis", "DeviceTime", "Summary", "document", "dumps"), "advisor.engine.result"),
+    **dict.fromkeys(("Analysis", "DeviceTime", "RangesSummary", "Summary", "TopKernels", "document", "dumps"),
+                    "advisor.engine.result"),
     **dict.fromkeys(("retried", "with_run"), "advisor.engine.runs"),
     **dict.fromkeys(("Table", "Window", "table_names"), "advisor.engine.tables"),
     "open_run": "advisor.ingest",
@@ -75,16 +77,17 @@ _LAZY = {
     **dict.fromkeys(("ParseOptions", "ProgressFn"), "advisor.parsers.base"),
     **dict.fromkeys(("Finding", "Fix", "Window"), "advisor.rules.base"),
     "sections": "advisor.rules.catalog",
+    "RunVerdict": "advisor.rules.classify",
     "get_rule": "advisor.rules.registry",
 }
 
 __all__ = ["Analysis", "AnalysisDiff", "DEFAULT_THRESHOLD_PCT", "DeviceTime", "Finding", "Fix", "MAX_STREAMS",
-           "Outcomes", "ParseOptions", "ProgressFn", "ReportInputs", "Run", "SORT_KEYS", "Side", "SideOptions",
-           "Summary", "Table", "Window", "analyze", "analyze_run", "busy_bins", "check_address_space", "diff",
-           "diff_sides", "document", "dumps", "explain", "from_analysis", "get_rule", "gpu_window", "idle_gaps",
-           "kernel_instances", "kernel_table", "list_rules", "open_capture", "open_run", "open_side",
-           "out_of_memory", "range_tree", "report_inputs", "retried", "roofline", "sections", "side_from_runs",
-           "stream_bins", "table_names", "with_run"]
+           "Outcomes", "ParseOptions", "ProgressFn", "RangesSummary", "ReportInputs", "Run", "RunVerdict",
+           "SORT_KEYS", "Side", "SideOptions", "Summary", "Table", "TopKernels", "Window", "analyze", "analyze_run",
+           "busy_bins", "check_address_space", "diff", "diff_sides", "document", "dumps", "explain", "from_analysis",
+           "get_rule", "gpu_window", "idle_gaps", "kernel_instances", "kernel_table", "list_rules", "open_capture",
+           "open_run", "open_side", "out_of_memory", "range_tree", "report_inputs", "retried", "roofline",
+           "sections", "side_from_runs", "stream_bins", "table_names", "with_run"]
 
 
 def __getattr__(name: str) -> Any:

@@ -13,7 +13,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from advisor.api import Analysis, DeviceTime, Finding, ReportInputs, Window, get_rule, sections
+from advisor.api import (
+    Analysis,
+    DeviceTime,
+    Finding,
+    RangesSummary,
+    ReportInputs,
+    RunVerdict,
+    TopKernels,
+    Window,
+    get_rule,
+    sections,
+)
 from advisor.errors import InputError
 from advisor.redact import redact
 from advisor.reports.figures import (
@@ -223,15 +234,15 @@ class RunReport:
 def build_run_report(inp: ReportInputs) -> RunReport:
     """The typed context for one run."""
     a = inp.analysis
-    doc = a.to_dict()  # sections not typed yet (verdict shares, kernels, ranges, joins) are read in their JSON form
+    sec = a.sections  # the joins and GPU metrics sections are read in their documented JSON form
     span = gain_denominator(a)
     findings = tuple(_finding(i, f, span) for i, f in enumerate(a.findings, 1))
     roof_fig, roof_rows, roof_missing = _roofline(inp)
     chart, chart_missing = _roofline_chart(inp.roofline_chart)
     tl_fig = _timeline(inp)
-    kernels, kernels_of = _kernels(doc.get("top_kernels") or {})
-    ranges, ranges_of, steps = _ranges(doc.get("ranges") or {})
-    verdict = _verdict(doc.get("verdict"))
+    kernels, kernels_of = _kernels(a.summary.top_kernels)
+    ranges, ranges_of, steps = _ranges(a.summary.ranges)
+    verdict = _verdict(a.verdict)
     return RunReport(
         title=str(a.input.path or "trace"),
         subtitle=_subtitle(a),
@@ -259,13 +270,13 @@ def build_run_report(inp: ReportInputs) -> RunReport:
         ranges_missing="not available: no NVTX ranges, user annotations or ProfilerStep ranges in this trace; "
                        "wrap steps in torch.profiler.record_function or nvtx.range to get a breakdown",
         capture=_capture(a),
-        devices=tuple(_device(d) for d in doc.get("devices") or []),
+        devices=tuple(_device(d) for d in a.summary.devices),
         counts=tuple(Fact(k, f"{v:,}") for k, v in sorted(a.summary.counts.items()) if v),
         notes=notes_facts(a.input.notes),
-        ncu_join=_ncu_join(doc.get("ncu")),
+        ncu_join=_ncu_join(sec.ncu),
         roofline_chart=chart,
         roofline_chart_missing=chart_missing,
-        gpu_metrics=_gpu_metrics(doc.get("gpu_metrics")),
+        gpu_metrics=_gpu_metrics(sec.gpu_metrics),
     )
 
 
@@ -330,15 +341,12 @@ def _ncu_join(j: Mapping[str, Any] | None) -> NcuJoin | None:
 # ------------------------------------------------------------------ verdict and findings
 
 
-def _verdict(v: Mapping[str, Any] | None) -> VerdictView | None:
-    if not v:
+def _verdict(rv: RunVerdict | None) -> VerdictView | None:
+    if rv is None:
         return None
-    shares = tuple(
-        Fact(str(s.get("name")), f"{fmt_ns(s.get('ns'))} ({fmt_pct(s.get('pct'))} of {s.get('of')})")
-        for s in v.get("shares") or []
-    )
-    return VerdictView(str(v.get("class") or "unknown"), str(v.get("cause") or ""), str(v.get("basis") or "n/a"),
-                       str(v.get("confidence") or "n/a"), shares)
+    v = rv.run
+    shares = tuple(Fact(s.name, f"{fmt_ns(s.ns)} ({fmt_pct(s.pct)} of {s.of})") for s in v.shares)
+    return VerdictView(v.class_, v.cause, v.basis, v.confidence, shares)
 
 
 GAIN_OF = "longest device span"
@@ -534,35 +542,29 @@ def _roofline_chart(data: Mapping[str, Any] | None) -> tuple[Figure | None, str]
 # ------------------------------------------------------------------ tables
 
 
-def _kernels(tk: Mapping[str, Any]) -> tuple[tuple[KernelRow, ...], str]:
+def _kernels(tk: TopKernels) -> tuple[tuple[KernelRow, ...], str]:
     rows = tuple(
-        KernelRow(name=shorten(str(k["name"])), full_name=str(k["name"]), count=f"{k['count']:,}",
-                  total=fmt_ns(k["total"]["ns"]), share=fmt_pct(k["total"]["pct"]),
-                  bar_pct=float(k["total"]["pct"] or 0.0), mean=fmt_ns(k["mean_ns"]), p50=fmt_ns(k["p50_ns"]),
-                  p95=fmt_ns(k["p95_ns"]), max=fmt_ns(k["max_ns"]))
-        for k in tk.get("items") or []
+        KernelRow(name=shorten(k.name), full_name=k.name, count=f"{k.count:,}", total=fmt_ns(k.total.ns),
+                  share=fmt_pct(k.total.pct), bar_pct=float(k.total.pct or 0.0), mean=fmt_ns(k.mean_ns),
+                  p50=fmt_ns(k.p50_ns), p95=fmt_ns(k.p95_ns), max=fmt_ns(k.max_ns))
+        for k in tk.items
     )
-    return rows, f"{tk.get('of', '')} ({fmt_ns(tk.get('total_kernel_ns'))})"
+    return rows, f"{tk.of} ({fmt_ns(tk.total_kernel_ns)})"
 
 
-def _ranges(r: Mapping[str, Any]) -> tuple[tuple[RangeRow, ...], str, tuple[Fact, ...]]:
+def _ranges(r: RangesSummary) -> tuple[tuple[RangeRow, ...], str, tuple[Fact, ...]]:
     rows = tuple(
-        RangeRow(source=str(it["source"]), name=shorten(str(it["name"])), full_name=str(it["name"]),
-                 count=f"{it['count']:,}", covered=fmt_ns(it["covered"]["ns"]), share=fmt_pct(it["covered"]["pct"]),
-                 bar_pct=float(it["covered"]["pct"] or 0.0), summed=fmt_ns(it.get("total_ns")),
-                 mean=fmt_ns(it["mean_ns"]), p50=fmt_ns(it["p50_ns"]), p95=fmt_ns(it["p95_ns"]),
-                 top_level=bool(it.get("top_level")))
-        for it in r.get("items") or []
+        RangeRow(source=it.source, name=shorten(it.name), full_name=it.name, count=f"{it.count:,}",
+                 covered=fmt_ns(it.covered.ns), share=fmt_pct(it.covered.pct), bar_pct=float(it.covered.pct or 0.0),
+                 summed=fmt_ns(it.total_ns), mean=fmt_ns(it.mean_ns), p50=fmt_ns(it.p50_ns), p95=fmt_ns(it.p95_ns),
+                 top_level=it.top_level)
+        for it in r.items
     )
-    of = rows and r["items"][0]["covered"]["of"] or ""
-    s = r.get("steps")
-    steps: tuple[Fact, ...] = ()
-    if s:
-        steps = (Fact("steps", f"{s['count']:,}"), Fact("total", fmt_ns(s.get("total_ns"))),
-                 Fact("mean", fmt_ns(s.get("mean_ns"))), Fact("p50", fmt_ns(s.get("p50_ns"))),
-                 Fact("p95", fmt_ns(s.get("p95_ns"))), Fact("min", fmt_ns(s.get("min_ns"))),
-                 Fact("max", fmt_ns(s.get("max_ns"))))
-    return rows, str(of), steps
+    s = r.steps
+    steps = () if s is None else tuple(Fact(k, fmt_ns(v)) for k, v in (
+        ("total", s.total_ns), ("mean", s.mean_ns), ("p50", s.p50_ns), ("p95", s.p95_ns), ("min", s.min_ns),
+        ("max", s.max_ns)))
+    return rows, r.items[0].covered.of if r.items else "", (Fact("steps", f"{s.count:,}"), *steps) if s else ()
 
 
 # ------------------------------------------------------------------ capture facts
