@@ -1,8 +1,9 @@
 """advisor: why a GPU/AI run is slow and what to change first.
 
-Public API (the surfaces use only this): `open_run` ingests a trace into the normalized model and
-returns a `Run`; `advisor.engine.summary.summarize` and the rule engine read it.
-Importing this package loads no UI library (tested).
+Public API (`advisor.api`, re-exported here): `analyze(path)` returns the typed `Analysis` (verdict,
+ranked findings, `to_json()`, `table(name)`), `diff(a, b)` compares two analyses by finding
+fingerprint, `open_run` ingests a trace into the normalized model. The CLI, TUI and reports use
+only `advisor.api`. Importing this package loads neither the engine nor any UI library (tested).
 """
 
 from __future__ import annotations
@@ -18,15 +19,18 @@ from typing import TYPE_CHECKING, Any  # noqa: E402
 from advisor.errors import AdvisorError, InputError  # noqa: E402
 
 if TYPE_CHECKING:
-    from advisor.ingest import open_run
+    from advisor.api import Analysis, Table, analyze, diff, open_run
 
-__all__ = ["DISTRIBUTION", "INSTALL_HINT", "AdvisorError", "InputError", "open_run", "__version__"]
+__all__ = ["DISTRIBUTION", "INSTALL_HINT", "AdvisorError", "Analysis", "InputError", "Table", "__version__",
+           "analyze", "diff", "open_run"]
+
+_FROM_API = ("Analysis", "Table", "analyze", "diff", "open_run")
 
 
 def __getattr__(name: str) -> Any:
-    """`advisor.open_run` on first use: importing the package (the CLI does) stays cheap."""
-    if name == "open_run":
-        from advisor.ingest import open_run
+    """`advisor.analyze` etc. on first use: importing the package (the CLI does) stays cheap."""
+    if name in _FROM_API:
+        from advisor import api
 
-        return open_run
+        return getattr(api, name)
     raise AttributeError(f"module 'advisor' has no attribute {name!r}")

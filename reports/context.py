@@ -13,6 +13,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from advisor.api import (
+    Analysis,
+    DeviceTime,
+    Finding,
+    RangesSummary,
+    ReportInputs,
+    RunVerdict,
+    TopKernels,
+    Window,
+    get_rule,
+    sections,
+)
 from advisor.errors import InputError
 from advisor.redact import redact
 from advisor.reports.figures import (
@@ -31,8 +43,6 @@ from advisor.reports.figures import (
     timeline_figure,
 )
 from advisor.reports.units import fmt_bytes, fmt_hz, fmt_ns, fmt_pct, fmt_value
-from advisor.rules.catalog import sections
-from advisor.rules.registry import get_rule
 
 NCU_HINT = ("capture with: ncu --set full -o profile python train.py (or --section SpeedOfLight), "
             "then pass profile.ncu-rep to advisor")
@@ -221,43 +231,29 @@ class RunReport:
     gpu_metrics: GpuMetricsView | None = None  # only when the run has nsys GPU metrics samples
 
 
-@dataclass(frozen=True)
-class ReportInputs:
-    """What a report is built from: the analyze run document plus aggregated views of the run."""
-
-    doc: Mapping[str, Any]
-    timeline: Mapping[str, Any] | None = None
-    roofline: Sequence[Mapping[str, Any]] = ()
-    ncu_kernels: int = 0
-    gaps: Sequence[Mapping[str, Any]] = ()  # idle gaps {device_id, start_ns, end_ns, cause}, longest first
-    # advisor.perf RooflineFigure.to_dict() (ncu_figure or ops_figure): points at (ai, op/s), roofs, basis
-    roofline_chart: Mapping[str, Any] | None = None
-    # explore.stream_bins: {rows: [{device_id, stream_id, busy_ns, busy[]}], left_out: [...], per_device}
-    streams: Mapping[str, Any] | None = None
-
-
 def build_run_report(inp: ReportInputs) -> RunReport:
     """The typed context for one run."""
-    doc = inp.doc
-    span = gain_denominator(doc)
-    findings = tuple(_finding(i, f, span) for i, f in enumerate(doc.get("findings") or [], 1))
+    a = inp.analysis
+    sec = a.sections  # the joins and GPU metrics sections are read in their documented JSON form
+    span = gain_denominator(a)
+    findings = tuple(_finding(i, f, span) for i, f in enumerate(a.findings, 1))
     roof_fig, roof_rows, roof_missing = _roofline(inp)
     chart, chart_missing = _roofline_chart(inp.roofline_chart)
     tl_fig = _timeline(inp)
-    kernels, kernels_of = _kernels(doc.get("top_kernels") or {})
-    ranges, ranges_of, steps = _ranges(doc.get("ranges") or {})
-    verdict = _verdict(doc.get("verdict"))
+    kernels, kernels_of = _kernels(a.summary.top_kernels)
+    ranges, ranges_of, steps = _ranges(a.summary.ranges)
+    verdict = _verdict(a.verdict)
     return RunReport(
-        title=str(doc["input"].get("path") or "trace"),
-        subtitle=_subtitle(doc["input"], (doc.get("capture") or {}).get("span_ns")),
+        title=str(a.input.path or "trace"),
+        subtitle=_subtitle(a),
         verdict=verdict,
         verdict_missing="" if verdict else "not available: the rule engine gave no verdict for this run "
                                            "(verdict is null in the analyze document)",
-        do_first=_do_first(doc.get("findings") or [], span),
+        do_first=_do_first(a.findings, span),
         findings=findings,
         findings_missing="" if findings else "not available: no findings in the analyze document "
                                              "(no rule fired, or the rule engine is not installed)",
-        breakdown=breakdown_figure(_breakdowns(doc.get("time") or [])),
+        breakdown=breakdown_figure(_breakdowns(a.summary.time)),
         breakdown_missing="not available: no GPU kernel or memory activity in this trace",
         timeline=tl_fig,
         timeline_missing="" if tl_fig else "not available: no GPU activity on a timeline in this trace "
@@ -273,14 +269,14 @@ def build_run_report(inp: ReportInputs) -> RunReport:
         steps=steps,
         ranges_missing="not available: no NVTX ranges, user annotations or ProfilerStep ranges in this trace; "
                        "wrap steps in torch.profiler.record_function or nvtx.range to get a breakdown",
-        capture=_capture(doc),
-        devices=tuple(_device(d) for d in doc.get("devices") or []),
-        counts=tuple(Fact(k, f"{v:,}") for k, v in sorted((doc.get("counts") or {}).items()) if v),
-        notes=notes_facts(doc["input"].get("notes") or {}),
-        ncu_join=_ncu_join(doc.get("ncu")),
+        capture=_capture(a),
+        devices=tuple(_device(d) for d in a.summary.devices),
+        counts=tuple(Fact(k, f"{v:,}") for k, v in sorted(a.summary.counts.items()) if v),
+        notes=notes_facts(a.input.notes),
+        ncu_join=_ncu_join(sec.ncu),
         roofline_chart=chart,
         roofline_chart_missing=chart_missing,
-        gpu_metrics=_gpu_metrics(doc.get("gpu_metrics")),
+        gpu_metrics=_gpu_metrics(sec.gpu_metrics),
     )
 
 
@@ -345,25 +341,22 @@ def _ncu_join(j: Mapping[str, Any] | None) -> NcuJoin | None:
 # ------------------------------------------------------------------ verdict and findings
 
 
-def _verdict(v: Mapping[str, Any] | None) -> VerdictView | None:
-    if not v:
+def _verdict(rv: RunVerdict | None) -> VerdictView | None:
+    if rv is None:
         return None
-    shares = tuple(
-        Fact(str(s.get("name")), f"{fmt_ns(s.get('ns'))} ({fmt_pct(s.get('pct'))} of {s.get('of')})")
-        for s in v.get("shares") or []
-    )
-    return VerdictView(str(v.get("class") or "unknown"), str(v.get("cause") or ""), str(v.get("basis") or "n/a"),
-                       str(v.get("confidence") or "n/a"), shares)
+    v = rv.run
+    shares = tuple(Fact(s.name, f"{fmt_ns(s.ns)} ({fmt_pct(s.pct)} of {s.of})") for s in v.shares)
+    return VerdictView(v.class_, v.cause, v.basis, v.confidence, shares)
 
 
 GAIN_OF = "longest device span"
 
 
-def gain_denominator(doc: Mapping[str, Any]) -> int | None:
+def gain_denominator(a: Analysis) -> int | None:
     """The longest device span (first to last GPU activity on one device), as the rule engine's headline
     uses; the capture span when the run has no GPU activity."""
-    spans = [int(d["span_ns"]) for d in doc.get("time") or [] if d.get("span_ns")]
-    return max(spans) if spans else (doc.get("capture") or {}).get("span_ns")
+    spans = [d.span_ns for d in a.summary.time if d.span_ns]
+    return max(spans) if spans else a.summary.capture.span_ns
 
 
 def gain_text(gain_ns: int | None, span_ns: int | None) -> str:
@@ -376,32 +369,29 @@ def gain_text(gain_ns: int | None, span_ns: int | None) -> str:
             f"({fmt_pct(100.0 * gain_ns / span_ns)} of the {GAIN_OF})")
 
 
-def _do_first(findings: Sequence[Mapping[str, Any]], span_ns: int | None) -> DoFirst | None:
+def _do_first(findings: Sequence[Finding], span_ns: int | None) -> DoFirst | None:
     if not findings:
         return None
     f = findings[0]
-    fixes = f.get("fixes") or []
-    action = str(fixes[0].get("title")) if fixes else str(f.get("name") or f.get("code"))
-    return DoFirst(str(f.get("code")), action, str(f.get("message") or ""), gain_text(f.get("est_gain_ns"), span_ns))
+    action = f.fixes[0].title if f.fixes else f.name
+    return DoFirst(f.code, action, f.message, gain_text(f.est_gain_ns, span_ns))
 
 
-def _finding(rank: int, f: Mapping[str, Any], span_ns: int | None) -> FindingView:
-    evidence = f.get("evidence") or []
-    code = str(f.get("code") or "")
+def _finding(rank: int, f: Finding, span_ns: int | None) -> FindingView:
     return FindingView(
         rank=rank,
-        code=code,
-        name=str(f.get("name") or ""),
-        category=str(f.get("category") or ""),
-        message=str(f.get("message") or ""),
-        gain=gain_text(f.get("est_gain_ns"), span_ns),
-        gain_basis=str(f.get("gain_basis") or ""),
-        window=window_text(f.get("window")),
-        evidence=tuple(Fact(str(e.get("name")), fmt_value(e.get("value"), e.get("unit"))) for e in evidence),
-        evidence_of=tuple(str(e.get("of") or "") for e in evidence),
-        fixes=tuple(_fix(x) for x in f.get("fixes") or []),
-        explain=f"advisor explain {code}",
-        explanation=explanation(code),
+        code=f.code,
+        name=f.name,
+        category=f.category,
+        message=f.message,
+        gain=gain_text(f.est_gain_ns, span_ns),
+        gain_basis=f.gain_basis,
+        window=window_text(f.window),
+        evidence=tuple(Fact(e.name, fmt_value(e.value, e.unit)) for e in f.evidence),
+        evidence_of=tuple(e.of or "" for e in f.evidence),
+        fixes=tuple(FixView(x.title, x.detail, x.risk, RISK_CLASSES.get(x.risk, "risk-unknown")) for x in f.fixes),
+        explain=f"advisor explain {f.code}",
+        explanation=explanation(f.code),
     )
 
 
@@ -417,61 +407,54 @@ def explanation(code: str) -> tuple[tuple[str, str], ...]:
     return tuple((h, body[h]) for h in EXPLAIN_HEADINGS if body.get(h))
 
 
-def _fix(x: Mapping[str, Any]) -> FixView:
-    risk = str(x.get("risk") or "unknown")
-    return FixView(str(x.get("title") or ""), str(x.get("detail") or ""), risk, RISK_CLASSES.get(risk, "risk-unknown"))
-
-
-def window_text(w: Any) -> str:
-    """Where a finding applies, from whichever window keys it has (device, stream, time, range)."""
-    if not isinstance(w, Mapping):
-        return ""
+def window_text(w: Window) -> str:
+    """Where a finding applies: device, stream, time window and enclosing range, whichever it has."""
     parts = []
-    if w.get("device_id") is not None:
-        parts.append(f"device {w['device_id']}")
-    if w.get("stream_id") is not None:
-        parts.append(f"stream {w['stream_id']}")
-    if w.get("start_ns") is not None and w.get("end_ns") is not None:
-        parts.append(f"{fmt_ns(w['end_ns'] - w['start_ns'])} window")
-    if w.get("range"):
-        parts.append(f"range {w['range']}")
+    if w.device_id is not None:
+        parts.append(f"device {w.device_id}")
+    if w.stream_id is not None:
+        parts.append(f"stream {w.stream_id}")
+    if w.start_ns is not None and w.end_ns is not None:
+        parts.append(f"{fmt_ns(w.end_ns - w.start_ns)} window")
+    if w.range_name:
+        parts.append(f"range {w.range_name}")
     return ", ".join(parts)
 
 
 # ------------------------------------------------------------------ figures
 
 
-def _breakdowns(rows: Sequence[Mapping[str, Any]]) -> list[DeviceBreakdown]:
-    keys = {"compute": "compute_kernels", "communication": "communication_kernels", "memcpy": "memcpy",
-            "memset": "memset"}
+def _breakdowns(rows: Sequence[DeviceTime]) -> list[DeviceBreakdown]:
     return [
         DeviceBreakdown(
             label=device_label(d),
-            span_ns=int(d["span_ns"]),
-            busy=(int(d["busy"]["ns"]), d["busy"]["pct"]),
-            idle=(int(d["idle"]["ns"]), d["idle"]["pct"]),
-            parts=tuple((c, int(d[k]["ns"]), d[k]["pct"]) for c, k in keys.items()),
+            span_ns=d.span_ns,
+            busy=(d.busy.ns, d.busy.pct),
+            idle=(d.idle.ns, d.idle.pct),
+            parts=tuple((c, s.ns, s.pct) for c, s in (("compute", d.compute_kernels),
+                                                       ("communication", d.communication_kernels),
+                                                       ("memcpy", d.memcpy), ("memset", d.memset))),
         )
         for d in rows
     ]
 
 
-def device_label(d: Mapping[str, Any]) -> str:
-    rank = f" rank {d['rank']}" if d.get("rank") is not None else ""
-    return f"device {d['device_id']}{rank}"
+def device_label(d: DeviceTime) -> str:
+    rank = f" rank {d.rank}" if d.rank is not None else ""
+    return f"device {d.device_id}{rank}"
 
 
 def _timeline(inp: ReportInputs) -> Figure | None:
     tl = inp.timeline or {}
-    names = {d["device_id"]: device_label(d) for d in inp.doc.get("time") or []}
-    spans = {d["device_id"]: int(d["span_ns"]) for d in inp.doc.get("time") or [] if d.get("span_ns")}
+    names = {d.device_id: device_label(d) for d in inp.analysis.summary.time}
+    spans = {d.device_id: d.span_ns for d in inp.analysis.summary.time if d.span_ns}
     lanes = []
     for d in tl.get("devices") or []:
         dev = int(d["device_id"])
         label = names.get(dev, f"device {dev}")
         rows, note = _stream_rows(inp.streams or {}, dev, label, spans.get(dev))
         lanes.append(Lane(dev, label, d["series"], rows, note))
-    raw = inp.gaps or inp.doc.get("idle_gaps") or []
+    raw = inp.gaps
     gaps = [GapSegment(int(g["device_id"]), int(g["start_ns"]), int(g["end_ns"]), str(g.get("cause") or "unknown"))
             for g in raw if g.get("device_id") is not None]
     return timeline_figure(tl.get("t0_ns"), tl.get("bin_ns"), lanes, gaps)
@@ -559,55 +542,50 @@ def _roofline_chart(data: Mapping[str, Any] | None) -> tuple[Figure | None, str]
 # ------------------------------------------------------------------ tables
 
 
-def _kernels(tk: Mapping[str, Any]) -> tuple[tuple[KernelRow, ...], str]:
+def _kernels(tk: TopKernels) -> tuple[tuple[KernelRow, ...], str]:
     rows = tuple(
-        KernelRow(name=shorten(str(k["name"])), full_name=str(k["name"]), count=f"{k['count']:,}",
-                  total=fmt_ns(k["total"]["ns"]), share=fmt_pct(k["total"]["pct"]),
-                  bar_pct=float(k["total"]["pct"] or 0.0), mean=fmt_ns(k["mean_ns"]), p50=fmt_ns(k["p50_ns"]),
-                  p95=fmt_ns(k["p95_ns"]), max=fmt_ns(k["max_ns"]))
-        for k in tk.get("items") or []
+        KernelRow(name=shorten(k.name), full_name=k.name, count=f"{k.count:,}", total=fmt_ns(k.total.ns),
+                  share=fmt_pct(k.total.pct), bar_pct=float(k.total.pct or 0.0), mean=fmt_ns(k.mean_ns),
+                  p50=fmt_ns(k.p50_ns), p95=fmt_ns(k.p95_ns), max=fmt_ns(k.max_ns))
+        for k in tk.items
     )
-    return rows, f"{tk.get('of', '')} ({fmt_ns(tk.get('total_kernel_ns'))})"
+    return rows, f"{tk.of} ({fmt_ns(tk.total_kernel_ns)})"
 
 
-def _ranges(r: Mapping[str, Any]) -> tuple[tuple[RangeRow, ...], str, tuple[Fact, ...]]:
+def _ranges(r: RangesSummary) -> tuple[tuple[RangeRow, ...], str, tuple[Fact, ...]]:
     rows = tuple(
-        RangeRow(source=str(it["source"]), name=shorten(str(it["name"])), full_name=str(it["name"]),
-                 count=f"{it['count']:,}", covered=fmt_ns(it["covered"]["ns"]), share=fmt_pct(it["covered"]["pct"]),
-                 bar_pct=float(it["covered"]["pct"] or 0.0), summed=fmt_ns(it.get("total_ns")),
-                 mean=fmt_ns(it["mean_ns"]), p50=fmt_ns(it["p50_ns"]), p95=fmt_ns(it["p95_ns"]),
-                 top_level=bool(it.get("top_level")))
-        for it in r.get("items") or []
+        RangeRow(source=it.source, name=shorten(it.name), full_name=it.name, count=f"{it.count:,}",
+                 covered=fmt_ns(it.covered.ns), share=fmt_pct(it.covered.pct), bar_pct=float(it.covered.pct or 0.0),
+                 summed=fmt_ns(it.total_ns), mean=fmt_ns(it.mean_ns), p50=fmt_ns(it.p50_ns), p95=fmt_ns(it.p95_ns),
+                 top_level=it.top_level)
+        for it in r.items
     )
-    of = rows and r["items"][0]["covered"]["of"] or ""
-    s = r.get("steps")
-    steps: tuple[Fact, ...] = ()
-    if s:
-        steps = (Fact("steps", f"{s['count']:,}"), Fact("total", fmt_ns(s.get("total_ns"))),
-                 Fact("mean", fmt_ns(s.get("mean_ns"))), Fact("p50", fmt_ns(s.get("p50_ns"))),
-                 Fact("p95", fmt_ns(s.get("p95_ns"))), Fact("min", fmt_ns(s.get("min_ns"))),
-                 Fact("max", fmt_ns(s.get("max_ns"))))
-    return rows, str(of), steps
+    s = r.steps
+    steps = () if s is None else tuple(Fact(k, fmt_ns(v)) for k, v in (
+        ("total", s.total_ns), ("mean", s.mean_ns), ("p50", s.p50_ns), ("p95", s.p95_ns), ("min", s.min_ns),
+        ("max", s.max_ns)))
+    return rows, r.items[0].covered.of if r.items else "", (Fact("steps", f"{s.count:,}"), *steps) if s else ()
 
 
 # ------------------------------------------------------------------ capture facts
 
 
-def _subtitle(inp: Mapping[str, Any], span_ns: int | None) -> str:
-    ver = inp.get("tool_version") or "version not recorded"
-    return f"{inp.get('tool')} {ver} [{inp.get('format')}], capture span {fmt_ns(span_ns)}"
+def _subtitle(a: Analysis) -> str:
+    i = a.input
+    ver = i.tool_version or "version not recorded"
+    return f"{i.tool} {ver} [{i.format}], capture span {fmt_ns(a.summary.capture.span_ns)}"
 
 
-def _capture(doc: Mapping[str, Any]) -> tuple[Fact, ...]:
-    i = doc["input"]
+def _capture(a: Analysis) -> tuple[Fact, ...]:
+    i = a.input
     facts = [
-        ("input", i.get("path")), ("format", i.get("format")), ("tool", i.get("tool")),
-        ("tool version", i.get("tool_version") or "not recorded in the file"),
-        ("export schema", i.get("export_schema")), ("sha256", i.get("sha256")),
-        ("size", fmt_bytes(i.get("bytes")) if i.get("bytes") is not None else None),
-        ("host", i.get("host")), ("world size", i.get("world_size")), ("ranks", i.get("ranks")),
-        ("capture span", fmt_ns((doc.get("capture") or {}).get("span_ns"))),
-        ("captured tables", ", ".join(i.get("captured") or []) or "none"),
+        ("input", i.path), ("format", i.format), ("tool", i.tool),
+        ("tool version", i.tool_version or "not recorded in the file"),
+        ("export schema", i.export_schema), ("sha256", i.sha256),
+        ("size", fmt_bytes(i.bytes) if i.bytes is not None else None),
+        ("host", i.host), ("world size", i.world_size), ("ranks", i.ranks),
+        ("capture span", fmt_ns(a.summary.capture.span_ns)),
+        ("captured tables", ", ".join(i.captured) or "none"),
     ]
     return tuple(Fact(k, str(v)) for k, v in facts if v is not None and v != "")
 
@@ -638,4 +616,4 @@ def notes_facts(notes: Mapping[str, Any], limit: int = 300) -> tuple[Fact, ...]:
     return tuple(out)
 
 
-__all__ = ["ACTIVITY", "ReportInputs", "RunReport", "build_run_report", "gain_text", "notes_facts"]
+__all__ = ["ACTIVITY", "RunReport", "build_run_report", "gain_text", "notes_facts"]

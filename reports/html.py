@@ -16,8 +16,9 @@ from typing import Any
 import jinja2
 
 from advisor import __version__
+from advisor.api import ReportInputs
 from advisor.redact import redact
-from advisor.reports.context import ReportInputs, RunReport, build_run_report
+from advisor.reports.context import RunReport, build_run_report
 from advisor.reports.safety import script_json
 
 
@@ -45,7 +46,7 @@ def render_run_html(inputs: ReportInputs) -> str:
     """The HTML report for one run."""
     report = build_run_report(inputs)
     return environment().get_template("run.html").render(
-        report=report, advisor_version=__version__, data_json=script_json(embedded_document(inputs.doc)),
+        report=report, advisor_version=__version__, data_json=script_json(embedded_document(inputs.analysis.to_dict())),
     )
 
 
@@ -78,7 +79,8 @@ def render_diff_html(before: ReportInputs, after: ReportInputs, rows: list[DiffR
     finding changes when given."""
     ctx_before: RunReport = build_run_report(before)
     ctx_after: RunReport = build_run_report(after)
-    data = {"before": embedded_document(before.doc), "after": embedded_document(after.doc)}
+    data = {"before": embedded_document(before.analysis.to_dict()),
+            "after": embedded_document(after.analysis.to_dict())}
     return environment().get_template("diff.html").render(
         before=ctx_before, after=ctx_after, rows=rows or [], diff_verdict=verdict,
         finding_changes=findings or [], finding_changes_missing=findings_missing,

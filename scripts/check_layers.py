@@ -2,7 +2,8 @@
 """Check the layer contracts in pyproject.toml ([tool.advisor.layers]) over every module's imports.
 
 Data flows one way (../shared/STYLE.md): a module may import only layers listed below its own,
-and the core never imports a UI library. Prints each violation as `module -> imported (why)`;
+the core never imports a UI library, and the surfaces (CLI, TUI, reports) import of the core only
+its one door, `advisor.api`. Prints each violation as `module -> imported (why)`;
 exits 1 when there is any. Works on source files, so it sees parsers/, rules/ and reports/ under
 the names they install as (advisor.parsers, ...).
 """
@@ -54,17 +55,23 @@ def layer_of(module: str, order: list[str]) -> int | None:
     return None
 
 
+def within(module: str, layers: list[str]) -> bool:
+    return any(module == c or module.startswith(c + ".") for c in layers)
+
+
 def check() -> list[str]:
     cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["advisor"]["layers"]
     order: list[str] = cfg["order"]
     problems = []
     for name, path in sorted(modules().items()):
         mine = layer_of(name, order)
-        in_core = any(name == c or name.startswith(c + ".") for c in cfg["core"])
+        in_core, surface = within(name, cfg["core"]), within(name, cfg["surfaces"])
         for imp in sorted(imports(name, path)):
             top = imp.split(".")[0]
             if in_core and top in cfg["core_forbidden"]:
                 problems.append(f"{name} -> {imp} (the core must not import UI library {top})")
+            if surface and within(imp, cfg["core"]) and not within(imp, [cfg["door"]]):
+                problems.append(f"{name} -> {imp} (a surface imports the core only through {cfg['door']})")
             theirs = layer_of(imp, order)
             if mine is not None and theirs is not None and theirs < mine:
                 problems.append(f"{name} -> {imp} ({order[mine]} may not import the higher layer {order[theirs]})")

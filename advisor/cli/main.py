@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from advisor import __version__, interrupt
+from advisor.api import check_address_space, out_of_memory
 from advisor.cli.output import check_output
-from advisor.errors import AdvisorError, InputError
-from advisor.model.limits import check_address_space, out_of_memory
+from advisor.errors import AdvisorError
 from advisor.redact import terminal_safe
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -105,7 +105,7 @@ def _main(args: argparse.Namespace, fmt: str) -> int:
         if args._prepare is not None:  # e.g. report's default -o in a terminal, checked like a given one
             args._prepare(args)
         check_output(args)  # before any work: a bad -o path fails in a second, not after the analysis
-        code = _run_command(args)
+        code = int(args._run(args))  # a damaged cache entry is retried where runs open (advisor.api)
         interrupt.raise_if_interrupted()  # a swallowed signal still must not pass for a result
         _keep_cache_in_limit(args)
         return code
@@ -139,26 +139,6 @@ def _interrupted() -> int:
 def _say_interrupted(sig: int | None) -> None:
     _SAID.append(True)
     sys.stderr.write("advisor: interrupted\n" if sig != signal.SIGTERM else "advisor: terminated\n")
-
-
-def _run_command(args: argparse.Namespace) -> int:
-    """Run the command; when a cached run turns out damaged, drop its entry and run it once more.
-
-    Why here: opening an entry checks only sizes, footers and row counts (hashing it would cost the
-    warm path seconds), so damage inside a data page surfaces mid-command as CacheDamaged. Commands
-    write their output only at the end, so running the whole command again re-ingests the input
-    and nothing is printed twice. Damage that comes back is reported as one line.
-    """
-    try:
-        return int(args._run(args))
-    except InputError as e:
-        from advisor.ingest import drop_entry
-        from advisor.model.store import CacheDamaged
-
-        if not isinstance(e, CacheDamaged):
-            raise
-        drop_entry(e.entry)
-    return int(args._run(args))
 
 
 def _keep_cache_in_limit(args: argparse.Namespace) -> None:

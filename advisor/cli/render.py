@@ -320,9 +320,10 @@ def _md_head(doc: dict[str, Any]) -> list[str]:
 
 def _md_gain(gain_ns: int | None, doc: dict[str, Any]) -> str:
     """'expected to save X of Y (Z% of the longest device span)', the same words as the HTML report."""
-    from advisor.reports.context import gain_denominator, gain_text
+    from advisor.reports.context import gain_text
 
-    return str(gain_text(gain_ns, gain_denominator(doc)))
+    spans = [int(d["span_ns"]) for d in doc["time"] if d["span_ns"]]  # the longest device span, else the capture's
+    return str(gain_text(gain_ns, max(spans) if spans else doc["capture"]["span_ns"]))
 
 
 def _md_findings_table(findings: list[dict[str, Any]]) -> list[str]:

@@ -296,7 +296,7 @@ def _rules_doc(base: Side, new: Side, pairs: list[DevicePair]) -> dict[str, Any]
     rb, rn = base.rules, new.rules
     bmap = {p.base.device_id: p.key for p in pairs if p.base and p.new}
     nmap = {p.new.device_id: p.key for p in pairs if p.base and p.new}
-    notes = sorted(set((rb.notes if rb else []) + (rn.notes if rn else [])))
+    notes = sorted({*(rb.notes if rb else ()), *(rn.notes if rn else ())})
     vb = rb.verdict_class if rb else None
     vn = rn.verdict_class if rn else None
     return {

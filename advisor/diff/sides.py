@@ -20,10 +20,12 @@ import shutil
 import tempfile
 import zlib
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from advisor.diff.facts import Capture, extract
 from advisor.diff.rulefacts import RuleFacts, rule_facts
+from advisor.engine.runs import with_run
 from advisor.errors import InputError
 from advisor.ingest import open_run
 from advisor.model.store import Run
@@ -188,18 +190,24 @@ def open_side(label: str, opts: SideOptions | None = None) -> Side:
     captures: list[Capture] = []
     rules: RuleFacts | None = None
     for i, path in enumerate(paths):
-        run = _open(path, opts)
-        try:
-            captures.append(extract(run, opts.step_regex))
-            if i == 0 and opts.with_rules:
-                rules = rule_facts(run)
-        finally:
-            run.close()
+        capture, facts = with_run(path, partial(_read, opts=opts, first=i == 0), opener=partial(_open, path, opts))
+        captures.append(capture)
+        rules = facts if i == 0 else rules
     return Side(label, captures, layout, rules)
 
 
-def side_from_runs(label: str, runs: list[Run], step_regex: str | None = None, with_rules: bool = True) -> Side:
-    """A side over already-open runs (tests, library use); the caller keeps ownership of the runs."""
+def _read(run: Run, *, opts: SideOptions, first: bool) -> tuple[Capture, RuleFacts | None]:
+    """A capture's facts, and on the side's first capture its rule facts (the rules run once)."""
+    return extract(run, opts.step_regex), rule_facts(run) if first and opts.with_rules else None
+
+
+def side_from_runs(label: str, runs: list[Run], step_regex: str | None = None, with_rules: bool = True,
+                   rules: RuleFacts | None = None) -> Side:
+    """A side over already-open runs (tests, library use); the caller keeps ownership of the runs.
+
+    rules: the first run's rule facts when already known (from its analysis): the rules do not run again.
+    """
     captures = [extract(r, step_regex) for r in runs]
-    rules = rule_facts(runs[0]) if with_rules and runs else None
+    if rules is None and with_rules and runs:
+        rules = rule_facts(runs[0])
     return Side(label, captures, f"{len(runs)} in-memory run(s)", rules)

@@ -1,17 +1,26 @@
-"""`analyze`: open each input, summarize it, run the rules, and assemble the versioned document."""
+"""`analyze_run`: summarize one run, run the rules, classify it, and assemble the typed `Analysis`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
-from advisor import __version__
-from advisor.engine.findings import classify, run_rules
-from advisor.engine.summary import JSON_SCHEMA_VERSION, summarize
-from advisor.ingest import drop_entry, open_run
-from advisor.model.store import CacheDamaged, Run
-from advisor.parsers.base import ParseOptions, ProgressFn, no_progress
+from advisor.engine.findings import RuleReport, classify, run_rules
+from advisor.engine.result import Analysis, InputFacts, Sections, Summary, load
+from advisor.engine.summary import input_info, summarize
+from advisor.model.store import Run
+from advisor.parsers.base import ProgressFn, no_progress
+from advisor.perf import gpu_metrics_section
+from advisor.perf.mfu import mfu_section
+from advisor.perf.ops import ops_section
+from advisor.perf.serving import serving_section
+from advisor.rules.base import Finding
+from advisor.rules.classify import RunVerdict, Verdict
 from advisor.rules.registry import select_rules
+
+# What the rules found on a run, computed once and handed on (a diff side, then its HTML report).
+Outcomes = tuple[RuleReport, RunVerdict]
 
 
 def analyze_run(
@@ -22,51 +31,65 @@ def analyze_run(
     select: set[str] | None = None,
     ncu: Run | None = None,
     progress: ProgressFn = no_progress,
-) -> dict[str, Any]:
+    outcomes: Outcomes | None = None,
+) -> Analysis:
     """Summary of one run plus its verdict, "do this first" headline, ranked findings and rule outcomes.
 
     ncu: an Nsight Compute run of the same program (analyze --ncu): joined to the timeline `run`,
     it feeds the ncu rules (gains weighted by the matched kernels' timeline time) and the verdict.
     progress: called with (steps done, steps, what) before the summary, the ncu join, each rule and
     the verdict, so a surface can show the analysis stage moving (a cold one takes seconds).
+    outcomes: the rule report and verdict already computed on this run (never run twice).
     """
-    chosen = select_rules(select) if rules else []
-    total = 1 + (ncu is not None) + len(chosen) + (1 if rules else 0)
-    done = 0
+    chosen = select_rules(select) if rules and outcomes is None else []
+    total = 1 + (ncu is not None) + len(chosen) + (1 if chosen else 0)
+    done = [0]
 
     def step(what: str) -> None:
-        nonlocal done
-        progress(done, total, what)
-        done += 1
+        progress(done[0], total, what)
+        done[0] += 1
 
     step("summary")
-    doc = summarize(run, top=top)
+    facts = summarize(run, top=top)
+    sections = Sections()
     joined = None
     if ncu is not None:
         from advisor.engine.ncu import join_section, join_timeline
 
         step("joining the Nsight Compute report")
         joined = join_timeline(ncu, run)
-        doc["ncu"] = join_section(ncu, joined)
-    if not rules:
-        doc.update(findings=[], verdict=None, headline=None, headline_note=None, rules=[])
-        _add_profile(doc, run, [])
-        progress(total, total, "done")
-        return doc
-    report = run_rules(
-        run, rule_options, select, ncu=ncu, joined=joined, before_each=lambda r: step(f"rule {r.code} {r.name}")
-    )
-    step("verdict")
-    verdict = classify(run, ncu=joined).to_dict()
+        sections = Sections(ncu=join_section(ncu, joined))
+    if rules and outcomes is None:
+        report = run_rules(run, rule_options, select, ncu=ncu, joined=joined,
+                           before_each=lambda r: step(f"rule {r.code} {r.name}"))
+        step("verdict")
+        outcomes = report, classify(run, ncu=joined)
     progress(total, total, "done")
-    doc["verdict"] = dict(verdict["run"], devices=verdict.get("devices", []), ranges=verdict.get("ranges", []))
-    rd = report.to_dict()
-    doc["headline"] = headline(doc["verdict"], rd["headline"])
-    doc["headline_note"] = headline_note(doc["verdict"], rd["findings"]) if doc["headline"] == rd["headline"] else None
-    doc["findings"] = rd["findings"]
-    doc["rules"] = rd["rules"]
-    _add_profile(doc, run, rd["findings"])
-    return doc
+    return assemble(run, facts, sections, outcomes if rules else None)
+
+
+def assemble(run: Run, facts: Mapping[str, Any], sections: Sections, outcomes: Outcomes | None) -> Analysis:
+    """The typed analysis from the summary document and the rules' outcomes (None: rules not run)."""
+    summary = load(Summary, {k: v for k, v in facts.items() if k != "input"})
+    report, verdict = outcomes if outcomes is not None else (None, None)
+    top = report.headline() if report is not None else None
+    line = headline(verdict.run, top) if verdict is not None and top is not None else None
+    note = headline_note(verdict.run, report.findings) if report is not None and verdict and line == top else None
+    profile = None
+    if run.count("ncu_kernels"):  # an Nsight Compute report's launches, with the findings about each
+        from advisor.engine.ncu_profile import profile_section
+
+        profile = profile_section(run, report.to_dict()["findings"] if report is not None else [])
+    sections = replace(sections, ncu_profile=profile, gpu_metrics=gpu_metrics_section(run), ops=ops_section(run),
+                       mfu=_mfu(run), serving=serving_section(run))
+    return Analysis(load(InputFacts, input_info(run)), summary, verdict, report, line, note, sections)
+
+
+def _mfu(run: Run) -> dict[str, Any] | None:
+    """MFU and achieved TFLOP/s per device, step and range (None: nothing modelled)."""
+    from advisor.rules.steps import step_windows
+
+    return mfu_section(run, [(w.device_id, w.start_ns, w.end_ns) for w in step_windows(run)]) or None
 
 
 # finding category -> the verdict class its fix addresses (ID001's follows the idle cause it prices most)
@@ -77,83 +100,37 @@ IDLE_FIX_CLASS = {"input": "io", "io": "io", "comm": "communication"}
 LATENCY_FIXES = ("ME003", "ME006")
 
 
-def headline(verdict: dict[str, Any], ranked: str) -> str:
+def headline(verdict: Verdict, ranked: str) -> str:
     """The rule report's "do this first" line, unless the verdict names no bottleneck to fix."""
-    if verdict.get("class") != "none":
+    if verdict.class_ != "none":
         return ranked
-    reason = str(verdict.get("cause") or "").split(":")[0]
+    reason = str(verdict.cause or "").split(":")[0]
     return f"nothing to do first: {reason} (verdict none; findings below are facts, not priorities)"
 
 
-def headline_note(verdict: dict[str, Any], findings: list[dict[str, Any]]) -> str | None:
+def headline_note(verdict: Verdict, findings: tuple[Finding, ...]) -> str | None:
     """One line saying why the first fix addresses another class than the verdict's, or None when they agree."""
-    named = [str(c) for c in verdict.get("classes") or []]
-    if not findings or not named or not findings[0].get("est_gain_ns"):
+    named = [str(c) for c in verdict.classes]
+    if not findings or not named or not findings[0].est_gain_ns:
         return None
     top = findings[0]
     fix_class = _fix_class(top)
-    if fix_class is None or fix_class in named or ("latency" in named and top.get("code") in LATENCY_FIXES):
+    if fix_class is None or fix_class in named or ("latency" in named and top.code in LATENCY_FIXES):
         return None
-    same = [f for f in findings if _fix_class(f) in named and f.get("est_gain_ns")]
+    same = [f for f in findings if _fix_class(f) in named and f.est_gain_ns]
     best = (
-        f"the largest {'/'.join(named)} fix, {same[0]['code']} {same[0]['name']}, saves "
-        f"{same[0]['est_gain_ns'] / 1e6:.3f} ms"
+        f"the largest {'/'.join(named)} fix, {same[0].code} {same[0].name}, saves "
+        f"{same[0].est_gain_ns / 1e6:.3f} ms"
         if same else f"no rule prices a {'/'.join(named)} fix on this trace"
     )
     return (
-        f"why a {fix_class} fix first on a {verdict.get('class')} verdict: {top['code']} saves the most of any priced "
-        f"fix ({top['est_gain_ns'] / 1e6:.3f} ms); {best}"
+        f"why a {fix_class} fix first on a {verdict.class_} verdict: {top.code} saves the most of any priced "
+        f"fix ({top.est_gain_ns / 1e6:.3f} ms); {best}"
     )
 
 
-def _fix_class(finding: dict[str, Any]) -> str | None:
-    if finding.get("code") == "ID001":
-        cause = next((e["value"] for e in finding.get("evidence", []) if e.get("name") == "top_cause"), "")
+def _fix_class(finding: Finding) -> str | None:
+    if finding.code == "ID001":
+        cause = next((e.value for e in finding.evidence if e.name == "top_cause"), "")
         return IDLE_FIX_CLASS.get(str(cause), "launch")
-    return FIX_CLASS.get(str(finding.get("category")))
-
-
-def _add_profile(doc: dict[str, Any], run: Run, findings: list[dict[str, Any]]) -> None:
-    """An Nsight Compute report's per-kernel table (`ncu_profile`), with the findings about each kernel."""
-    if run.count("ncu_kernels"):
-        from advisor.engine.ncu_profile import profile_section
-
-        doc["ncu_profile"] = profile_section(run, findings)
-
-
-def analyze_paths(paths: Sequence[str], options: ParseOptions | None = None, top: int = 10) -> dict[str, Any]:
-    """Library entry point: the analyze document for several inputs.
-
-    A cached run found damaged mid-analysis (CacheDamaged) is dropped and ingested once more.
-    """
-    runs = []
-    for p in paths:
-        try:
-            runs.append(_analyze_path(p, options, top))
-        except CacheDamaged as e:
-            drop_entry(e.entry)
-            runs.append(_analyze_path(p, options, top))
-    return document(runs)
-
-
-def _analyze_path(path: str, options: ParseOptions | None, top: int) -> dict[str, Any]:
-    run = open_run(path, options)
-    try:
-        return analyze_run(run, top=top)
-    finally:
-        run.close()
-
-
-def document(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The JSON contract (docs/json-output.md). With one input, its run's fields are also top-level."""
-    doc: dict[str, Any] = {
-        "schema_version": JSON_SCHEMA_VERSION,
-        "advisor_version": __version__,
-        "inputs": [r["input"] for r in runs],
-        "runs": runs,
-    }
-    if len(runs) == 1:
-        for key in ("devices", "counts", "capture", "time", "top_kernels", "ranges", "headline", "headline_note",
-                    "findings", "verdict", "rules"):
-            doc[key] = runs[0][key]
-    return doc
+    return FIX_CLASS.get(str(finding.category))

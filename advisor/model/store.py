@@ -17,6 +17,7 @@ open surfaces when a query reads it: the query then checks the entry's sha256 va
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import itertools
 import json
@@ -432,12 +433,19 @@ def _spill_dir(cache_root: Path) -> Path:
     return area / f"spill-{next(_SPILLS)}"
 
 
+def no_progress_bar(con: duckdb.DuckDBPyConnection) -> None:
+    """DuckDB would draw on stdout, tearing TUIs and JSON. Under Jupyter without ipywidgets DuckDB refuses the
+    setting (and can draw no bar there either): a notebook's `advisor.analyze` must not fail on it."""
+    with contextlib.suppress(duckdb.InvalidInputException):
+        con.execute("SET enable_progress_bar = false")
+
+
 def _connect(spill: Path | None = None) -> duckdb.DuckDBPyConnection:
     """A private in-memory DuckDB. With `spill` (cached runs), its memory is capped like the parse's
     ($ADVISOR_DUCKDB_MEMORY, advisor/model/limits.py) and it spills there, inside the cache; the
     directory goes when the process ends. DuckDB creates it only if it spills."""
     con = duckdb.connect(":memory:", config=duckdb_config())
-    con.execute("SET enable_progress_bar = false")  # DuckDB would draw on stdout, tearing TUIs and JSON
+    no_progress_bar(con)
     if spill is not None:
         con.execute(memory_sql())
         con.execute(f"SET temp_directory = '{str(spill).replace(chr(39), chr(39) * 2)}'")

@@ -26,7 +26,7 @@ from advisor.tui.widgets.loading import LoadingView
 
 
 def default_opener(no_cache: bool = False) -> Opener:
-    from advisor.ingest import open_run
+    from advisor.api import open_run
 
     def opener(path: str, options: Any) -> Any:
         return open_run(path, options, use_cache=not no_cache)

@@ -11,10 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from advisor.engine.analyze import analyze_run
+from advisor.api import Analysis, Finding, ParseOptions, ProgressFn, Run, analyze_run, retried
 from advisor.errors import InputError
-from advisor.model.store import Run
-from advisor.parsers.base import ParseOptions, ProgressFn
 from advisor.tui.format import inert
 
 T = TypeVar("T")
@@ -25,11 +23,15 @@ DIFF_TOP = 200
 
 @dataclass
 class Side:
-    """One opened input."""
+    """One opened input: its run (kept open for the screens' queries) and its analysis."""
 
     path: str
     run: Run
-    doc: dict[str, Any]
+    analysis: Analysis
+    doc: dict[str, Any] = field(init=False)  # the analysis as the JSON contract, trace text made inert
+
+    def __post_init__(self) -> None:
+        self.doc = sanitize(self.analysis.to_dict())
 
 
 @dataclass
@@ -50,6 +52,15 @@ class Session:
     @property
     def doc(self) -> dict[str, Any]:
         return self.new.doc
+
+    @property
+    def analysis(self) -> Analysis:
+        return self.new.analysis
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        """The shown run's findings, ranked (typed: the screens make their text inert as they draw it)."""
+        return self.new.analysis.findings
 
     @property
     def ncu_classes(self) -> dict[str, str]:
@@ -123,9 +134,12 @@ def load(
     sides = []
     try:
         for i, path in enumerate(paths, start=int(ncu is not None)):
-            run = opener(path, options(i, path))
-            progress(i + 0.9, inputs, f"{path}: analysing")
-            sides.append(Side(path, run, sanitize(analyze_run(run, ncu=ncu_run))))
+            def open_side(i: int = i, path: str = path) -> Side:
+                run = opener(path, options(i, path))
+                progress(i + 0.9, inputs, f"{path}: analysing")
+                return analysed(path, run, ncu_run)
+
+            sides.append(retried(open_side))
     except BaseException:
         for s in sides:
             s.run.close()
@@ -140,8 +154,19 @@ def load(
     return session
 
 
-def compare(base: Side, new: Side) -> dict[str, Any]:
-    """The diff engine's document for two open runs (the TUI's Diff screen renders it)."""
-    from advisor.diff import diff_sides, side_from_runs
+def analysed(path: str, run: Run, ncu: Run | None) -> Side:
+    """The side of an open run, analysed; the run is closed when the analysis fails (a damaged cache)."""
+    try:
+        return Side(path, run, analyze_run(run, ncu=ncu))
+    except BaseException:
+        run.close()
+        raise
 
-    return diff_sides(side_from_runs(base.path, [base.run]), side_from_runs(new.path, [new.run]), top=DIFF_TOP)
+
+def compare(base: Side, new: Side) -> dict[str, Any]:
+    """The diff engine's document for two open runs (the TUI's Diff screen renders it); the findings
+    compared are the ones each side's analysis holds (the rules do not run again)."""
+    from advisor.api import diff_sides, from_analysis, side_from_runs
+
+    return diff_sides(side_from_runs(base.path, [base.run], rules=from_analysis(base.analysis)),
+                      side_from_runs(new.path, [new.run], rules=from_analysis(new.analysis)), top=DIFF_TOP)

@@ -23,6 +23,7 @@ import duckdb
 
 from advisor.errors import InputError, ToolMissing
 from advisor.model.limits import duckdb_config, memory_sql
+from advisor.model.store import no_progress_bar
 from advisor.parsers.base import ParseOptions
 
 REEXPORT_HINT = "re-export the report with `nsys export --type sqlite` from a current Nsight Systems"
@@ -104,7 +105,7 @@ def memory_capped() -> bool:
 def connect() -> duckdb.DuckDBPyConnection:
     """A private connection (own temp tables) to the shared database: scanner loaded, auto-install/-load off."""
     con = _database().cursor()
-    con.execute("SET enable_progress_bar = false")  # never draw on stdout (JSON output, TUI)
+    no_progress_bar(con)  # never draw on stdout (JSON output, TUI)
     return con
 
 

@@ -221,7 +221,7 @@ def test_per_rule_progress_gives_the_report_one_run_rules_call_gives(
     run = open_run(real_path("hta/df_index_resolver__df_index_resolver.json.gz"))
     try:
         steps: list[tuple[float, float, str]] = []
-        doc = analyze_run(run, progress=lambda d, t, w: steps.append((d, t, w)))
+        doc = analyze_run(run, progress=lambda d, t, w: steps.append((d, t, w))).to_dict()
         whole = run_rules(run).to_dict()
     finally:
         run.close()

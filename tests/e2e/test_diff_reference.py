@@ -481,8 +481,8 @@ def test_pair_rule_resolved_when_it_fires(key: str) -> None:
     b, n = sides(key)
     assert b.rules and n.rules and b.rules.findings is not None and n.rules.findings is not None, b.rules
     rule = next(p for p in PAIRS if p.key == key).prov["rule"]
-    in_base = {f["fingerprint"] for f in b.rules.findings if f.get("name") == rule}
-    in_new = {f["fingerprint"] for f in n.rules.findings if f.get("name") == rule}
+    in_base = {f.fingerprint for f in b.rules.findings if f.name == rule}
+    in_new = {f.fingerprint for f in n.rules.findings if f.name == rule}
     d = diff(key)
     resolved = {f["fingerprint"] for f in d["findings"]["resolved"] if f["name"] == rule}
     assert resolved == in_base - in_new

@@ -209,7 +209,7 @@ def test_real_report_renders_offline(page: Page, tmp_path: Path, fixture: str, c
 
 @pytest.mark.slow
 def test_hostile_names_are_inert_in_the_browser(page: Page, tmp_path: Path) -> None:
-    from advisor.reports.collect import collect
+    from advisor.engine.report_data import collect
     from advisor.reports.html import render_run_html
 
     run = hostile_run()

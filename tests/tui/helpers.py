@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
 
-from advisor.engine.analyze import analyze_run
+from advisor.api import Analysis, analyze_run
+from advisor.engine.findings import RuleReport
 from advisor.model.store import Run
 from advisor.model.validate import conform
+from advisor.rules.base import Evidence, Finding, Fix, Window
+from advisor.rules.classify import RangeVerdict, RunVerdict, Share, Verdict
 from advisor.tui.app import AdvisorApp
 from advisor.tui.session import Session, Side, compare
 
@@ -102,38 +106,36 @@ def ncu_tables(sid: dict[str, int]) -> dict[str, pa.Table]:
     }
 
 
-FINDINGS = [
-    {"code": "LA001", "name": "small-kernel-storm", "category": "launch",
-     "message": "3 launches of [bold]evil_kernel[/] average 2 us", "est_gain_ns": 6 * MS,
-     "gain_basis": "launch overhead x count", "fingerprint": "fp-la001",
-     "evidence": [{"name": "launches", "value": 3, "unit": "count", "of": "[red"}],
-     "fixes": [{"title": "Capture the step in a CUDA graph", "detail": "torch.cuda.graphs", "risk": "safe"},
-               {"title": "Fuse the elementwise ops", "detail": "torch.compile", "risk": "changes-numerics"}],
-     "window": {"device_id": 0, "start_ns": 1_000 * MS}},
-    {"code": "SY002", "name": "host-sync-in-loop", "category": "idle", "message": "cudaStreamSynchronize every step",
-     "est_gain_ns": 2 * MS, "gain_basis": "idle time after syncs", "fingerprint": "fp-sy002", "evidence": [],
-     "fixes": [{"title": "Drop the .item() call", "detail": "", "risk": "safe"}]},
-]
-VERDICT = {"class": "launch", "cause": "the GPU waits on the host: launch gaps between short kernels",
-           "basis": "kernel-name families and the device timeline", "confidence": "medium",
-           "shares": [{"name": "idle_launch", "ns": 17 * MS, "pct": 20.1, "of": "device span of device 0"}],
-           # per-range verdicts as analyze puts them (verdict.ranges); "backward" has none
-           "ranges": [
-               {"name": "[b]train_step[/b]", "count": 1, "total_ns": 80 * MS,
-                "verdict": {"class": "launch", "cause": "[red GPU idle between short kernels", "confidence": "medium",
-                            "basis": "device timeline", "shares": []}},
-               {"name": "forward", "count": 1, "total_ns": 40 * MS,
-                "verdict": {"class": "compute", "cause": "math-bound kernels dominate", "confidence": "high",
-                            "basis": "kernel-name families", "shares": []}},
-           ]}
+FINDINGS = (
+    Finding("LA001", "small-kernel-storm", "launch", "3 launches of [bold]evil_kernel[/] average 2 us",
+            Window(device_id=0, start_ns=1_000 * MS), (Evidence("launches", 3, "count", "[red"),), 6 * MS,
+            "launch overhead x count",
+            (Fix("Capture the step in a CUDA graph", "torch.cuda.graphs", "safe"),
+             Fix("Fuse the elementwise ops", "torch.compile", "changes-numerics")), "device=0"),
+    Finding("SY002", "host-sync-in-loop", "idle", "cudaStreamSynchronize every step", Window(), (), 2 * MS,
+            "idle time after syncs", (Fix("Drop the .item() call", "", "safe"),), "run"),
+)
+VERDICT = RunVerdict(
+    Verdict("launch", "the GPU waits on the host: launch gaps between short kernels",
+            "kernel-name families and the device timeline", "medium",
+            (Share("idle_launch", 17 * MS, "device span of device 0", 84_577_114),), ("launch",)),
+    # per-range verdicts as analyze puts them (verdict.ranges); "backward" has none
+    ranges=(RangeVerdict("[b]train_step[/b]", 1, 80 * MS,
+                         Verdict("launch", "[red GPU idle between short kernels", "device timeline", "medium", ())),
+            RangeVerdict("forward", 1, 40 * MS,
+                         Verdict("compute", "math-bound kernels dominate", "kernel-name families", "high", ()))),
+)
+
+
+def with_findings(a: Analysis) -> Analysis:
+    """The synthetic run's analysis with FINDINGS and VERDICT, as the rule engine would hand them over."""
+    return replace(a, report=RuleReport((), FINDINGS, 100 * MS), verdict=VERDICT)
 
 
 def synthetic_session(findings: bool = True, ncu: bool = False, diff: bool = False) -> Session:
     run = Run.from_tables(synthetic_tables(scale=3.0 if diff else 1.0, ncu=ncu))
-    doc = analyze_run(run, rules=False)  # findings and verdict are set (or left out) below
-    if findings:
-        doc["findings"], doc["verdict"] = FINDINGS, VERDICT
-    session = Session(new=Side("synthetic.sqlite", run, doc))
+    a = analyze_run(run, rules=False)
+    session = Session(new=Side("synthetic.sqlite", run, with_findings(a) if findings else a))
     if diff:
         base_run = Run.from_tables(synthetic_tables(scale=0.5, sha="1" * 64))
         session.base = Side("base.sqlite", base_run, analyze_run(base_run))

@@ -11,6 +11,7 @@ from advisor.diff import diff_sides, side_from_runs
 from advisor.diff.rulefacts import diff_findings
 from advisor.model.store import Run
 from advisor.model.validate import conform
+from advisor.rules.base import Finding, Window
 
 MS = 1_000_000
 GEMM = (
@@ -194,22 +195,18 @@ def test_repeated_captures_give_an_interval() -> None:
     assert not any("steps of one capture per side" in c for c in d["caveats"])  # captures carry run-to-run noise
 
 
+def _f(code: str, location: str, gain: int) -> Finding:
+    return Finding(code, "x", "launch", "m", Window(), (), gain, "basis", (), location)
+
+
 def test_findings_matched_by_fingerprint() -> None:
-    base = [
-        {"fingerprint": "f1", "code": "LA001", "est_gain_ns": 10 * MS},
-        {"fingerprint": "f2", "code": "IO001", "est_gain_ns": 5 * MS},
-        {"fingerprint": "f3", "code": "CO001", "est_gain_ns": 1 * MS},
-    ]
-    new = [
-        {"fingerprint": "f1", "code": "LA001", "est_gain_ns": 4 * MS},
-        {"fingerprint": "f3", "code": "CO001", "est_gain_ns": 1 * MS + 5},
-        {"fingerprint": "f4", "code": "ME002", "est_gain_ns": 2 * MS},
-    ]
+    base = (_f("LA001", "a", 10 * MS), _f("IO001", "b", 5 * MS), _f("CO001", "c", 1 * MS))
+    new = (_f("LA001", "a", 4 * MS), _f("CO001", "c", 1 * MS + 5), _f("ME002", "d", 2 * MS))
     d = diff_findings(base, new)
     assert d is not None
-    assert [f["fingerprint"] for f in d["new"]] == ["f4"]
-    assert [f["fingerprint"] for f in d["resolved"]] == ["f2"]
-    assert [(f["fingerprint"], f["delta_est_gain_ns"]) for f in d["changed"]] == [("f1", -6 * MS)]
+    assert [f["fingerprint"] for f in d["new"]] == [new[2].fingerprint]
+    assert [f["fingerprint"] for f in d["resolved"]] == [base[1].fingerprint]
+    assert [(f["fingerprint"], f["delta_est_gain_ns"]) for f in d["changed"]] == [(base[0].fingerprint, -6 * MS)]
     assert d["unchanged"] == 1
     assert diff_findings(None, new) is None
 
@@ -222,8 +219,8 @@ def test_cross_format_diff_states_its_caveats() -> None:
 
 def test_findings_on_aligned_devices_match_across_device_ids() -> None:
     """Rank 3 is device 3 in one run and device 0 in the other: its finding is the same finding."""
-    base = [{"fingerprint": "x", "code": "ME005", "location": "device=3", "est_gain_ns": 9 * MS}]
-    new = [{"fingerprint": "y", "code": "ME005", "location": "device=0", "est_gain_ns": 3 * MS}]
+    base = (_f("ME005", "device=3", 9 * MS),)
+    new = (_f("ME005", "device=0", 3 * MS),)
     d = diff_findings(base, new, {3: "rank 3"}, {0: "rank 3"})
     assert d is not None and not d["new"] and not d["resolved"]
     assert d["changed"][0]["delta_est_gain_ns"] == -6 * MS

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from advisor.engine.explore import roofline
+from advisor.engine.report_data import roofline_chart
 from advisor.ingest import open_run
 from advisor.model.store import Run
-from advisor.reports.collect import roofline_chart
 from tests.conftest import ROOT, real_path
 from tests.tui.helpers import synthetic_tables
 

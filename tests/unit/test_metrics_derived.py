@@ -33,7 +33,7 @@ def _strip(o: Any) -> Any:
 def test_second_analyze_reads_kept_results_unchanged(trace: Path, tmp_path: Path) -> None:
     first = open_run(trace, cache_dir=tmp_path)
     try:
-        computed = analyze_run(first)
+        computed = analyze_run(first).to_dict()
         gaps = first.sql_rows("SELECT * FROM m_idle_gaps ORDER BY device_id, start_ns")
         gap_types = first.sql_rows("SELECT column_type FROM (DESCRIBE m_idle_gaps)")
     finally:
@@ -45,7 +45,7 @@ def test_second_analyze_reads_kept_results_unchanged(trace: Path, tmp_path: Path
 
     second = open_run(trace, cache_dir=tmp_path)
     try:
-        assert _strip(analyze_run(second)) == _strip(computed)
+        assert _strip(analyze_run(second).to_dict()) == _strip(computed)
         metrics.ensure(second, "idle_gaps")  # read back with the types it was computed with (HUGEINT sums)
         assert second.sql_rows("SELECT * FROM m_idle_gaps ORDER BY device_id, start_ns") == gaps
         assert second.sql_rows("SELECT column_type FROM (DESCRIBE m_idle_gaps)") == gap_types
@@ -101,14 +101,14 @@ def test_large_tables_are_read_from_their_files(trace: Path, tmp_path: Path, mon
     on the first analyze and on the next; the analysis is the same as with every table in memory."""
     first = open_run(trace, cache_dir=tmp_path / "in_memory")
     try:
-        want = _strip(analyze_run(first))
+        want = _strip(analyze_run(first).to_dict())
     finally:
         first.close()
     monkeypatch.setattr("advisor.metrics.derived.duckdb_memory", lambda: 64)  # every table counts as large
     for warm in (False, True):  # computed, then read back from the cache entry
         run = open_run(trace, cache_dir=tmp_path / "on_disk")
         try:
-            assert _strip(analyze_run(run)) == want
+            assert _strip(analyze_run(run).to_dict()) == want
             metrics.ensure(run, "timeline")
             views = {r[0] for r in run.sql_rows("SELECT view_name FROM duckdb_views() WHERE temporary")}
             tables = {r[0] for r in run.sql_rows("SELECT table_name FROM duckdb_tables() WHERE temporary")}

@@ -4,22 +4,27 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
 import pytest
 from markupsafe import escape
 
+from advisor.api import Analysis, ReportInputs, document
 from advisor.cli.render import MD_LIMIT, markdown_document
-from advisor.engine.analyze import document
+from advisor.engine.findings import RuleReport
+from advisor.engine.report_data import collect
+from advisor.engine.result import CaptureSpan, InputFacts, RangesSummary, Summary, TopKernels
 from advisor.model.store import Run
 from advisor.model.validate import conform
 from advisor.reports import figures
-from advisor.reports.collect import collect
-from advisor.reports.context import ReportInputs, build_run_report, gain_text, notes_facts
+from advisor.reports.context import build_run_report, gain_text, notes_facts
 from advisor.reports.html import render_diff_html, render_run_html
 from advisor.reports.safety import redact, script_json
+from advisor.rules.base import Evidence, Finding, Fix, Window
 from advisor.rules.catalog import sections
+from advisor.rules.classify import RunVerdict, Share, Verdict
 from advisor.rules.registry import get_rule
 
 HOSTILE = "<script>alert(1)</script> \" ' </textarea> </script><!-- | *bold* [x](javascript:alert(1)) `tick` \u2028"
@@ -54,15 +59,20 @@ def hostile_run() -> Run:
     })
 
 
-def _finding(code: str, gain: int, message: str = "many small kernels") -> dict[str, Any]:
-    return {
-        "code": code, "name": "small-kernel-storm", "category": "launch", "message": message,
-        "evidence": [{"name": "kernels under 10 us", "value": 4200, "unit": "", "of": None},
-                     {"name": "launch gaps", "value": 12.5, "unit": "%", "of": "device span"}],
-        "est_gain_ns": gain, "gain_basis": "sum of launch gaps", "fingerprint": "abc",
-        "fixes": [{"title": "capture the step in a CUDA graph", "detail": "torch.cuda.graphs", "risk": "redesign"}],
-        "window": {"device_id": 0, "start_ns": 0, "end_ns": 1_000_000},
-    }
+def _finding(code: str, gain: int, message: str = "many small kernels") -> Finding:
+    return Finding(
+        code, "small-kernel-storm", "launch", message, Window(device_id=0, start_ns=0, end_ns=1_000_000),
+        (Evidence("kernels under 10 us", 4200, ""), Evidence("launch gaps", 12.5, "%", "device span")),
+        gain, "sum of launch gaps", (Fix("capture the step in a CUDA graph", "torch.cuda.graphs", "redesign"),),
+        f"device=0|{code}")
+
+
+def with_findings(a: Analysis, findings: list[Finding], cause: str = HOSTILE) -> Analysis:
+    """`a` with these findings and a launch verdict (as the rule engine would hand them over)."""
+    verdict = RunVerdict(Verdict("launch", cause, "idle share", "high",
+                                 (Share("launch", 900_000, "device span", 2_100_000),), ("launch",)))
+    report = RuleReport((), tuple(findings), 2_000_000)
+    return replace(a, report=report, verdict=verdict, headline=report.headline(), headline_note=None)
 
 
 @pytest.fixture
@@ -72,11 +82,8 @@ def hostile_inputs() -> ReportInputs:
         inputs = collect(run)
     finally:
         run.close()
-    doc = dict(inputs.doc)
-    doc["findings"] = [_finding("LA001", 500_000, HOSTILE), _finding("SY002", 100_000)]
-    doc["verdict"] = {"class": "launch", "cause": HOSTILE, "basis": "idle share", "confidence": "high",
-                      "shares": [{"name": "launch", "ns": 900_000, "pct": 43.0, "of": "device span"}]}
-    return ReportInputs(doc, inputs.timeline, inputs.roofline, inputs.ncu_kernels, inputs.gaps)
+    a = with_findings(inputs.analysis, [_finding("LA001", 500_000, HOSTILE), _finding("SY002", 100_000)])
+    return ReportInputs(a, inputs.timeline, inputs.roofline, inputs.ncu_kernels, inputs.gaps)
 
 
 # ------------------------------------------------------------------ figures (pure)
@@ -169,7 +176,7 @@ def test_report_draws_the_perf_roofline_data_and_escapes_names(hostile_inputs: R
                    "source": "peak_table", "basis": "datasheet"}],
         "ridges": [], "basis": "Kineto op FLOPs and shapes", "notes": [], "share_of": "the plotted ops' kernel time",
     }
-    inputs = ReportInputs(hostile_inputs.doc, hostile_inputs.timeline, (), 0, hostile_inputs.gaps, data)
+    inputs = ReportInputs(hostile_inputs.analysis, hostile_inputs.timeline, (), 0, hostile_inputs.gaps, data)
     r = build_run_report(inputs)
     assert r.roofline_chart is not None and r.roofline is None  # no ncu: the SOL scatter stays out
     assert "confidence: low (timeline-derived)" in r.roofline_chart.caption
@@ -250,7 +257,7 @@ def test_report_tabulates_gpu_metric_range_verdicts() -> None:
         inputs = collect(run)
     finally:
         run.close()
-    assert inputs.doc["gpu_metrics"]["confidence"] == "low"  # the embedded document has analyze's section
+    assert inputs.analysis.sections.gpu_metrics["confidence"] == "low"  # the embedded document has analyze's section
     report = build_run_report(inputs)
     assert report.gpu_metrics is not None and not report.gpu_metrics.missing
     got = [(r.name, r.sm_active, r.dram, r.tensor, r.kernel_class, r.basis, r.confidence, r.samples)
@@ -262,7 +269,7 @@ def test_report_tabulates_gpu_metric_range_verdicts() -> None:
 
 
 def test_no_gpu_metrics_no_table(hostile_inputs: ReportInputs) -> None:
-    assert "gpu_metrics" not in hostile_inputs.doc
+    assert hostile_inputs.analysis.sections.gpu_metrics is None
     assert build_run_report(hostile_inputs).gpu_metrics is None
     assert 'id="gpu-metrics"' not in render_run_html(hostile_inputs)
 
@@ -277,11 +284,11 @@ def test_gpu_metric_range_names_are_inert() -> None:
         run.close()
     html = render_run_html(inputs)
     assert html.count("<script") == 1 and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
-    md = "\n".join(md_gpu_metrics(inputs.doc["gpu_metrics"]))
+    md = "\n".join(md_gpu_metrics(inputs.analysis.sections.gpu_metrics))
     assert "<script>" not in md and "*bold*" not in md and "](javascript" not in md
     row = next(line for line in md.splitlines() if line.endswith("| memory | 10 |"))
     assert row.replace("\\|", "").count("|") == 8 and "\\|" in row  # seven cells: the name's own "|" is escaped
-    text = "\n".join(text_gpu_metrics(inputs.doc["gpu_metrics"]))
+    text = "\n".join(text_gpu_metrics(inputs.analysis.sections.gpu_metrics))
     assert "\u2028" not in text and "memory" in text
 
 
@@ -336,9 +343,9 @@ def test_context_do_first_and_findings(hostile_inputs: ReportInputs) -> None:
 
 
 def test_missing_sections_say_why() -> None:
-    doc = {"input": {"path": "x", "captured": [], "notes": {}}, "capture": {"span_ns": None}, "time": [],
-           "top_kernels": {"items": []}, "ranges": {"items": [], "steps": None}, "findings": [], "verdict": None}
-    html = render_run_html(ReportInputs(doc))
+    empty = Summary((), {}, CaptureSpan(None, None, None), (), TopKernels(0, "", ()), RangesSummary(0, (), None))
+    facts = InputFacts("x", None, None, None, None, None, None, None, None, None, (), {})
+    html = render_run_html(ReportInputs(Analysis(facts, empty, None, None, None, None)))
     for why in ("no verdict", "no findings", "no Nsight Compute data", "no GPU activity on a timeline",
                 "no NVTX ranges", "no GPU kernels in this trace"):
         assert "not available: " in html and why in html, why
@@ -364,7 +371,7 @@ def test_html_has_no_external_resources(hostile_inputs: ReportInputs) -> None:
 
 def test_secrets_absent_from_every_output(hostile_inputs: ReportInputs) -> None:
     html = render_run_html(hostile_inputs)
-    md = markdown_document(document([dict(hostile_inputs.doc)]))
+    md = markdown_document(document([hostile_inputs.analysis]))
     for out in (html, md):
         assert SECRET not in out and "hf_AbCd" not in out
     assert "api_key" not in html and "HF_TOKEN=[redacted]" in html
@@ -380,7 +387,7 @@ def test_diff_page_renders_both_runs(hostile_inputs: ReportInputs) -> None:
 
 
 def _md(inputs: ReportInputs) -> str:
-    return markdown_document(document([dict(inputs.doc)]))
+    return markdown_document(document([inputs.analysis]))
 
 
 def test_markdown_is_inert(hostile_inputs: ReportInputs) -> None:
@@ -398,11 +405,10 @@ def test_markdown_is_inert(hostile_inputs: ReportInputs) -> None:
 
 
 def test_markdown_stays_under_the_pr_comment_limit(hostile_inputs: ReportInputs) -> None:
-    doc = dict(hostile_inputs.doc)
-    doc["findings"] = [_finding(f"LA{i:03d}", 1000 - i, "x" * 300) for i in range(10)]
-    items = doc["top_kernels"]["items"]
-    doc["top_kernels"] = dict(doc["top_kernels"], items=items * 400)
-    md = markdown_document(document([doc] * 3))
+    a = with_findings(hostile_inputs.analysis, [_finding(f"LA{i:03d}", 1000 - i, "x" * 300) for i in range(10)])
+    top = a.summary.top_kernels
+    a = replace(a, summary=replace(a.summary, top_kernels=replace(top, items=top.items * 400)))
+    md = markdown_document(document([a] * 3))
     assert len(md) <= MD_LIMIT
     assert md.count("<details>") == md.count("</details>")
     assert "Do this first" in md and "details left out to fit a PR comment" in md

@@ -7,13 +7,11 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import Any
 
 from advisor.cli.output import emit, input_paths
 from advisor.parsers import registry
-
-if TYPE_CHECKING:
-    from advisor.model.store import Run
 
 NAME = "analyze"
 HELP = "analyze one or more traces"
@@ -113,16 +111,13 @@ def rule_options(items: list[str]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _open_ncu(args: argparse.Namespace) -> Run:
-    """The --ncu report as a Run; one timeline PATH only (the report is of one program)."""
+def _check_ncu(args: argparse.Namespace) -> None:
+    """--ncu joins one timeline PATH only (the report is of one program)."""
     from advisor.errors import InputError
-    from advisor.ingest import open_run
-    from advisor.parsers.base import ParseOptions
 
     if len(args.paths) != 1 or len(captures(args.paths, args)) != 1:
         raise InputError("--ncu joins one Nsight Compute report to one timeline trace",
                          f"pass exactly one PATH with --ncu (got {len(args.paths)})")
-    return open_run(args.ncu, ParseOptions(nsys=args.nsys), use_cache=not args.no_cache)
 
 
 def selection(items: list[str] | None, ignore: list[str] | None = None) -> set[str] | None:
@@ -175,48 +170,24 @@ def fail_on(text: str) -> FailOn:
 
 
 def run(args: argparse.Namespace) -> int:
+    from advisor.api import analyze, document, dumps
     from advisor.cli.progress import Progress
     from advisor.cli.render import markdown_document, text_document
-    from advisor.engine.analyze import analyze_run, document
-    from advisor.ingest import open_run
-    from advisor.parsers.base import ParseOptions
-    from advisor.perf import gpu_metrics_section
-    from advisor.perf.mfu import mfu_section
-    from advisor.perf.ops import ops_section
-    from advisor.perf.serving import serving_section
-    from advisor.rules.steps import step_windows
 
-    ncu = _open_ncu(args) if args.ncu else None
-    runs = []
-    try:
-        for path in captures(args.paths, args):
-            with Progress(f"reading {path}", enabled=args.progress) as progress:
-                r = open_run(path, ParseOptions(nsys=args.nsys, progress=progress), use_cache=not args.no_cache)
-                try:
-                    progress.stage(f"analyzing {path}")
-                    doc = analyze_run(r, top=args.top, rules=not args.no_rules, ncu=ncu, progress=progress,
-                                      rule_options=rule_options(args.rule_option),
-                                      select=selection(args.select, args.ignore))
-                    if (section := gpu_metrics_section(r)) is not None:
-                        doc["gpu_metrics"] = section  # nsys GPU metrics per NVTX range (docs/json-output.md)
-                    if (ops := ops_section(r)) is not None:
-                        doc["ops"] = ops  # per-op roofline from recorded shapes (docs/json-output.md)
-                    if (mfu := mfu_section(r, [(w.device_id, w.start_ns, w.end_ns) for w in step_windows(r)])):
-                        doc["mfu"] = mfu  # MFU and TFLOP/s per device, step and range (docs/json-output.md)
-                    if (serving := serving_section(r)) is not None:
-                        doc["serving"] = serving  # graph replay, serving steps by phase (docs/json-output.md)
-                    runs.append(doc)
-                finally:
-                    r.close()
-    finally:
-        if ncu is not None:
-            ncu.close()
-    full = document(runs)
+    if args.ncu:
+        _check_ncu(args)
+    analyses = []
+    for path in captures(args.paths, args):
+        with Progress(f"reading {path}", enabled=args.progress) as progress:
+            analyses.append(analyze(path, selection(args.select, args.ignore), top=args.top, rules=not args.no_rules,
+                                    rule_options=rule_options(args.rule_option), ncu=args.ncu, nsys=args.nsys,
+                                    use_cache=not args.no_cache, progress=progress,
+                                    on_open=partial(progress.stage, f"analyzing {path}")))
     if args.format == "json":
-        out = json.dumps(full, indent=2, default=str) + "\n"
+        out = dumps(document(analyses))
     elif args.format == "md":
-        out = markdown_document(full)
+        out = markdown_document(document(analyses))
     else:
-        out = text_document(full, verbose=args.verbose, wide=args.wide)
+        out = text_document(document(analyses), verbose=args.verbose, wide=args.wide)
     emit(out, args.output, input_paths(args), what=f"{args.format} analysis", styled=args.format == "text")
-    return 1 if args.fail_on.failed([f for r in runs for f in r.get("findings") or []]) else 0
+    return 1 if args.fail_on.failed([f.to_dict() for a in analyses for f in a.findings]) else 0

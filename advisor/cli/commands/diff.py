@@ -9,12 +9,15 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.cli.output import emit, input_paths
 from advisor.cli.render import MD_LIMIT
 from advisor.cli.render_escape import clean, md_cell, md_code
 from advisor.reports.units import fmt_ns
+
+if TYPE_CHECKING:
+    from advisor.api import Side
 
 NAME = "diff"
 HELP = "compare two runs (or two sets of repeated captures): what got faster or slower, and why"
@@ -46,10 +49,8 @@ def register(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from advisor.diff import DEFAULT_THRESHOLD_PCT, SideOptions, diff_paths
-    from advisor.diff.verify import verify
+    from advisor.api import DEFAULT_THRESHOLD_PCT, ParseOptions, SideOptions, diff_sides, open_side, verify
     from advisor.errors import InputError
-    from advisor.parsers.base import ParseOptions
 
     for flag, value in (("--fail-on-regression", args.fail_on_regression), ("--threshold", args.threshold)):
         if value is not None and value < 0:
@@ -59,11 +60,12 @@ def run(args: argparse.Namespace) -> int:
     opts = SideOptions(dir_as=args.dir_as, step_regex=args.step_range, use_cache=not args.no_cache,
                        with_rules=not args.no_rules, parse=ParseOptions(nsys=args.nsys))
     threshold = args.threshold if args.threshold is not None else DEFAULT_THRESHOLD_PCT
-    doc: dict[str, Any] = diff_paths(args.base, args.new, opts, threshold_pct=threshold, top=args.top)
+    sides = open_side(args.base, opts), open_side(args.new, opts)
+    doc: dict[str, Any] = diff_sides(*sides, threshold_pct=threshold, top=args.top)
     doc["verify"] = verify(doc)  # predicted vs measured saving per fixed finding (advisor/diff/verify.py)
     doc["gate"] = gate(doc, args.fail_on_regression)
-    emit(render(doc, args.format), args.output, input_paths(args), what=f"{args.format} diff",
-         styled=args.format == "text")
+    emit(html(doc, sides) if args.format == "html" else render(doc, args.format), args.output, input_paths(args),
+         what=f"{args.format} diff", styled=args.format == "text")
     return EXIT_REGRESSION if doc["gate"]["failed"] else 0
 
 
@@ -88,24 +90,22 @@ def render(doc: dict[str, Any], fmt: str) -> str:
         return json.dumps(doc, indent=2, default=str) + "\n"
     if fmt == "md":
         return markdown(doc)
-    if fmt == "html":
-        return html(doc)
     return text(doc)
 
 
-def html(doc: dict[str, Any]) -> str:
-    """The report engineer's comparison page (reports/html.py), fed the diff's rows and verdict."""
-    from advisor.diff import open_capture
-    from advisor.reports.collect import collect
+def html(doc: dict[str, Any], sides: tuple[Side, Side]) -> str:
+    """The report engineer's comparison page (reports/html.py), fed the diff's rows and verdict.
+
+    Each side's first capture is reported with the rule outcomes its side already holds (no rule runs twice).
+    """
+    from advisor.api import open_capture, report_inputs
     from advisor.reports.html import DiffRow, FindingChange, render_diff_html
 
     inputs = []
-    for side in ("base", "new"):
-        run = open_capture(doc[side]["captures"][0]["path"])
-        try:
-            inputs.append(collect(run))
-        finally:
-            run.close()
+    for name, side in zip(("base", "new"), sides, strict=True):
+        path = doc[name]["captures"][0]["path"]
+        inputs.append(report_inputs(path, outcomes=side.rules.outcomes if side.rules else None,
+                                    opener=lambda p=path: open_capture(p)))
     rows = [DiffRow(clean(name, 120), before, after, change) for name, before, after, change in html_rows(doc)]
     v = doc["verdict"]
     f = doc.get("findings")

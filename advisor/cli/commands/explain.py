@@ -16,7 +16,7 @@ def register(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from advisor.engine.findings import explain, list_rules
+    from advisor.api import explain, list_rules
 
     by_name = {i.name: i.code for i in list_rules()}
     code = by_name.get(args.code.strip().lower(), args.code)  # a rule name (pageable-memcpy) names its code

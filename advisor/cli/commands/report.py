@@ -55,25 +55,17 @@ def default_name(path: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from advisor.api import report_inputs
     from advisor.cli.progress import Progress
     from advisor.errors import InputError
-    from advisor.ingest import open_run
-    from advisor.parsers.base import ParseOptions
-    from advisor.reports.collect import collect
     from advisor.reports.html import render_run_html
 
     if args.bins < 10 or args.bins > 2000:
         raise InputError(f"--bins {args.bins} is out of range", "use 10..2000")
     path = one_capture(args.path, args)
     progress = Progress(f"reading {path}", enabled=args.progress)
-    r = open_run(path, ParseOptions(nsys=args.nsys, progress=progress), use_cache=not args.no_cache)
+    inputs = report_inputs(path, top=args.top, bins=args.bins, ncu=args.ncu, nsys=args.nsys,
+                           use_cache=not args.no_cache, progress=progress)
     progress.done()
-    ncu = open_run(args.ncu, ParseOptions(nsys=args.nsys), use_cache=not args.no_cache) if args.ncu else None
-    try:
-        inputs = collect(r, top=args.top, bins=args.bins, ncu=ncu)
-    finally:
-        r.close()
-        if ncu is not None:
-            ncu.close()
     emit(render_run_html(inputs), args.output, input_paths(args), what="HTML report")
     return 0

@@ -17,7 +17,7 @@ def register(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from advisor.engine.findings import list_rules
+    from advisor.api import list_rules
 
     infos = list_rules()
     if args.format == "json":

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Header, Static
 
-from advisor.tui.format import clip, ns
+from advisor.api import Finding
+from advisor.tui.format import clip, inert, ns
 from advisor.tui.screens.base import AdvisorScreen
 from advisor.tui.screens.finding import FindingScreen
 from advisor.tui.widgets import app_footer
@@ -16,7 +15,7 @@ from advisor.tui.widgets import app_footer
 
 class FindingsScreen(AdvisorScreen):
     def compose(self) -> ComposeResult:
-        findings = self.session.doc.get("findings") or []
+        findings = self.session.findings
         yield Header()
         if findings:
             info = f"{len(findings)} finding(s), ranked by expected gain. Enter: details."
@@ -34,19 +33,19 @@ class FindingsScreen(AdvisorScreen):
         table.add_column("code", key="code")
         table.add_column("name", key="name")
         table.add_column("message", key="message")
-        for i, f in enumerate(self.session.doc.get("findings") or []):
+        for i, f in enumerate(self.session.findings):
             table.add_row(*self.cells(i, f), key=str(i))
 
-    def cells(self, i: int, f: dict[str, Any]) -> list[Text]:
+    def cells(self, i: int, f: Finding) -> list[Text]:
         width = max(self.app.size.width - 50, 20)
         return [
             Text(str(i + 1)),
-            Text(ns(f.get("est_gain_ns")), style="green"),
-            Text(str(f.get("code", "?")), style="bold"),
-            Text(str(f.get("name", ""))),
-            Text(clip(str(f.get("message", "")), width)),
+            Text(ns(f.est_gain_ns), style="green"),
+            Text(f.code, style="bold"),
+            Text(inert(f.name)),
+            Text(clip(inert(f.message), width)),
         ]
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        findings = self.session.doc.get("findings") or []
-        self.app.push_screen(FindingScreen(findings[int(str(event.row_key.value))], self.session.doc))
+        finding = self.session.findings[int(str(event.row_key.value))]
+        self.app.push_screen(FindingScreen(finding, self.session.analysis.summary.capture.span_ns))

@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Header, Static
 
-from advisor.engine.explore import kernel_instances
+from advisor.api import kernel_instances
 from advisor.tui.format import ns
 from advisor.tui.messages import DataReady
 from advisor.tui.screens.base import AdvisorScreen

@@ -11,7 +11,7 @@ from textual.binding import Binding
 from textual.timer import Timer
 from textual.widgets import DataTable, Header, Input, Static
 
-from advisor.engine.explore import SORT_KEYS, kernel_table
+from advisor.api import SORT_KEYS, kernel_table
 from advisor.tui.format import clip, ns, pct
 from advisor.tui.messages import DataReady
 from advisor.tui.screens.base import AdvisorScreen

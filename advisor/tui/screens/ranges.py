@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.widgets import Header, Static, Tree
 from textual.widgets.tree import TreeNode
 
-from advisor.engine.explore import range_tree
+from advisor.api import range_tree
 from advisor.tui.format import clip, ns, pct
 from advisor.tui.messages import DataReady
 from advisor.tui.screens.base import AdvisorScreen

@@ -13,8 +13,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Header, Static
 
-from advisor.engine.explore import roofline
-from advisor.model.store import Run
+from advisor.api import Run, roofline
 from advisor.tui.format import clip, ns, pct, rate
 from advisor.tui.messages import DataReady
 from advisor.tui.screens.base import AdvisorScreen

@@ -10,7 +10,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Header, Static
 
-from advisor.engine.explore import busy_bins, gpu_window, idle_gaps
+from advisor.api import busy_bins, gpu_window, idle_gaps
 from advisor.tui.format import ns
 from advisor.tui.messages import DataReady
 from advisor.tui.screens.base import AdvisorScreen

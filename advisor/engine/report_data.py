@@ -1,7 +1,7 @@
-"""Gather what a report needs from an open run: the analyze document plus bounded aggregates.
+"""Gather what a report needs from an open run: the analysis plus bounded aggregates.
 
-The report must stay small for any trace size, so only aggregates leave DuckDB: the analyze
-document (top-N tables), `timeline_bins` (bins x devices x classes), `stream_bins` (bins x the busiest
+The report must stay small for any trace size, so only aggregates leave DuckDB: the analysis
+(top-N tables), `timeline_bins` (bins x devices x classes), `stream_bins` (bins x the busiest
 MAX_STREAMS streams per device), the MAX_GAPS longest idle gaps
 with their attributed cause, at most views.ROOFLINE_LIMIT ncu kernels for the speed-of-light scatter,
 and at most MAX_ROOFLINE_POINTS points of advisor.perf's roofline figure data (ncu kernels, or
@@ -10,16 +10,36 @@ Kineto ops when the run has no Nsight Compute data).
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from advisor import metrics
-from advisor.engine.analyze import analyze_run
+from advisor.engine.analyze import Outcomes, analyze_run
 from advisor.engine.explore import MAX_STREAMS, stream_bins
+from advisor.engine.result import Analysis
+from advisor.engine.runs import with_run
 from advisor.engine.views import roofline_points, timeline_bins
 from advisor.model.store import Run
-from advisor.perf import classify_run, gpu_metrics_section, kineto_op_rooflines, ncu_figure, ops_figure
-from advisor.perf.ops import ops_section
-from advisor.reports.context import ReportInputs
+from advisor.parsers.base import ParseOptions, ProgressFn, no_progress
+from advisor.perf import classify_run, kineto_op_rooflines, ncu_figure, ops_figure
+
+
+@dataclass(frozen=True)
+class ReportInputs:
+    """What a report is built from: the run's analysis plus aggregated views of the run."""
+
+    analysis: Analysis
+    timeline: Mapping[str, Any] | None = None
+    roofline: Sequence[Mapping[str, Any]] = ()
+    ncu_kernels: int = 0
+    gaps: Sequence[Mapping[str, Any]] = ()  # idle gaps {device_id, start_ns, end_ns, cause}, longest first
+    # advisor.perf RooflineFigure.to_dict() (ncu_figure or ops_figure): points at (ai, op/s), roofs, basis
+    roofline_chart: Mapping[str, Any] | None = None
+    # explore.stream_bins: {rows: [{device_id, stream_id, busy_ns, busy[]}], left_out: [...], per_device}
+    streams: Mapping[str, Any] | None = None
+
 
 TIMELINE_BINS = 240
 MAX_GAPS = 3000
@@ -76,22 +96,20 @@ def streams(run: Run, timeline: dict[str, Any], per_device: int = MAX_STREAMS) -
     return stream_bins(run, int(timeline["t0_ns"]), float(timeline["bin_ns"]), int(timeline["bins"]), per_device)
 
 
-def collect(run: Run, top: int = 10, bins: int = TIMELINE_BINS, ncu: Run | None = None) -> ReportInputs:
+def collect(run: Run, top: int = 10, bins: int = TIMELINE_BINS, ncu: Run | None = None,
+            outcomes: Outcomes | None = None, progress: ProgressFn = no_progress) -> ReportInputs:
     """Everything `build_run_report` needs, computed once from the run.
 
     ncu: an Nsight Compute run of the same program (report --ncu), joined to the timeline `run` as
     `advisor analyze --ncu` does; its kernels feed the roofline and the join section.
+    outcomes: the rules' report and verdict when already computed (a diff side): not run again.
     """
     profiled = ncu if ncu is not None else run
     n_ncu = profiled.count("ncu_kernels")
-    doc = analyze_run(run, top=top, ncu=ncu)
+    analysis = analyze_run(run, top=top, ncu=ncu, outcomes=outcomes, progress=progress)
     timeline = timeline_bins(run, bins)
-    if (section := gpu_metrics_section(run)) is not None:
-        doc["gpu_metrics"] = section  # as `analyze` adds it: the embedded document matches --format json
-    if (ops := ops_section(run)) is not None:
-        doc["ops"] = ops  # as `analyze` adds it
     return ReportInputs(
-        doc=doc,
+        analysis=analysis,
         timeline=timeline,
         streams=streams(run, timeline),
         roofline=roofline_points(profiled) if n_ncu else [],
@@ -99,3 +117,24 @@ def collect(run: Run, top: int = 10, bins: int = TIMELINE_BINS, ncu: Run | None 
         gaps=idle_gaps(run),
         roofline_chart=roofline_chart(run, profiled, n_ncu),
     )
+
+
+def report_inputs(path: str | os.PathLike[str], top: int = 10, bins: int = TIMELINE_BINS,
+                  ncu: str | os.PathLike[str] | None = None, nsys: str | None = None, use_cache: bool = True,
+                  progress: ProgressFn = no_progress, outcomes: Outcomes | None = None,
+                  opener: Any = None) -> ReportInputs:
+    """Open the trace (and an --ncu report), collect the report's inputs, close both.
+
+    opener: opens the run instead of `path` (a diff side's capture); outcomes: see `collect`.
+    """
+    from advisor.ingest import open_run
+
+    def work(run: Run) -> ReportInputs:
+        ncu_run = open_run(ncu, ParseOptions(nsys=nsys), use_cache=use_cache) if ncu is not None else None
+        try:
+            return collect(run, top=top, bins=bins, ncu=ncu_run, outcomes=outcomes)
+        finally:
+            if ncu_run is not None:
+                ncu_run.close()
+
+    return with_run(path, work, ParseOptions(nsys=nsys, progress=progress), use_cache, opener)

@@ -1,0 +1,153 @@
+"""`advisor.api`: the one door to the core, for the CLI, the TUI, the reports and notebooks.
+
+    import advisor
+    a = advisor.analyze("run.nsys-rep")        # the typed Analysis
+    a.verdict.run.class_, a.headline, a.findings[0].fixes[0].title
+    a.table("kernels").to_pandas()             # any model table or named metric
+    advisor.diff(a, advisor.analyze("after.nsys-rep")).new
+
+Runs are opened in one place (`with_run`: opened, worked on, closed, retried once when the cache
+entry turns out damaged). Rules run once per run: a diff of two analyses matches their findings by
+fingerprint. The surfaces (advisor.cli, advisor.tui, advisor.reports) import no other core module
+(scripts/check_layers.py). Importing this module is cheap: the engine loads on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from advisor.model.limits import check_address_space, out_of_memory
+
+if TYPE_CHECKING:  # each name is imported on first use (module __getattr__ below): `import advisor.api` is cheap
+    from advisor.diff import (
+        DEFAULT_THRESHOLD_PCT,
+        Side,
+        SideOptions,
+        diff_sides,
+        open_capture,
+        open_side,
+        side_from_runs,
+    )
+    from advisor.diff.rulefacts import AnalysisDiff, from_analysis
+    from advisor.engine.analyze import Outcomes, analyze_run
+    from advisor.engine.explore import (
+        MAX_STREAMS,
+        SORT_KEYS,
+        busy_bins,
+        gpu_window,
+        idle_gaps,
+        kernel_instances,
+        kernel_table,
+        range_tree,
+        roofline,
+        stream_bins,
+    )
+    from advisor.engine.findings import explain, list_rules
+    from advisor.engine.report_data import ReportInputs, report_inputs
+    from advisor.engine.result import Analysis, DeviceTime, RangesSummary, Summary, TopKernels, document, dumps
+    from advisor.engine.runs import retried, with_run
+    from advisor.engine.tables import Table, table_names
+    from advisor.ingest import open_run
+    from advisor.model.store import Run
+    from advisor.parsers.base import ParseOptions, ProgressFn
+    from advisor.rules.base import Finding, Fix, Window
+    from advisor.rules.catalog import sections
+    from advisor.rules.classify import RunVerdict
+    from advisor.rules.registry import get_rule
+
+# name -> the core module it comes from, imported on first use
+_LAZY = {
+    **dict.fromkeys(("DEFAULT_THRESHOLD_PCT", "Side", "SideOptions", "diff_sides", "open_capture", "open_side",
+                     "side_from_runs"), "advisor.diff"),
+    **dict.fromkeys(("AnalysisDiff", "DeviceTime", "from_analysis"), "advisor.diff.rulefacts"),
+    **dict.fromkeys(("Outcomes", "analyze_run"), "advisor.engine.analyze"),
+    **dict.fromkeys(("MAX_STREAMS", "SORT_KEYS", "busy_bins", "gpu_window", "idle_gaps", "kernel_instances",
+                     "kernel_table", "range_tree", "roofline", "stream_bins"), "advisor.engine.explore"),
+    **dict.fromkeys(("explain", "list_rules"), "advisor.engine.findings"),
+    **dict.fromkeys(("ReportInputs", "report_inputs"), "advisor.engine.report_data"),
+    **dict.fromkeys(("Analysis", "DeviceTime", "RangesSummary", "Summary", "TopKernels", "document", "dumps"),
+                    "advisor.engine.result"),
+    **dict.fromkeys(("retried", "with_run"), "advisor.engine.runs"),
+    **dict.fromkeys(("Table", "Window", "table_names"), "advisor.engine.tables"),
+    "open_run": "advisor.ingest",
+    "Run": "advisor.model.store",
+    **dict.fromkeys(("ParseOptions", "ProgressFn"), "advisor.parsers.base"),
+    **dict.fromkeys(("Finding", "Fix", "Window"), "advisor.rules.base"),
+    "sections": "advisor.rules.catalog",
+    "RunVerdict": "advisor.rules.classify",
+    "get_rule": "advisor.rules.registry",
+}
+
+__all__ = ["Analysis", "AnalysisDiff", "DEFAULT_THRESHOLD_PCT", "DeviceTime", "Finding", "Fix", "MAX_STREAMS",
+           "Outcomes", "ParseOptions", "ProgressFn", "RangesSummary", "ReportInputs", "Run", "RunVerdict",
+           "SORT_KEYS", "Side", "SideOptions", "Summary", "Table", "TopKernels", "Window", "analyze", "analyze_run",
+           "busy_bins", "check_address_space", "diff", "diff_sides", "document", "dumps", "explain", "from_analysis",
+           "get_rule", "gpu_window", "idle_gaps", "kernel_instances", "kernel_table", "list_rules", "open_capture",
+           "open_run", "open_side", "out_of_memory", "range_tree", "report_inputs", "retried", "roofline",
+           "sections", "side_from_runs", "stream_bins", "table_names", "with_run"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'advisor.api' has no attribute {name!r}")
+
+
+def analyze(
+    path: str | os.PathLike[str],
+    select: set[str] | Sequence[str] | None = None,
+    *,
+    top: int = 10,
+    rules: bool = True,
+    rule_options: Mapping[str, Mapping[str, Any]] | None = None,
+    ncu: str | os.PathLike[str] | None = None,
+    nsys: str | None = None,
+    use_cache: bool = True,
+    progress: ProgressFn | None = None,
+    on_open: Callable[[], None] | None = None,
+) -> Analysis:
+    """Open the trace at `path`, analyze it and close it: the typed `Analysis`.
+
+    select: rule codes, code prefixes, categories or names (all rules by default); rules=False: facts
+    only. ncu: an Nsight Compute report of the same program, joined to the timeline. nsys: the nsys
+    executable for .nsys-rep/.qdrep. progress: (done, total, what) while parsing, then analysing;
+    on_open: called between the two (a surface names the new stage).
+    """
+    from dataclasses import replace
+
+    from advisor.engine.analyze import analyze_run
+    from advisor.ingest import open_run
+    from advisor.parsers.base import ParseOptions, no_progress
+
+    step = progress or no_progress
+    options = ParseOptions(nsys=nsys, progress=step)
+    chosen = set(select) if select else None
+
+    def work(run: Run) -> Analysis:
+        if on_open is not None:
+            on_open()
+        ncu_run = open_run(ncu, ParseOptions(nsys=nsys), use_cache=use_cache) if ncu is not None else None
+        try:
+            return analyze_run(run, top=top, rules=rules, rule_options=rule_options, select=chosen, ncu=ncu_run,
+                               progress=step)
+        finally:
+            if ncu_run is not None:
+                ncu_run.close()
+
+    from advisor.engine.runs import with_run
+
+    a = with_run(path, work, options, use_cache)
+    return replace(a, opened_as=os.fspath(path), nsys=nsys)
+
+
+def diff(base: Analysis, new: Analysis) -> AnalysisDiff:
+    """What changed between two analyses: findings matched by fingerprint (new, resolved, changed), verdict.
+
+    No rule runs again: both analyses carry their findings.
+    """
+    from advisor.diff.rulefacts import diff_analyses
+
+    return diff_analyses(base, new)
