@@ -32,6 +32,8 @@ if TYPE_CHECKING:  # each name is imported on first use (module __getattr__ belo
         side_from_runs,
     )
     from advisor.diff.rulefacts import AnalysisDiff, from_analysis
+    from advisor.diff.sides import resolve as resolve_side
+    from advisor.diff.verify import verify
     from advisor.engine.analyze import Outcomes, analyze_run
     from advisor.engine.explore import (
         MAX_STREAMS,
@@ -46,17 +48,21 @@ if TYPE_CHECKING:  # each name is imported on first use (module __getattr__ belo
         stream_bins,
     )
     from advisor.engine.findings import explain, list_rules
+    from advisor.engine.perfetto import chrome_trace
     from advisor.engine.report_data import ReportInputs, report_inputs
     from advisor.engine.result import Analysis, DeviceTime, RangesSummary, Summary, TopKernels, document, dumps
     from advisor.engine.runs import retried, with_run
     from advisor.engine.tables import Table, table_names
     from advisor.ingest import open_run
-    from advisor.model.store import Run
+    from advisor.model.cache_admin import Entry as CacheEntry
+    from advisor.model.cache_admin import entries, evict, max_bytes, parse_size, work_bytes
+    from advisor.model.store import Run, default_cache_dir
     from advisor.parsers.base import ParseOptions, ProgressFn
+    from advisor.parsers.registry import HELP as FORMATS_HELP
     from advisor.rules.base import Finding, Fix, Window
     from advisor.rules.catalog import sections
     from advisor.rules.classify import RunVerdict
-    from advisor.rules.registry import get_rule
+    from advisor.rules.registry import get_rule, select_rules
 
 # name -> the core module it comes from, imported on first use
 _LAZY = {
@@ -73,6 +79,14 @@ _LAZY = {
     **dict.fromkeys(("retried", "with_run"), "advisor.engine.runs"),
     **dict.fromkeys(("Table", "Window", "table_names"), "advisor.engine.tables"),
     "open_run": "advisor.ingest",
+    "resolve_side": "advisor.diff.sides",
+    "verify": "advisor.diff.verify",
+    "chrome_trace": "advisor.engine.perfetto",
+    **dict.fromkeys(("CacheEntry", "entries", "evict", "max_bytes", "parse_size", "work_bytes"),
+                    "advisor.model.cache_admin"),
+    "default_cache_dir": "advisor.model.store",
+    "FORMATS_HELP": "advisor.parsers.registry",
+    "select_rules": "advisor.rules.registry",
     "Run": "advisor.model.store",
     **dict.fromkeys(("ParseOptions", "ProgressFn"), "advisor.parsers.base"),
     **dict.fromkeys(("Finding", "Fix", "Window"), "advisor.rules.base"),
@@ -81,18 +95,23 @@ _LAZY = {
     "get_rule": "advisor.rules.registry",
 }
 
-__all__ = ["Analysis", "AnalysisDiff", "DEFAULT_THRESHOLD_PCT", "DeviceTime", "Finding", "Fix", "MAX_STREAMS",
-           "Outcomes", "ParseOptions", "ProgressFn", "RangesSummary", "ReportInputs", "Run", "RunVerdict",
-           "SORT_KEYS", "Side", "SideOptions", "Summary", "Table", "TopKernels", "Window", "analyze", "analyze_run",
-           "busy_bins", "check_address_space", "diff", "diff_sides", "document", "dumps", "explain", "from_analysis",
-           "get_rule", "gpu_window", "idle_gaps", "kernel_instances", "kernel_table", "list_rules", "open_capture",
-           "open_run", "open_side", "out_of_memory", "range_tree", "report_inputs", "retried", "roofline",
-           "sections", "side_from_runs", "stream_bins", "table_names", "with_run"]
+__all__ = ["Analysis", "AnalysisDiff", "CacheEntry", "DEFAULT_THRESHOLD_PCT", "DeviceTime", "FORMATS_HELP",
+           "Finding", "Fix", "MAX_STREAMS", "Outcomes", "ParseOptions", "ProgressFn", "RangesSummary",
+           "ReportInputs", "Run", "RunVerdict", "SORT_KEYS", "Side", "SideOptions", "Summary", "Table", "TopKernels",
+           "Window", "analyze", "analyze_run", "busy_bins", "check_address_space", "chrome_trace",
+           "default_cache_dir", "diff", "diff_sides", "document", "dumps", "entries", "evict", "explain",
+           "from_analysis", "get_rule", "gpu_window", "idle_gaps", "kernel_instances", "kernel_table", "list_rules",
+           "max_bytes", "open_capture", "open_run", "open_side", "out_of_memory", "parse_size", "range_tree",
+           "report_inputs", "resolve_side", "retried", "roofline", "sections", "select_rules", "side_from_runs",
+           "stream_bins", "table_names", "verify", "with_run", "work_bytes"]
+
+
+_RENAMED = {"resolve_side": "resolve", "CacheEntry": "Entry", "FORMATS_HELP": "HELP"}  # api name -> module's
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        return getattr(importlib.import_module(_LAZY[name]), _RENAMED.get(name, name))
     raise AttributeError(f"module 'advisor.api' has no attribute {name!r}")
 
 

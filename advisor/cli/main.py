@@ -146,7 +146,7 @@ def _keep_cache_in_limit(args: argparse.Namespace) -> None:
     size limit (ADVISOR_CACHE_MAX_SIZE, advisor/model/cache_admin.py). Never fails the command."""
     if getattr(args, "no_cache", True):  # commands without --no-cache do not read traces
         return
-    from advisor.model.cache_admin import evict, max_bytes
+    from advisor.api import evict, max_bytes
 
     with contextlib.suppress(Exception):
         if (limit := max_bytes()) > 0:

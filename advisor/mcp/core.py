@@ -37,24 +37,18 @@ def opened(path: str) -> Iterator[Run]:
 
 def warm() -> None:
     """Import the analysis code before the worker says it is ready, so a call's time limit counts work only."""
+    import advisor.api
     import advisor.diff
     import advisor.engine.analyze  # noqa: F401
 
 
 def analyze(path: str, select: list[str] | None = None) -> dict[str, Any]:
     """`advisor analyze PATH --format json [--select ...]`: the versioned analyze document (docs/json-output.md)."""
-    from advisor.engine.analyze import analyze_run, document
-    from advisor.perf import gpu_metrics_section
-    from advisor.perf.ops import ops_section
+    from advisor.api import analyze as analyzed
+    from advisor.api import document
 
     chosen = {s.strip() for item in select for s in item.split(",") if s.strip()} if select else None
-    with opened(path) as r:
-        doc = analyze_run(r, top=ANALYZE_TOP, select=chosen)
-        if (section := gpu_metrics_section(r)) is not None:
-            doc["gpu_metrics"] = section
-        if (ops := ops_section(r)) is not None:
-            doc["ops"] = ops
-    return document([doc])
+    return document([analyzed(path, chosen, top=ANALYZE_TOP)])
 
 
 def diff(base: str, new: str) -> dict[str, Any]:

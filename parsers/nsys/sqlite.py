@@ -25,7 +25,6 @@ import pyarrow as pa
 
 from advisor.errors import InputError, SchemaError
 from advisor.model.schema import TABLES
-from advisor.model.store import no_progress_bar
 from advisor.model.validate import duck_type
 from advisor.parsers.base import ParsedRun, ParseOptions
 from advisor.parsers.limits import MAX_STRING_CHARS

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from advisor import api
 from advisor.cli.output import emit, input_paths
-from advisor.parsers import registry
 
 NAME = "analyze"
 HELP = "analyze one or more traces"
@@ -25,7 +25,7 @@ EXAMPLES = [
 
 def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH",
-                   help=registry.HELP)
+                   help=api.FORMATS_HELP)
     p.add_argument("--format", choices=("text", "json", "md"), default="text")
     p.add_argument("--ncu", metavar="REPORT",
                    help="an Nsight Compute report (.ncu-rep[.xz] or ncu CSV) of the same program: its kernels are "
@@ -58,14 +58,13 @@ def add_dir_as(p: argparse.ArgumentParser) -> None:
 def captures(paths: list[str], args: argparse.Namespace) -> list[str]:
     """Each PATH as the runs it holds: a directory of repeated captures is one run per file (never a fake
     multi-GPU run), a directory of rank files stays one run, as `advisor diff` reads a side."""
-    from advisor.diff.sides import SideOptions, resolve
-    from advisor.parsers.base import ParseOptions
+    from advisor.api import ParseOptions, SideOptions, resolve_side
 
     opts = SideOptions(dir_as=args.dir_as, use_cache=not args.no_cache, with_rules=False,
                        parse=ParseOptions(nsys=args.nsys))
     out: list[str] = []
     for path in paths:
-        out += [str(p) for p in resolve(path, opts)[0]] if os.path.isdir(path) else [path]
+        out += [str(p) for p in resolve_side(path, opts)[0]] if os.path.isdir(path) else [path]
     return out
 
 
@@ -126,8 +125,8 @@ def selection(items: list[str] | None, ignore: list[str] | None = None) -> set[s
     skip = {s.strip() for item in ignore for s in item.split(",") if s.strip()} if ignore else None
     if not skip:
         return chosen
+    from advisor.api import select_rules
     from advisor.errors import InputError
-    from advisor.rules.registry import select_rules
 
     skipped = {r.code for r in select_rules(skip)}
     left = {r.code for r in select_rules(chosen)} - skipped

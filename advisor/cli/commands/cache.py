@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from advisor.cli.output import emit, say
 
 if TYPE_CHECKING:
-    from advisor.model.cache_admin import Entry
+    from advisor.api import CacheEntry as Entry
 
 NAME = "cache"
 HELP = "show the parsed-run cache (info) or empty it (clear)"
@@ -31,9 +31,8 @@ def register(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from advisor.api import default_cache_dir, entries, evict, max_bytes, parse_size
     from advisor.errors import InputError
-    from advisor.model.cache_admin import entries, evict, max_bytes, parse_size
-    from advisor.model.store import default_cache_dir
     from advisor.reports.units import fmt_bytes
 
     root = default_cache_dir()
@@ -51,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _info(root: Path, found: list[Entry], limit: int) -> str:
-    from advisor.model.cache_admin import work_bytes
+    from advisor.api import work_bytes
     from advisor.reports.units import fmt_bytes
 
     total = sum(e.bytes for e in found)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from advisor.cli.output import emit, input_paths
 
@@ -39,17 +40,13 @@ def prepare(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from advisor.engine.analyze import analyze_run
-    from advisor.engine.perfetto import chrome_trace
-    from advisor.ingest import open_run
-    from advisor.parsers.base import ParseOptions
+    from advisor.api import ParseOptions, Run, analyze_run, chrome_trace, with_run
 
-    r = open_run(args.path, ParseOptions(nsys=args.nsys), use_cache=not args.no_cache)
-    try:
-        findings = [] if args.no_rules else analyze_run(r).get("findings") or []
-        trace = chrome_trace(r, findings, source=args.path)
-    finally:
-        r.close()
+    def work(r: Run) -> dict[str, Any]:
+        findings = [] if args.no_rules else analyze_run(r).to_dict()["findings"]
+        return chrome_trace(r, findings, source=args.path)
+
+    trace = with_run(args.path, work, ParseOptions(nsys=args.nsys), use_cache=not args.no_cache)
     emit(json.dumps(trace, separators=(",", ":"), default=str) + "\n", args.output, input_paths(args),
          what="Chrome/Perfetto trace")
     return 0

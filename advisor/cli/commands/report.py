@@ -11,9 +11,9 @@ import argparse
 import os
 import sys
 
+from advisor import api
 from advisor.cli.commands.analyze import add_dir_as, one_capture
 from advisor.cli.output import emit, input_paths
-from advisor.parsers import registry
 
 NAME = "report"
 HELP = "write a self-contained HTML report for one trace"
@@ -26,7 +26,7 @@ _SUFFIXES = (".gz", ".xz", ".sqlite", ".nsys-rep", ".qdrep", ".json", ".pt.trace
 
 def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", metavar="PATH",
-                   help=registry.HELP)
+                   help=api.FORMATS_HELP)
     p.add_argument("-o", "--output", help="HTML file to write (default: NAME.advisor.html in a terminal, else stdout)")
     p.add_argument("--ncu", metavar="REPORT",
                    help="an Nsight Compute report (.ncu-rep[.xz] or ncu CSV) of the same program, joined to the "
