@@ -50,7 +50,7 @@ def blocking_calls(
         ctx.run, "windows_calls", pattern=pattern, exclude=exclude, max_refill_ns=ctx.ns("max_refill_us")
     )
     spans = {int(r["device_id"]): int(r["span_ns"]) for r in ctx.metric("device_spans")}
-    per: dict[int, list[metrics.Window]] = {}
+    per: dict[int, list[metrics.WindowTimes]] = {}
     for w in windows:
         if after_ns and w.start_ns < after_ns.get(w.device_id, 0):
             continue

@@ -45,11 +45,11 @@ class NcuClasses:
     moved_ns: int
     share_pct: float  # of timeline kernel time covered by an ncu class
 
-    def shift(self, windows: list[metrics.Window]) -> list[metrics.Window]:
+    def shift(self, windows: list[metrics.WindowTimes]) -> list[metrics.WindowTimes]:
         """Each window's class times with the profiled kernels' time moved to their ncu class."""
         return [self._shift_one(w) for w in windows]
 
-    def _shift_one(self, w: metrics.Window) -> metrics.Window:
+    def _shift_one(self, w: metrics.WindowTimes) -> metrics.WindowTimes:
         ns = dict(w.ns)
         for (dev, src, dst), (starts, ends) in self.pieces.items():
             if dev != w.device_id:

@@ -16,7 +16,7 @@ from advisor.model.store import Run
 WARMUP_PATTERN = r"^warm[ _-]?up([ _#:-]*[0-9]+)?$"
 
 
-def step_windows(run: Run) -> list[metrics.Window]:
+def step_windows(run: Run) -> list[metrics.WindowTimes]:
     """One window per (step instance, device it feeds) with the timeline class times inside it (metric
     step_windows, which the metrics that clip to steps read on their own); empty when the trace marks no
     steps. Computed once per run (the verdict and several rules ask), kept in the run's metric session."""
@@ -24,7 +24,7 @@ def step_windows(run: Run) -> list[metrics.Window]:
     if "steps" not in memo:
         marked = run.count("ranges") and (run.count("kernels") or run.count("memops"))
         memo["steps"] = metrics.shares(run, "step_windows") if marked else []
-    steps: list[metrics.Window] = memo["steps"]
+    steps: list[metrics.WindowTimes] = memo["steps"]
     return steps
 
 

@@ -10,6 +10,8 @@ DuckDB shell on its own. A file starts with `--` header lines:
     -- materialize: view            (optional: TEMP VIEW m_<name>, neither stored nor kept: rows that
                                      several metrics start from but only a few need, inlined into each)
     -- uses: gpu_ops, kernel_names  (optional: materialized metrics this one reads)
+    -- keep: false                  (optional: rows of a parametrized metric are not kept in the cache
+                                     entry: interactive queries that differ on every call)
 
 Parameters are DuckDB named parameters (`$min_gap_ns`); `query()` passes only the ones the SQL
 names, so a rule can hand over its whole option dict. Thresholds are rule options, never literals
@@ -86,6 +88,7 @@ class Metric:
     materialize: bool
     uses: tuple[str, ...]
     view: bool = False
+    keep: bool = True  # `-- keep: false`: rows never kept in the cache entry (interactive queries, one per zoom)
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -115,7 +118,8 @@ def get(name: str) -> Metric:
         raise KeyError(f"{name}.sql must start with '-- metric: {name}'")
     uses = tuple(u.strip() for u in head.get("uses", "").split(",") if u.strip())
     kind = head.get("materialize")
-    return Metric(name, head.get("doc", ""), text, kind in ("true", "view"), uses, kind == "view")
+    keep = head.get("keep") != "false"
+    return Metric(name, head.get("doc", ""), text, kind in ("true", "view"), uses, kind == "view", keep)
 
 
 @cache
@@ -132,7 +136,7 @@ def ensure(run: Run, name: str) -> None:
         return
     metric = get(name)
     keep = metric.materialize and not metric.view and not metric.params
-    if keep and derived.load_table(run, metric.table, metric.table, _code_key()):
+    if keep and derived.load_table(run, metric.table, metric.table, code_key()):
         built.add(name)  # what it uses is built when something else asks for it
         return
     for dep in metric.uses:
@@ -142,19 +146,19 @@ def ensure(run: Run, name: str) -> None:
         derived.drop(run, metric.table)
         run.sql(f"CREATE TEMP {kind} {metric.table} AS {_body(metric.sql)}")
         if keep:
-            derived.save_table(run, metric.table, metric.table, _code_key())
+            derived.save_table(run, metric.table, metric.table, code_key())
     built.add(name)
 
 
 @cache
-def _code_key() -> str:
+def code_key() -> str:
     """Fingerprint of every metric's SQL: a kept table is reused only by the code that computed it (a
     metric may read others, so one changed file retires them all)."""
     root = resources.files(__package__)
     return derived.fingerprint(*(root.joinpath(f"{n}.sql").read_text() for n in names()))
 
 
-def query(run: Run, name: str, *, windows: WindowSet | None = None, **params: Any) -> list[dict[str, Any]]:
+def query(run: Run, name: str, /, *, windows: WindowSet | None = None, **params: Any) -> list[dict[str, Any]]:
     """Rows of metric `name` on `run`; `params` may hold extra keys the SQL does not use. A metric that clips
     to windows (reads `m_windows`) needs the window set as `windows`."""
     metric = get(name)
@@ -170,12 +174,12 @@ def query(run: Run, name: str, *, windows: WindowSet | None = None, **params: An
     table, set_key = _window_set(run, windows) if windows is not None else ("", None)
     stem = _result_name(metric, used, set_key)
     if stem is not None:
-        rows = derived.load_json(run, stem, _code_key())
+        rows = derived.load_json(run, stem, code_key())
         if isinstance(rows, list):
             return rows
     result = run.sql_dicts(_sql_for(run, metric, table), used)
     if stem is not None and len(result) <= _KEEP_ROWS:
-        derived.save_json(run, stem, _code_key(), result)
+        derived.save_json(run, stem, code_key(), result)
     return result
 
 
@@ -219,6 +223,8 @@ def _prepare(run: Run, metric: Metric, inline: list[Metric]) -> None:
 def _result_name(metric: Metric, params: dict[str, Any], set_key: str | None = None) -> str | None:
     """Name under which the rows of `metric` with `params` are kept, or None when they cannot be: they read a
     temp table that is no metric, or clip to a window set (`set_key`: the name it is kept under) not kept."""
+    if not metric.keep:
+        return None
     state = []
     if reads_windows(metric.name):
         if set_key is None:
@@ -233,8 +239,9 @@ def _result_name(metric: Metric, params: dict[str, Any], set_key: str | None = N
 
 
 @dataclass(frozen=True)
-class Window:
-    """One window of a windows metric with the time of each timeline class inside it."""
+class WindowTimes:
+    """One window of a window set with the time of each timeline class inside it (a finding's window, where it
+    applies, is advisor.vocab.Window)."""
 
     win_id: int
     device_id: int
@@ -264,13 +271,13 @@ def _window_set(run: Run, windows: WindowSet) -> tuple[str, str | None]:
         sets[windows] = (metric.table, stem)
         return sets[windows]
     table = f"w_{derived.fingerprint(metric.name, json.dumps(used, sort_keys=True, default=repr))[:16]}"
-    if stem is None or not derived.load_table(run, table, stem, _code_key()):
+    if stem is None or not derived.load_table(run, table, stem, code_key()):
         for dep in metric.uses:
             ensure(run, dep)
         derived.drop(run, table)
         run.sql(f"CREATE TEMP TABLE {table} AS {_body(metric.sql)}", used)
         if stem is not None:
-            derived.save_table(run, table, stem, _code_key())
+            derived.save_table(run, table, stem, code_key())
     sets[windows] = (table, stem)
     return sets[windows]
 
@@ -281,9 +288,9 @@ def window_rows(run: Run, windows: WindowSet) -> list[dict[str, Any]]:
     return run.sql_dicts(f"SELECT * FROM {table} ORDER BY win_id")
 
 
-def shares(run: Run, windows_metric: str, **params: Any) -> list[Window]:
+def shares(run: Run, windows_metric: str, **params: Any) -> list[WindowTimes]:
     """Clip the run's timeline to each window of `windows_metric` (a metric returning win_id,
-    device_id, start_ns, end_ns, label and any extra columns, kept in `Window.extra`) and return
+    device_id, start_ns, end_ns, label and any extra columns, kept in `WindowTimes.extra`) and return
     the class times per window."""
     ws = WindowSet.of(windows_metric, **params)
     per: dict[int, dict[str, int]] = {}
@@ -292,7 +299,7 @@ def shares(run: Run, windows_metric: str, **params: Any) -> list[Window]:
     per = {w: dict(sorted(ns.items())) for w, ns in per.items()}  # one class order: ties stay stable
     base = ("win_id", "device_id", "start_ns", "end_ns", "label")
     return [
-        Window(
+        WindowTimes(
             int(r["win_id"]),
             int(r["device_id"]),
             int(r["start_ns"]),
@@ -323,7 +330,7 @@ def shares_by_label(run: Run, windows_metric: str, **params: Any) -> list[LabelS
     ws = WindowSet.of(windows_metric, **params)
     table, stem = _window_set(run, ws)
     key = None if stem is None else f"l_{stem}"
-    rows = derived.load_json(run, key, _code_key()) if key is not None else None
+    rows = derived.load_json(run, key, code_key()) if key is not None else None
     if not isinstance(rows, list):
         cols = {c[0] for c in run.sql_rows(f"DESCRIBE {table}")}
         inst = "count(DISTINCT range_id)" if "range_id" in cols else "count(*)"
@@ -334,14 +341,14 @@ def shares_by_label(run: Run, windows_metric: str, **params: Any) -> list[LabelS
         rows = [{**t, "ns": {str(c["cls"]): int(c["ns"] or 0) for c in by_cls if c["label"] == t["label"]}}
                 for t in totals]
         if key is not None:
-            derived.save_json(run, key, _code_key(), rows)
+            derived.save_json(run, key, code_key(), rows)
     return [
         LabelShares(str(r["label"]), int(r["n"]), int(r["inst"]), int(r["span"] or 0), dict(r["ns"]))
         for r in rows
     ]
 
 
-def one(run: Run, name: str, **params: Any) -> dict[str, Any]:
+def one(run: Run, name: str, /, **params: Any) -> dict[str, Any]:
     """The single row of a metric that aggregates to one row (an empty dict when it returns none)."""
     rows = query(run, name, **params)
     return rows[0] if rows else {}

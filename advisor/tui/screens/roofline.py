@@ -53,10 +53,11 @@ def intensity(value: float | None) -> str:
 
 
 def of_roof(p: dict[str, Any]) -> str:
-    """The point's rate as a share of the roof of its own precision."""
-    if not p.get("flops_per_s") or not p.get("roof_flops_per_s"):
+    """The point's rate as a share of its attainable roof (advisor.perf: min(compute roof of its precision,
+    intensity x DRAM bandwidth)), the share the speed-of-light classes and the rules judge."""
+    share = p.get("attained_pct")
+    if not share:
         return "-"
-    share = 100.0 * p["flops_per_s"] / p["roof_flops_per_s"]
     return pct(share) if share >= 1 else f"{share:.2g}%"
 
 
