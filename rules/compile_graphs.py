@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 import statistics
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from advisor import metrics
+from advisor.metrics.intervals import union
 from advisor.model.store import Run
 from advisor.rules.base import Window
 from advisor.rules.steps import step_windows
@@ -188,7 +188,7 @@ def _measure(run: Run, events: list[_Ev], steps: list[Step]) -> dict[int, Device
             m = _REGION_ID.match(e.name) if e.kind == "region" else None
             if m:
                 dev.region_ids.add((int(m.group(1)), int(m.group(2))))
-        spans = _union(
+        spans = union(
             (max(e.start_ns, step.start_ns), min(e.end_ns, step.end_ns)) for e in mine if e.kind == "compile"
         )
         if spans:
@@ -250,13 +250,3 @@ def _forward_gaps(graphs: list[_Ev], calls: list[_Ev]) -> list[tuple[int, int]]:
             continue
         out.append((a.end_ns, b.start_ns))
     return out
-
-
-def _union(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
-    merged: list[tuple[int, int]] = []
-    for a, b in sorted(s for s in spans if s[1] > s[0]):
-        if merged and a <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
-        else:
-            merged.append((a, b))
-    return merged

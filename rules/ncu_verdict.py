@@ -23,6 +23,7 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 
 from advisor import metrics
+from advisor.metrics.intervals import union
 from advisor.model.store import Run
 from advisor.perf.kernel_class import ClassifiedKernel
 from advisor.perf.ncu_join import JoinResult, short_label
@@ -98,16 +99,10 @@ def ncu_classes(run: Run, joined: JoinResult) -> NcuClasses | None:
 
 
 def _merged(spans: list[tuple[int, int]]) -> tuple[list[int], list[int]]:
-    """Disjoint, sorted union of the spans, as parallel start and end lists."""
-    starts: list[int] = []
-    ends: list[int] = []
-    for s, e in sorted(spans):
-        if ends and s <= ends[-1]:
-            ends[-1] = max(ends[-1], e)
-        else:
-            starts.append(s)
-            ends.append(e)
-    return starts, ends
+    """Disjoint, sorted union of the spans (metrics.intervals.union: empty ones add no overlap), as parallel
+    start and end lists."""
+    merged = union(spans)
+    return [s for s, _ in merged], [e for _, e in merged]
 
 
 def _overlap(starts: list[int], ends: list[int], lo: int, hi: int) -> int:

@@ -11,7 +11,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Header, Static
 
-from advisor.tui.format import ns, pct
+from advisor.tui.format import fmt_pct, ns
 from advisor.tui.widgets import app_footer
 
 
@@ -35,7 +35,7 @@ def header_text(f: dict[str, Any], span_ns: int | None) -> Text:
     text.append("\nexpected gain ")
     text.append(ns(gain), style="bold green")
     if gain is not None and span_ns:
-        text.append(f" = {pct(100.0 * gain / span_ns)} of the capture span")
+        text.append(f" = {fmt_pct(100.0 * gain / span_ns)} of the capture span")
     if f.get("gain_basis"):
         text.append(f"\nbasis: {f['gain_basis']}", style="dim")
     text.append(f"\n\n{f.get('message', '')}")

@@ -15,7 +15,7 @@ from textual.widgets import DataTable, Header, Static
 
 from advisor.engine.explore import roofline
 from advisor.model.store import Run
-from advisor.tui.format import clip, ns, pct, rate
+from advisor.tui.format import clip, fmt_pct, ns, rate
 from advisor.tui.messages import DataReady
 from advisor.tui.screens.base import AdvisorScreen
 from advisor.tui.widgets import app_footer
@@ -58,7 +58,7 @@ def of_roof(p: dict[str, Any]) -> str:
     share = p.get("attained_pct")
     if not share:
         return "-"
-    return pct(share) if share >= 1 else f"{share:.2g}%"
+    return fmt_pct(share) if share >= 1 else f"{share:.2g}%"
 
 
 def info_text(result: dict[str, Any], ncu_path: str | None = None) -> str:
@@ -114,7 +114,7 @@ class RooflineScreen(AdvisorScreen):
         width = max(self.app.size.width - FIXED_W["kineto" if ops else "ncu"], 20)
         for i, p in enumerate(result["points"]):
             unit = unit_of(p.get("precision"), result.get("figure"))
-            sol = [] if ops else [Text(pct(p["sm_pct"])), Text(pct(p["mem_pct"]))]
+            sol = [] if ops else [Text(fmt_pct(p["sm_pct"])), Text(fmt_pct(p["mem_pct"]))]
             table.add_row(
                 Text(marker(i), style="bold"), Text(ns(p["duration_ns"])), Text(p["ncu_class"] or "-"),
                 Text(p.get("precision") or "-"), *sol,
