@@ -16,8 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from advisor import metrics
+from advisor import metrics, vocab
 from advisor.model.store import Run
+from advisor.vocab import Evidence as Evidence
+from advisor.vocab import Window as Window
 
 if TYPE_CHECKING:
     from advisor.perf.ncu_join import JoinResult
@@ -90,26 +92,6 @@ class Option:
 
 
 @dataclass(frozen=True)
-class Evidence:
-    """One number behind a finding. A percentage (unit '%') must say what it is a percentage of."""
-
-    name: str
-    value: float | int | str
-    unit: str
-    of: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.unit == "%" and not self.of:
-            raise ValueError(f"evidence {self.name!r} is a percentage without a denominator")
-
-    def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"name": self.name, "value": self.value, "unit": self.unit}
-        if self.of:
-            d["of"] = self.of
-        return d
-
-
-@dataclass(frozen=True)
 class Fix:
     """A remedy. risk: safe (same results), changes-numerics (results may differ in low bits),
     redesign (code structure changes)."""
@@ -120,20 +102,6 @@ class Fix:
 
     def to_dict(self) -> dict[str, Any]:
         return {"title": self.title, "detail": self.detail, "risk": self.risk}
-
-
-@dataclass(frozen=True)
-class Window:
-    """Where a finding applies: device, stream, time span on the run clock, enclosing range name."""
-
-    device_id: int | None = None
-    stream_id: int | None = None
-    start_ns: int | None = None
-    end_ns: int | None = None
-    range_name: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if v is not None}
 
 
 @dataclass(frozen=True)
@@ -159,7 +127,7 @@ class Finding:
     def fingerprint(self) -> str:
         return hashlib.sha1(f"{self.code}|{self.location}".encode()).hexdigest()[:16]
 
-    def value(self, name: str) -> float | int | str:
+    def value(self, name: str) -> float | int | str | None:
         """The value of evidence `name` (KeyError if the finding has none)."""
         for e in self.evidence:
             if e.name == name:
@@ -288,8 +256,8 @@ class Rule:
 
 
 def pct(part: float, whole: float) -> float:
-    """part/whole in percent, rounded to 0.1; 0 when whole is 0."""
-    return round(100.0 * part / whole, 1) if whole else 0.0
+    """The vocabulary's pct (advisor.vocab) as findings show it: 0 when whole is 0."""
+    return vocab.pct(part, whole, 0.0)
 
 
 def ms(ns: float) -> str:

@@ -50,7 +50,7 @@ def blocking_calls(
         ctx.run, "windows_calls", pattern=pattern, exclude=exclude, max_refill_ns=ctx.ns("max_refill_us")
     )
     spans = {int(r["device_id"]): int(r["span_ns"]) for r in ctx.metric("device_spans")}
-    per: dict[int, list[metrics.Window]] = {}
+    per: dict[int, list[metrics.WindowTimes]] = {}
     for w in windows:
         if after_ns and w.start_ns < after_ns.get(w.device_id, 0):
             continue
@@ -118,8 +118,11 @@ def overlappable_idle(
     spent reading files or in the DataLoader is left to IO003 / IO005. `classes`: count only idle of
     these timeline classes (ID001 asks for the part it would otherwise claim itself).
     """
-    windows = metrics.shares(ctx.run, "windows_calls", pattern=pattern, exclude=exclude, max_refill_ns=NO_CAP_NS)
-    busy = {int(r["win_id"]): int(r["busy_before_ns"] or 0) for r in ctx.metric("busy_before_windows")}
+    calls: dict[str, Any] = {"pattern": pattern, "exclude": exclude, "max_refill_ns": NO_CAP_NS}
+    windows = metrics.shares(ctx.run, "windows_calls", **calls)
+    of = metrics.WindowSet.of("windows_calls", **calls)
+    rows = metrics.query(ctx.run, "busy_before_windows", windows=of)
+    busy = {int(r["win_id"]): int(r["busy_before_ns"] or 0) for r in rows}
     out: dict[int, int] = {}
     for w in windows:
         idle_all = sum(ns for cls, ns in w.ns.items() if cls.startswith("idle_"))

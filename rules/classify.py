@@ -33,7 +33,7 @@ from advisor.rules.steps import step_windows
 if TYPE_CHECKING:  # the join and its roofline code load only when an ncu report is joined
     from advisor.perf.ncu_join import JoinResult
 
-Shift = Callable[[list[metrics.Window]], list[metrics.Window]]
+Shift = Callable[[list[metrics.WindowTimes]], list[metrics.WindowTimes]]
 VerdictClass = Literal["compute", "memory", "io", "launch", "communication", "latency", "mixed", "none", "unknown"]
 Confidence = Literal["high", "medium", "low"]
 
@@ -220,7 +220,7 @@ def _with_basis(v: RunVerdict, basis: str) -> RunVerdict:
     )
 
 
-def _same(ws: list[metrics.Window]) -> list[metrics.Window]:
+def _same(ws: list[metrics.WindowTimes]) -> list[metrics.WindowTimes]:
     return ws
 
 
@@ -249,9 +249,11 @@ def _classify(run: Run, max_ranges: int, max_range_depth: int, ncu_shift: Shift 
     return RunVerdict(run_verdict, devices, _ranges(run, max_ranges, max_range_depth, ncu_shift))
 
 
-def _from_steps(steps: list[metrics.Window], ranks: Mapping[int, Any]) -> tuple[Verdict, tuple[DeviceVerdict, ...]]:
+def _from_steps(
+    steps: list[metrics.WindowTimes], ranks: Mapping[int, Any]
+) -> tuple[Verdict, tuple[DeviceVerdict, ...]]:
     """Run and device verdicts over the steady-state steps only (start-up and warm-up left out)."""
-    per: dict[int, list[metrics.Window]] = {}
+    per: dict[int, list[metrics.WindowTimes]] = {}
     for w in steps:
         per.setdefault(w.device_id, []).append(w)
     devices = tuple(
@@ -286,7 +288,7 @@ def _ranges(run: Run, max_ranges: int, max_depth: int, ncu_shift: Shift | None) 
         ]
     else:  # the shift works per window
         windows = ncu_shift(metrics.shares(run, "windows_ranges", max_names=max_ranges, max_depth=max_depth))
-        by_name: dict[str, list[metrics.Window]] = {}
+        by_name: dict[str, list[metrics.WindowTimes]] = {}
         for w in windows:
             by_name.setdefault(w.label, []).append(w)
         groups = [

@@ -19,12 +19,12 @@ the finding says why.
 from __future__ import annotations
 
 import math
-import weakref
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from advisor import metrics
 from advisor.model.store import Run
 from advisor.perf.kernel_class import ClassifiedKernel, classify_run
 from advisor.perf.ncu_join import JoinResult, base_name, normalize_name
@@ -112,14 +112,14 @@ def profiled_ns(groups: Iterable[KernelGroup]) -> int:
 
 # ------------------------------------------------------------------------------------------------
 # Classified launches: one classification per run, rows with the fields every rule reads.
-_CLASSIFIED: weakref.WeakKeyDictionary[Run, list[ClassifiedKernel]] = weakref.WeakKeyDictionary()
-
-
 def classified(run: Run) -> list[ClassifiedKernel]:
-    """classify_run(run), computed once per run (CP002, CP003, ME003 and ME006 all read it)."""
-    if run not in _CLASSIFIED:
-        _CLASSIFIED[run] = classify_run(run)
-    return _CLASSIFIED[run]
+    """classify_run(run), computed once per run (CP002, CP003, ME003 and ME006 all read it) and kept in the
+    run's metric session."""
+    memo = metrics.session(run).memo
+    if "ncu_classified" not in memo:
+        memo["ncu_classified"] = classify_run(run)
+    got: list[ClassifiedKernel] = memo["ncu_classified"]
+    return got
 
 
 def launch_row(ck: ClassifiedKernel, **fields: float | str | None) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 
 from advisor import metrics
+from advisor.metrics.intervals import union
 from advisor.model.store import Run
 from advisor.perf.kernel_class import ClassifiedKernel
 from advisor.perf.ncu_join import JoinResult, short_label
@@ -45,11 +46,11 @@ class NcuClasses:
     moved_ns: int
     share_pct: float  # of timeline kernel time covered by an ncu class
 
-    def shift(self, windows: list[metrics.Window]) -> list[metrics.Window]:
+    def shift(self, windows: list[metrics.WindowTimes]) -> list[metrics.WindowTimes]:
         """Each window's class times with the profiled kernels' time moved to their ncu class."""
         return [self._shift_one(w) for w in windows]
 
-    def _shift_one(self, w: metrics.Window) -> metrics.Window:
+    def _shift_one(self, w: metrics.WindowTimes) -> metrics.WindowTimes:
         ns = dict(w.ns)
         for (dev, src, dst), (starts, ends) in self.pieces.items():
             if dev != w.device_id:
@@ -98,16 +99,10 @@ def ncu_classes(run: Run, joined: JoinResult) -> NcuClasses | None:
 
 
 def _merged(spans: list[tuple[int, int]]) -> tuple[list[int], list[int]]:
-    """Disjoint, sorted union of the spans, as parallel start and end lists."""
-    starts: list[int] = []
-    ends: list[int] = []
-    for s, e in sorted(spans):
-        if ends and s <= ends[-1]:
-            ends[-1] = max(ends[-1], e)
-        else:
-            starts.append(s)
-            ends.append(e)
-    return starts, ends
+    """Disjoint, sorted union of the spans (metrics.intervals.union: empty ones add no overlap), as parallel
+    start and end lists."""
+    merged = union(spans)
+    return [s for s, _ in merged], [e for _, e in merged]
 
 
 def _overlap(starts: list[int], ends: list[int], lo: int, hi: int) -> int:

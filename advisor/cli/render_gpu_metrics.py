@@ -6,11 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from advisor.cli.render_escape import clean, md_cell
-from advisor.reports.units import fmt_ns
-
-
-def _pct(v: float | None) -> str:
-    return "n/a" if v is None else f"{v:.1f}%"
+from advisor.reports.units import fmt_ns, fmt_pct
 
 
 def text_gpu_metrics(sec: dict[str, Any] | None, limit: int = 10) -> list[str]:
@@ -23,7 +19,7 @@ def text_gpu_metrics(sec: dict[str, Any] | None, limit: int = 10) -> list[str]:
                f"{'range time':>11}  range")
     for it in sec["items"][:limit]:
         out.append(
-            f"   {_pct(it['sm_active_pct']):>9} {_pct(it['dram_pct']):>8} {_pct(it['tensor_pct']):>7} "
+            f"   {fmt_pct(it['sm_active_pct']):>9} {fmt_pct(it['dram_pct']):>8} {fmt_pct(it['tensor_pct']):>7} "
             f"{it['class']:<8} {it['samples']:>7,} {fmt_ns(it['total_ns']):>11}  "
             f"{clean(it['range'], 60)} (device {it['device_id']})"
         )
@@ -45,8 +41,8 @@ def md_gpu_metrics(sec: dict[str, Any] | None) -> list[str]:
             f"Basis: {md_cell(sec['basis'], 400)}._", "",
             "| range | device | SM active | DRAM bandwidth | tensor active | class | samples |",
             "|---|---|---|---|---|---|---|"]
-    out += [f"| {md_cell(it['range'], 100)} | {it['device_id']} | {_pct(it['sm_active_pct'])} | "
-            f"{_pct(it['dram_pct'])} | {_pct(it['tensor_pct'])} | {md_cell(it['class'])} | {it['samples']:,} |"
+    out += [f"| {md_cell(it['range'], 100)} | {it['device_id']} | {fmt_pct(it['sm_active_pct'])} | "
+            f"{fmt_pct(it['dram_pct'])} | {fmt_pct(it['tensor_pct'])} | {md_cell(it['class'])} | {it['samples']:,} |"
             for it in sec["items"]]
     if sec["ranges_total"] > len(sec["items"]):
         out += ["", f"_{sec['ranges_total'] - len(sec['items'])} more (range names x devices) in `--format json`._"]

@@ -30,16 +30,9 @@ from advisor.diff.rulefacts import diff_findings
 from advisor.diff.sides import Side
 from advisor.diff.stats import mean_difference_interval
 from advisor.diff.verdict import DEFAULT_THRESHOLD_PCT, Comparability, Verdict, comparability, decide
+from advisor.vocab import pct, share
 
 DIFF_SCHEMA_VERSION = "1.2"  # 1.2: verify; 1.1: comparability.program, verdict.interval and verdict.rule, gate.interval
-
-
-def pct(part: float, whole: float) -> float | None:
-    return round(100.0 * part / whole, 1) if whole else None
-
-
-def share(ns: float, of_ns: float, of: str) -> dict[str, Any]:
-    return {"ns": round(ns), "pct": pct(ns, of_ns), "of": of, "of_ns": round(of_ns)}
 
 
 def _side_doc(side: Side) -> dict[str, Any]:

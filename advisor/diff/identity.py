@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from advisor.diff.align import Totals
 from advisor.diff.facts import Capture
 from advisor.diff.names import kernel_words
+from advisor.vocab import pct
 
 SHAPES_MIN_SHARE = 0.25  # of each side's op inputs (tensors >= facts.SHAPE_MIN_ELEMENTS elements)
 COPIES_MIN_SHARE = 0.5  # of each side's copies (>= facts.COPY_MIN_BYTES)
@@ -71,7 +72,7 @@ class Signal:
 
 
 @dataclass(frozen=True)
-class Evidence:
+class ProgramEvidence:
     """Whether the sides are one program by something other than their kernels, and what says so."""
 
     shapes: Signal
@@ -104,7 +105,8 @@ class Evidence:
 
 
 def _pct(x: float | None) -> float | None:
-    return None if x is None else round(100.0 * x, 1)
+    """A fraction as a percentage (vocab.pct of 1)."""
+    return None if x is None else pct(x, 1.0)
 
 
 def _signal(name: str, a: Mapping[str, float], b: Mapping[str, float], minimum: float) -> Signal:
@@ -134,9 +136,9 @@ def _words(act: Mapping[tuple[str, str], Totals]) -> dict[str, float]:
 
 
 def program_evidence(base: list[Capture], new: list[Capture], base_act: Mapping[tuple[str, str], Totals],
-                     new_act: Mapping[tuple[str, str], Totals]) -> Evidence:
+                     new_act: Mapping[tuple[str, str], Totals]) -> ProgramEvidence:
     """The same-program signals of two sides; `*_act` are the aligned activity totals (align.activity_totals)."""
-    return Evidence(
+    return ProgramEvidence(
         shapes=_signal("tensor shapes", _pooled(base, "shapes"), _pooled(new, "shapes"), SHAPES_MIN_SHARE),
         copies=_signal("copy sizes", _pooled(base, "copies"), _pooled(new, "copies"), COPIES_MIN_SHARE),
         words=_signal("kernel name words", _words(base_act), _words(new_act), WORDS_MIN_SHARE),

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from advisor.diff.align import DevicePair
 from advisor.diff.facts import Capture
-from advisor.diff.identity import Evidence
+from advisor.diff.identity import ProgramEvidence
 from advisor.diff.names import gpu_key
 
 DEFAULT_THRESHOLD_PCT = 5.0  # below this a change is noise (nsys-ai uses 2% noise / 5% regression)
@@ -111,7 +111,7 @@ def _session_check(base: list[Capture], new: list[Capture], out: Comparability) 
 
 
 def comparability(base: list[Capture], new: list[Capture], pairs: list[DevicePair], mode: str,
-                  overlap: tuple[float, float] | None, evidence: Evidence | None = None) -> Comparability:
+                  overlap: tuple[float, float] | None, evidence: ProgramEvidence | None = None) -> Comparability:
     """`overlap`: each side's share of kernel time in kernels both ran; None when a side ran no kernels.
     `evidence`: what else says the sides are one program (`identity.program_evidence`).
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from advisor import metrics
 from advisor.model.store import Run
 from advisor.perf import ClassifiedKernel, OpRoofline, classify_run, kineto_op_rooflines, ncu_figure, ops_figure
 from advisor.perf.sol import sol_class_or_none
@@ -16,35 +17,6 @@ from advisor.perf.sol import sol_class_or_none
 # --------------------------------------------------------------------------- kernels
 
 SORT_KEYS = ("total", "count", "mean", "p95", "name")
-_SORT_SQL = {"total": "total_ns", "count": "count", "mean": "mean_ns", "p95": "p95_ns", "name": "name"}
-
-_SM_PCT = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
-_MEM_PCT = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"
-
-_NCU_CLASS_SQL = f"""
-SELECT s.value AS name,
-       avg(CASE WHEN m.metric = '{_SM_PCT}' THEN m.value END) AS sm_pct,
-       avg(CASE WHEN m.metric = '{_MEM_PCT}' THEN m.value END) AS mem_pct
-FROM ncu_kernels nk JOIN strings s ON s.string_id = nk.name_id
-LEFT JOIN ncu_metrics m ON m.ncu_id = nk.ncu_id AND m.metric IN ('{_SM_PCT}', '{_MEM_PCT}')
-GROUP BY s.value
-"""
-
-_KERNELS_SQL = """
-WITH k AS (
-  SELECT s.value AS name, {dur} AS d FROM {table} k JOIN strings s ON s.string_id = k.name_id
-),
-tot AS (SELECT coalesce(sum(d), 0)::BIGINT AS all_ns FROM k),
-agg AS (
-  SELECT name, count(*) AS count, sum(d)::BIGINT AS total_ns, avg(d) AS mean_ns,
-         quantile_cont(d, 0.95) AS p95_ns
-  FROM k WHERE $filter IS NULL OR contains(lower(name), lower($filter)) GROUP BY name
-),
-ncu AS ({ncu})
-SELECT agg.*, tot.all_ns, ncu.sm_pct, ncu.mem_pct, count(*) OVER () AS matched
-FROM agg CROSS JOIN tot LEFT JOIN ncu ON ncu.name = agg.name
-ORDER BY {order} {direction}, agg.name LIMIT $limit
-"""
 
 
 def kernel_table(
@@ -56,14 +28,11 @@ def kernel_table(
     (replayed launches, so durations are ncu's, not a timeline's). `matched` counts the names that
     pass the (case-insensitive substring) filter, of which at most `limit` are returned.
     """
-    if sort not in _SORT_SQL:
+    if sort not in SORT_KEYS:
         raise ValueError(f"sort must be one of {SORT_KEYS}")
     traced = run.count("kernels") > 0
-    table, dur = ("kernels", "k.end_ns - k.start_ns") if traced else ("ncu_kernels", "k.duration_ns")
-    sql = _KERNELS_SQL.format(
-        dur=dur, table=table, ncu=_NCU_CLASS_SQL, order=_SORT_SQL[sort], direction="DESC" if descending else "ASC"
-    )
-    rows = run.sql_dicts(sql, {"filter": text_filter or None, "limit": limit})
+    rows = metrics.query(run, "kernel_table", traced=traced, filter=text_filter or None, sort=sort,
+                         descending=descending, limit=limit)
     all_ns = int(rows[0]["all_ns"]) if rows else 0
     items = [
         {
@@ -86,36 +55,6 @@ def kernel_table(
     }
 
 
-_INSTANCES_SQL = """
-WITH k AS (
-  SELECT k.*, row_number() OVER () AS rid FROM kernels k JOIN strings s ON s.string_id = k.name_id
-  WHERE s.value = $name ORDER BY k.end_ns - k.start_ns DESC, k.start_ns LIMIT $limit
-),
-launch AS (
-  SELECT k.rid, arg_min(a.tid, a.start_ns) AS tid, arg_min(a.pid, a.start_ns) AS pid, min(a.start_ns) AS at_ns
-  FROM k JOIN api_calls a ON a.correlation_id = k.correlation_id AND (k.pid IS NULL OR a.pid = k.pid)
-  GROUP BY k.rid
-),
-nvtx AS (
-  SELECT l.rid, string_agg(s.value, ' > ' ORDER BY r.depth, r.start_ns) AS stack
-  FROM launch l JOIN ranges r ON r.tid = l.tid AND (l.pid IS NULL OR r.pid = l.pid)
-       AND r.start_ns <= l.at_ns AND r.end_ns >= l.at_ns AND r.source IN ('nvtx', 'user_annotation')
-  JOIN strings s ON s.string_id = r.name_id
-  GROUP BY l.rid
-),
-op AS (
-  SELECT k.rid, arg_max(s.value, c.depth) AS op
-  FROM k JOIN cpu_ops c ON c.external_id = k.external_id JOIN strings s ON s.string_id = c.name_id
-  GROUP BY k.rid
-)
-SELECT k.device_id, k.stream_id, k.start_ns, k.end_ns - k.start_ns AS duration_ns,
-       k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z, k.correlation_id,
-       nvtx.stack AS nvtx, op.op AS op
-FROM k LEFT JOIN nvtx USING (rid) LEFT JOIN op USING (rid)
-ORDER BY duration_ns DESC, k.start_ns
-"""
-
-
 def kernel_instances(run: Run, name: str, limit: int = 200) -> dict[str, Any]:
     """The longest `limit` executions of kernel `name` with their launch context.
 
@@ -124,11 +63,8 @@ def kernel_instances(run: Run, name: str, limit: int = 200) -> dict[str, Any]:
     `op` is the framework op (Kineto External id) that launched it. Either is null when the trace
     does not link it. `count` is the number of executions of that name in all.
     """
-    rows = run.sql_dicts(_INSTANCES_SQL, {"name": name, "limit": limit})
-    total = run.sql_rows(
-        "SELECT count(*) FROM kernels k JOIN strings s ON s.string_id = k.name_id WHERE s.value = $name",
-        {"name": name},
-    )[0][0]
+    rows = [dict(r) for r in metrics.query(run, "kernel_instances", name=name, limit=limit)]
+    total = metrics.one(run, "kernel_name_count", name=name)["n"]
     for r in rows:
         r["grid"] = _dims(r.pop("grid_x"), r.pop("grid_y"), r.pop("grid_z"))
         r["block"] = _dims(r.pop("block_x"), r.pop("block_y"), r.pop("block_z"))
@@ -141,59 +77,10 @@ def _dims(x: int | None, y: int | None, z: int | None) -> str | None:
 
 # --------------------------------------------------------------------------- timeline
 
-_EVENTS = """
-SELECT device_id, coalesce(stream_id, -1) AS stream_id, start_ns AS s, end_ns AS e FROM kernels
-UNION ALL SELECT device_id, coalesce(stream_id, -1), start_ns, end_ns FROM memops
-"""
-
-# Busy islands per device in [t0, t1): the union of every clipped GPU interval on that device.
-_ISLANDS = f"""
-w AS (
-  SELECT device_id, stream_id, greatest(s, $t0) AS s, least(e, $t1) AS e FROM ({_EVENTS})
-  WHERE e > $t0 AND s < $t1 AND e > s AND ($device IS NULL OR device_id = $device)
-),
-o AS (
-  SELECT device_id, s, e, max(e) OVER (PARTITION BY device_id ORDER BY s, e
-                                        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
-  FROM w
-),
-g AS (
-  SELECT device_id, s, e, sum(CASE WHEN prev_end IS NULL OR s > prev_end THEN 1 ELSE 0 END)
-         OVER (PARTITION BY device_id ORDER BY s, e ROWS UNBOUNDED PRECEDING) AS island
-  FROM o
-),
-isl AS (SELECT device_id, min(s) AS s, max(e) AS e FROM g GROUP BY device_id, island)
-"""
-
-# Busy ns per (device, stream, bin) of the rows of CTE `{src}` (device_id, stream_id, s, e): each row cut
-# at the bin edges of [$t0, $t0 + $bins * $w).
-_PER_BIN = """cut AS (
-  SELECT device_id, stream_id, s, e,
-         least(CAST(floor((s - $t0) / $w) AS BIGINT), $bins - 1) AS b0,
-         least(CAST(floor((greatest(e - 1, s) - $t0) / $w) AS BIGINT), $bins - 1) AS b1
-  FROM {src}
-),
-per_bin AS (
-  SELECT device_id, stream_id, bin,
-         greatest(least(e, $t0 + (bin + 1) * $w) - greatest(s, $t0 + bin * $w), 0) AS ns
-  FROM cut, range(b0, b1 + 1) AS r(bin)
-)
-SELECT device_id, stream_id, bin, sum(ns) AS ns FROM per_bin GROUP BY ALL
-"""
-
-_BINS_SQL = f"""
-WITH {_ISLANDS},
-rows AS (
-  SELECT device_id, stream_id, s, e FROM w
-  UNION ALL SELECT device_id, NULL AS stream_id, s, e FROM isl
-),
-{_PER_BIN.format(src="rows")}"""
-
-
 def gpu_window(run: Run) -> tuple[int, int] | None:
     """First GPU activity start and last end over all devices, or None when there is none."""
-    row = run.sql_rows(f"SELECT min(s), max(e) FROM ({_EVENTS})")[0]
-    return None if row[0] is None else (int(row[0]), int(row[1]))
+    row = metrics.one(run, "gpu_window")
+    return None if row["s"] is None else (int(row["s"]), int(row["e"]))
 
 
 def busy_bins(run: Run, t0: int, t1: int, bins: int, device_id: int | None = None) -> dict[str, Any]:
@@ -204,33 +91,16 @@ def busy_bins(run: Run, t0: int, t1: int, bins: int, device_id: int | None = Non
     """
     t1 = max(t1, t0 + 1)
     width = (t1 - t0) / bins
-    params = {"t0": t0, "t1": t1, "w": width, "bins": bins, "device": device_id}
+    params: dict[str, Any] = {"t0": t0, "t1": t1, "w": width, "bins": bins, "device": device_id}
     series: dict[tuple[int, int | None], list[float]] = {}
-    for dev, stream, b, ns in run.sql_rows(_BINS_SQL, params):
+    for r in metrics.query(run, "busy_bins", **params):
+        dev, stream, b, ns = r["device_id"], r["stream_id"], r["bin"], r["ns"]
         series.setdefault((dev, stream), [0.0] * bins)[int(b)] = min(1.0, float(ns) / width)
     keys = sorted(series, key=lambda k: (k[0], k[1] is not None, k[1] or 0))
     rows = [{"device_id": d, "stream_id": s, "busy": series[(d, s)]} for d, s in keys]
     return {"t0_ns": t0, "t1_ns": t1, "bin_ns": width, "bins": bins, "rows": rows}
 
 
-_STREAM_TOTALS_SQL = f"""
-WITH w AS (
-  SELECT device_id, stream_id, greatest(s, $t0) AS s, least(e, $t1) AS e FROM ({_EVENTS})
-  WHERE e > $t0 AND s < $t1 AND e > s
-)
-SELECT device_id, stream_id, sum(e - s)::BIGINT AS busy_ns,
-       row_number() OVER (PARTITION BY device_id ORDER BY sum(e - s) DESC, stream_id) AS rank
-FROM w GROUP BY device_id, stream_id ORDER BY device_id, rank
-"""
-
-_STREAM_BINS_SQL = f"""
-WITH keep AS (SELECT unnest($keep, recursive := true)),
-w AS (
-  SELECT ev.device_id, ev.stream_id, greatest(ev.s, $t0) AS s, least(ev.e, $t1) AS e
-  FROM ({_EVENTS}) ev JOIN keep ON keep.device_id = ev.device_id AND keep.stream_id = ev.stream_id
-  WHERE ev.e > $t0 AND ev.s < $t1 AND ev.e > ev.s
-),
-{_PER_BIN.format(src="w")}"""
 MAX_STREAMS = 8
 
 
@@ -247,7 +117,8 @@ def stream_bins(run: Run, t0: int, bin_ns: float, bins: int, per_device: int = M
     """
     width = max(bin_ns, 1e-9)
     t1 = t0 + width * bins
-    totals = run.sql_rows(_STREAM_TOTALS_SQL, {"t0": t0, "t1": t1})
+    totals = [(r["device_id"], r["stream_id"], r["busy_ns"], r["rank"])
+              for r in metrics.query(run, "stream_busy", t0=t0, t1=t1)]
     kept = [(int(d), int(s), int(ns)) for d, s, ns, rank in totals if rank <= per_device]
     left: dict[int, dict[str, int]] = {}
     for d, _, ns, rank in totals:
@@ -257,85 +128,37 @@ def stream_bins(run: Run, t0: int, bin_ns: float, bins: int, per_device: int = M
             entry["busy_ns"] += int(ns)
     series: dict[tuple[int, int], list[float]] = {(d, s): [0.0] * bins for d, s, _ in kept}
     if kept:
-        params = {"t0": t0, "t1": t1, "w": width, "bins": bins,
-                  "keep": [{"device_id": d, "stream_id": s} for d, s, _ in kept]}
-        for d, s, b, ns in run.sql_rows(_STREAM_BINS_SQL, params):
-            series[(int(d), int(s))][int(b)] = min(1.0, float(ns) / width)
+        params: dict[str, Any] = {"t0": t0, "t1": t1, "w": width, "bins": bins,
+                                  "keep": [{"device_id": d, "stream_id": s} for d, s, _ in kept]}
+        for r in metrics.query(run, "stream_bins", **params):
+            series[(int(r["device_id"]), int(r["stream_id"]))][int(r["bin"])] = min(1.0, float(r["ns"]) / width)
     rows = [{"device_id": d, "stream_id": s, "busy_ns": ns, "busy": series[(d, s)]} for d, s, ns in kept]
     return {"t0_ns": t0, "bin_ns": width, "bins": bins, "per_device": per_device, "rows": rows,
             "left_out": [left[d] for d in sorted(left)]}
 
 
-_GAPS_SQL = f"""
-WITH {_ISLANDS},
-gaps AS (
-  SELECT device_id, e AS s, lead(s) OVER (PARTITION BY device_id ORDER BY s) AS e FROM isl
-),
-top AS (
-  SELECT device_id, s, e, e - s AS gap_ns FROM gaps WHERE e IS NOT NULL AND e - s >= $min_gap
-  ORDER BY gap_ns DESC, device_id, s LIMIT $limit
-),
-api AS (
-  SELECT t.device_id, t.s, arg_max(st.value, least(a.end_ns, t.e) - greatest(a.start_ns, t.s)) AS api,
-         max(least(a.end_ns, t.e) - greatest(a.start_ns, t.s)) AS api_ns
-  FROM top t JOIN api_calls a ON a.start_ns < t.e AND a.end_ns > t.s AND a.api <> 'osrt'
-  JOIN strings st ON st.string_id = a.name_id GROUP BY ALL
-),
-rng AS (
-  SELECT t.device_id, t.s, arg_max(st.value, r.depth) AS range_name
-  FROM top t JOIN ranges r ON r.start_ns <= t.s AND r.end_ns >= t.e AND r.source IN ('nvtx', 'user_annotation')
-  JOIN strings st ON st.string_id = r.name_id GROUP BY ALL
-)
-SELECT top.*, api.api, api.api_ns, rng.range_name
-FROM top LEFT JOIN api USING (device_id, s) LEFT JOIN rng USING (device_id, s)
-ORDER BY gap_ns DESC, device_id, s
-"""
-
-
 def idle_gaps(
     run: Run, t0: int, t1: int, device_id: int | None = None, min_gap_ns: int = 0, limit: int = 20
 ) -> list[dict[str, Any]]:
-    """The longest gaps between busy islands in [t0, t1), with what the host was doing meanwhile.
+    """The longest GPU idle gaps inside [t0, t1) (clipped to it), with their cause.
 
-    `cause` is a reading of the host side, never a guess: the API call that covers most of the
-    gap (when it covers at least half of it, e.g. a synchronous copy, an allocation, a sync), else
-    the innermost NVTX range spanning the whole gap, else None. `basis` says which it was.
+    `cause` is the one the verdict and the rules give the gap (metric `idle_claims`: input, sync, io, wait,
+    launch, host, late, comm, alloc, startup, compile or unknown), `rule` the rule that prices it (None:
+    no rule does), `basis` says so.
     """
-    params = {"t0": t0, "t1": max(t1, t0 + 1), "device": device_id, "min_gap": min_gap_ns, "limit": limit}
-    out = []
-    for r in run.sql_dicts(_GAPS_SQL, params):
-        cause, basis = None, None
-        if r["api"] is not None and r["api_ns"] * 2 >= r["gap_ns"]:
-            cause, basis = f"host in {r['api']}", f"API call covering {100 * r['api_ns'] // r['gap_ns']}% of the gap"
-        elif r["range_name"] is not None:
-            cause, basis = f"host in range {r['range_name']}", "innermost NVTX range spanning the gap"
-        out.append(
-            {"device_id": r["device_id"], "start_ns": int(r["s"]), "end_ns": int(r["e"]), "gap_ns": int(r["gap_ns"]),
-             "cause": cause, "basis": basis}
-        )
-    return out
+    params: dict[str, Any] = {"t0": t0, "t1": max(t1, t0 + 1), "device": device_id, "min_gap_ns": min_gap_ns,
+                              "limit": limit}
+    if not (run.count("kernels") or run.count("memops")):
+        return []
+    return [
+        {"device_id": r["device_id"], "start_ns": int(r["s"]), "end_ns": int(r["e"]), "gap_ns": int(r["gap_ns"]),
+         "cause": r["cause"] + (f" (host in range {r['range_name']})" if r["range_name"] else ""), "rule": r["rule"],
+         "basis": "metric idle_claims" + (f", priced by {r['rule']}" if r["rule"] else ", priced by no rule")}
+        for r in metrics.query(run, "idle_gaps_in_window", **params)
+    ]
 
 
 # --------------------------------------------------------------------------- ranges
-
-_RANGE_TREE_SQL = """
-WITH RECURSIVE named AS (
-  SELECT r.range_id, r.parent_id, r.source, r.start_ns, r.end_ns,
-         regexp_replace(s.value, ', (seq|op_id) = [0-9]+', '', 'g') AS name
-  FROM ranges r JOIN strings s ON s.string_id = r.name_id
-),
-p AS (
-  SELECT range_id, source, start_ns, end_ns, [name] AS path FROM named WHERE parent_id IS NULL
-  UNION ALL
-  SELECT n.range_id, n.source, n.start_ns, n.end_ns, list_append(p.path, n.name)
-  FROM named n JOIN p ON n.parent_id = p.range_id
-  WHERE len(p.path) < $max_depth
-)
-SELECT source, path, count(*) AS count, sum(end_ns - start_ns)::BIGINT AS total_ns,
-       avg(end_ns - start_ns) AS mean_ns, max(end_ns - start_ns) AS max_ns
-FROM p GROUP BY source, path ORDER BY total_ns DESC, path LIMIT $limit
-"""
-
 
 def range_tree(run: Run, limit: int = 2000, max_depth: int = 16) -> dict[str, Any]:
     """NVTX / annotation / step ranges aggregated by their path of names (outermost first).
@@ -346,7 +169,7 @@ def range_tree(run: Run, limit: int = 2000, max_depth: int = 16) -> dict[str, An
     calls of one op aggregate. The largest
     `limit` nodes are returned; a node whose parent was cut off is dropped by the caller.
     """
-    rows = run.sql_dicts(_RANGE_TREE_SQL, {"limit": limit, "max_depth": max_depth})
+    rows = metrics.query(run, "range_tree", limit=limit, max_depth=max_depth)
     s, e = run.info.get("trace_start_ns"), run.info.get("trace_end_ns")
     span = (e - s) if s is not None and e is not None else 0
     nodes = [
@@ -386,7 +209,9 @@ def roofline(run: Run, limit: int = MAX_ROOFLINE_POINTS) -> dict[str, Any]:
     Returns {available, reason, source ("ncu" | "kineto" | None), basis, points, points_total, roofs,
     figure}. `points` (at most `limit`: ncu launches in launch order, ops by kernel time) carry
     `name`, `duration_ns`, `precision`, `flops_per_s` (op/s for integer precisions), `bytes_per_s`
-    (DRAM), `intensity` (op per DRAM byte; None without work or bytes), `sm_pct`, `mem_pct` (ncu SOL,
+    (DRAM), `intensity` (op per DRAM byte; None without work or bytes), `attained_pct` (the rate as % of
+    the attainable roof at the point's intensity, min(compute roof, intensity x DRAM bandwidth): the
+    number the speed-of-light classification and the rules judge), `sm_pct`, `mem_pct` (ncu SOL,
     None for ops), `ncu_class` (the bound class), `rule`, `confidence`, `roof_name`,
     `roof_flops_per_s`. `roofs` maps `bytes_per_s` (DRAM) and `<precision>_flops_per_s` for each
     precision a point uses; `figure` is `RooflineFigure.to_dict()` (roofs with sources and bases).
@@ -425,6 +250,7 @@ def _ncu_point(k: ClassifiedKernel, figure: dict[str, Any]) -> dict[str, Any]:
         "flops_per_s": rate or None,
         "bytes_per_s": bw or None,
         "intensity": rf.ai_dram if rate else None,
+        "attained_pct": rf.attained_pct,
         "sm_pct": k.launch.m("sm_throughput_pct"),
         "mem_pct": k.launch.m("memory_throughput_pct"),
         "ncu_class": k.verdict.kernel_class,
@@ -450,6 +276,7 @@ def _ops_roofline(ops: list[OpRoofline], limit: int) -> dict[str, Any]:
             "flops_per_s": o.flops_per_s or None,
             "bytes_per_s": (o.bytes or 0) / (o.kernel_ns * 1e-9) if o.kernel_ns and o.bytes else None,
             "intensity": o.ai if o.flops_per_s else None,
+            "attained_pct": o.attained_pct,
             "sm_pct": None,
             "mem_pct": None,
             "ncu_class": verdict.kernel_class,

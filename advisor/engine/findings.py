@@ -244,8 +244,7 @@ def run_span(run: Run) -> tuple[int, str]:
     span = run_span_ns(run)
     if span or not run.count("ncu_kernels"):
         return span, SPAN_OF
-    (total,) = run.sql_rows("SELECT coalesce(sum(duration_ns), 0) FROM ncu_kernels")[0]
-    return int(total), NCU_SPAN_OF
+    return int(metrics.one(run, "ncu_kernel_time")["duration_ns"]), NCU_SPAN_OF
 
 
 def reads_ncu(rule: type[Rule]) -> bool:

@@ -53,16 +53,7 @@ def idle_gaps(run: Run, limit: int = MAX_GAPS) -> list[dict[str, Any]]:
     """
     if not (run.count("kernels") or run.count("memops")):
         return []
-    try:
-        metric = metrics.get("idle_claims")
-    except KeyError:  # the metric ships with the rule engine; older trees lack it
-        return []
-    metrics.ensure(run, "idle_claims")
-    return run.sql_dicts(
-        f"SELECT device_id, start_ns, end_ns, cause FROM {metric.table} ORDER BY end_ns - start_ns DESC, start_ns "
-        "LIMIT $1",
-        [limit],
-    )
+    return metrics.query(run, "idle_gaps_longest", limit=limit)
 
 
 def roofline_chart(run: Run, profiled: Run, n_ncu: int, limit: int = MAX_ROOFLINE_POINTS) -> dict[str, Any] | None:

@@ -12,12 +12,14 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from advisor import metrics
 from advisor.engine import timeline
 from advisor.engine.timeline import device_time
 from advisor.metrics import derived
 from advisor.model.schema import TABLES
 from advisor.model.store import Run
 from advisor.redact import redact
+from advisor.vocab import share
 
 JSON_SCHEMA_VERSION = "1.2"  # docs/json-output.md, "Versions"
 
@@ -25,16 +27,6 @@ COUNT_TABLES = (
     "kernels", "memops", "api_calls", "sync", "ranges", "cpu_ops", "collectives",
     "gpu_metrics", "memory_events", "ncu_kernels", "ncu_metrics", "ncu_rule_results", "devices", "strings",
 )
-
-
-def pct(part: float, whole: float) -> float | None:
-    """Percentage rounded to 0.1, or None when the denominator is zero (reported as n/a)."""
-    return round(100.0 * part / whole, 1) if whole else None
-
-
-def share(ns: int, of_ns: int, of: str) -> dict[str, Any]:
-    """A time figure with its denominator spelled out, so no percentage stands alone."""
-    return {"ns": ns, "pct": pct(ns, of_ns), "of": of, "of_ns": of_ns}
 
 
 def input_info(run: Run) -> dict[str, Any]:
@@ -58,17 +50,15 @@ def input_info(run: Run) -> dict[str, Any]:
 
 def counts(run: Run) -> dict[str, int]:
     c = {t: run.count(t) for t in COUNT_TABLES}
-    memops = run.sql_rows("SELECT op, count(*) FROM memops GROUP BY op")
-    by_op = {op: n for op, n in memops}
+    by_op = {r["op"]: r["n"] for r in metrics.query(run, "memop_counts")}
     c["memcpy"] = int(by_op.get("memcpy", 0))
     c["memset"] = int(by_op.get("memset", 0))
     return c
 
 
 def devices(run: Run) -> list[dict[str, Any]]:
-    cols = [c.name for c in TABLES["devices"].columns]
-    rows = run.sql_dicts(f"SELECT {', '.join(cols)} FROM devices ORDER BY device_id")
-    return [{k: v for k, v in r.items() if v is not None} for r in rows]
+    cols = [c.name for c in TABLES["devices"].columns]  # the schema's column order, whatever the table's
+    return [{k: r[k] for k in cols if r.get(k) is not None} for r in metrics.query(run, "device_list")]
 
 
 def capture_span(run: Run) -> dict[str, Any]:
@@ -103,19 +93,8 @@ def time_split(run: Run) -> list[dict[str, Any]]:
     return out
 
 
-_TOP_KERNELS_SQL = """
-WITH k AS (SELECT name_id, end_ns - start_ns AS d FROM kernels),
-tot AS (SELECT sum(d) AS all_ns FROM k)
-SELECT s.value AS name, count(*) AS count, sum(d)::BIGINT AS total_ns, avg(d) AS mean_ns,
-       quantile_cont(d, 0.5) AS p50_ns, quantile_cont(d, 0.95) AS p95_ns, max(d) AS max_ns,
-       any_value(tot.all_ns) AS all_ns
-FROM k JOIN strings s ON s.string_id = k.name_id, tot
-GROUP BY s.value ORDER BY total_ns DESC, name LIMIT $1
-"""
-
-
 def top_kernels(run: Run, limit: int = 10) -> dict[str, Any]:
-    rows = run.sql_dicts(_TOP_KERNELS_SQL, [limit])
+    rows = metrics.query(run, "top_kernels", limit=limit)
     all_ns = int(rows[0]["all_ns"]) if rows else 0
     of = "sum of all kernel durations, all devices"
     items = [
@@ -133,86 +112,6 @@ def top_kernels(run: Run, limit: int = 10) -> dict[str, Any]:
     return {"total_kernel_ns": all_ns, "of": of, "items": items}
 
 
-# PyTorch's emit_nvtx appends per-call ids ("aten::to, op_id = 999599", "seq = 12"): group by the op.
-RANGE_GROUP_SQL = r"regexp_replace(s.value, ',\s*(op_id|seq|sizes)\s*=.*$', '')"
-
-
-def _covered_sql(name: str, groups: str) -> str:
-    """CTEs `name`_o .. `name`: (gk, covered_ns) of the groups listed in CTE `groups` (none of them missing).
-
-    covered = the length of the union of a group's ranges. In (gk, start) order, with m_i the latest end among
-    a group's ranges up to the i-th, the union grows by m_i - max(s_i, m_(i-1)) at each range (0 when it lies
-    inside what came before). One sort, one running max and one lag, all streaming (an empty OVER keeps the
-    order of the sorted subquery: DuckDB's documented order preservation): the group is folded into the
-    running max's high bits, so the max never carries over from the group before (ends are taken from the
-    earliest start, so they are >= 0 and below 2^64).
-    """
-    return f"""
-{name}_o AS (  -- any order of equal starts will do
-  SELECT gk, s - lo AS s, e - lo AS e FROM r JOIN {groups} USING (gk), lo WHERE e > s ORDER BY gk, s
-),
-{name}_max AS (
-  SELECT gk, s, max((gk::HUGEINT << 64) + e) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS mx
-  FROM {name}_o
-),
-{name}_prev AS (  -- pm < 0: the previous row belongs to an earlier group (or there is none)
-  SELECT gk, s, mx - (gk::HUGEINT << 64) AS m, lag(mx) OVER () - (gk::HUGEINT << 64) AS pm FROM {name}_max
-),
-{name} AS (  -- groups whose ranges all have zero length cover 0
-  SELECT gk, coalesce(c.covered_ns, 0)::BIGINT AS covered_ns
-  FROM {groups} LEFT JOIN (
-    SELECT gk, sum(m - CASE WHEN pm >= 0 THEN greatest(s, pm) ELSE s END)::BIGINT AS covered_ns
-    FROM {name}_prev GROUP BY gk
-  ) c USING (gk)
-)"""
-
-
-# The union (the costly part: a sort of the ranges) is computed for as few groups as the ranking needs. A group
-# covers at most its bound (the sum of its positive lengths). First the $1 groups with the largest bounds
-# (first_in); `last` is the $1-th largest of their covered times, so the final $1-th is at least that. Then every
-# other group whose bound reaches `last` (then_in): any group left has bound < last, so it cannot rank. On 7.4M
-# NVTX ranges in 176 groups, the union of every group was 80% of this query's time; the 15 groups with the most
-# time hold a third of the ranges, and the second stage added one group.
-_RANGES_SQL = f"""
-WITH g AS (  -- one integer key per (source, group): the regexp runs once per distinct name, not per range, and an
-             -- integer sorts several times faster than the (source, name) strings
-  SELECT p.source, p.name_id, n.name, dense_rank() OVER (ORDER BY p.source, n.name) AS gk
-  FROM (SELECT DISTINCT source, name_id FROM ranges WHERE source <> 'profiler_step') p
-  JOIN (SELECT s.string_id, {RANGE_GROUP_SQL} AS name FROM strings s) n ON n.string_id = p.name_id
-),
-r AS (
-  SELECT g.gk, r.start_ns AS s, r.end_ns AS e, r.depth
-  FROM ranges r JOIN g ON g.source = r.source AND g.name_id = r.name_id
-),
-stats AS (
-  SELECT gk, count(*) AS count, sum(e - s)::BIGINT AS total_ns, avg(e - s) AS mean_ns,
-         quantile_cont(e - s, 0.5) AS p50_ns, quantile_cont(e - s, 0.95) AS p95_ns, min(depth) AS min_depth,
-         sum(greatest(e - s, 0))::BIGINT AS bound, min(s) AS first_s
-  FROM r GROUP BY gk
-),
-lo AS (SELECT min(first_s) AS lo FROM stats),
-first_in AS (
-  SELECT gk FROM stats
-  WHERE bound >= coalesce((SELECT bound FROM stats ORDER BY bound DESC LIMIT 1 OFFSET $1 - 1), -1)
-),
-{_covered_sql("first_cov", "first_in")},
-last AS (SELECT coalesce((SELECT covered_ns FROM first_cov ORDER BY covered_ns DESC LIMIT 1 OFFSET $1 - 1), -1) AS c),
-then_in AS (SELECT gk FROM stats, last WHERE bound >= last.c AND gk NOT IN (SELECT gk FROM first_in)),
-{_covered_sql("then_cov", "then_in")}
-SELECT g.source, g.name, st.count, st.total_ns, st.mean_ns, st.p50_ns, st.p95_ns, st.min_depth, c.covered_ns
-FROM stats st JOIN (SELECT * FROM first_cov UNION ALL SELECT * FROM then_cov) c USING (gk)
-JOIN (SELECT DISTINCT gk, source, name FROM g) g USING (gk)
-ORDER BY covered_ns DESC, total_ns DESC, name LIMIT $1
-"""
-
-_STEPS_SQL = """
-SELECT count(*) AS count, sum(end_ns - start_ns)::BIGINT AS total_ns, avg(end_ns - start_ns) AS mean_ns,
-       quantile_cont(end_ns - start_ns, 0.5) AS p50_ns, quantile_cont(end_ns - start_ns, 0.95) AS p95_ns,
-       min(end_ns - start_ns) AS min_ns, max(end_ns - start_ns) AS max_ns
-FROM ranges WHERE source = 'profiler_step'
-"""
-
-
 def ranges_summary(run: Run, limit: int = 15) -> dict[str, Any]:
     span = capture_span(run)["span_ns"] or 0
     of = "capture span (first to last event of the run)"
@@ -228,9 +127,9 @@ def ranges_summary(run: Run, limit: int = 15) -> dict[str, Any]:
             "p95_ns": round(float(r["p95_ns"])),
             "top_level": r["min_depth"] == 0,
         }
-        for r in run.sql_dicts(_RANGES_SQL, [limit])
+        for r in metrics.query(run, "range_groups", limit=limit)
     ]
-    steps_row = run.sql_dicts(_STEPS_SQL)[0]
+    steps_row = metrics.one(run, "profiler_step_stats")
     steps = None
     if steps_row["count"]:
         steps = {k: (round(float(v)) if v is not None else None) for k, v in steps_row.items()}
@@ -261,5 +160,5 @@ def summarize(run: Run, top: int = 10) -> dict[str, Any]:
 
 @cache
 def _code_key() -> str:
-    """Fingerprint of the code the facts come from (this module and the device-time split)."""
-    return derived.fingerprint(Path(__file__).read_bytes(), Path(timeline.__file__).read_bytes())
+    """Fingerprint of the code the facts come from (this module, the device-time split and the metrics' SQL)."""
+    return derived.fingerprint(Path(__file__).read_bytes(), Path(timeline.__file__).read_bytes(), metrics.code_key())

@@ -36,56 +36,27 @@ def timeline_bins(run: Run, bins: int = 200, device_id: int | None = None) -> di
     return {"t0_ns": t0, "bin_ns": width, "bins": bins, "devices": out}
 
 
-# Each kernel -> the innermost NVTX / user-annotation range open on its launching thread when the
-# launch API call began. One hash join (kernel -> launch by correlation id), one ASOF join (launch ->
-# latest range started on that thread at or before the launch), then parent hops only for launches
-# whose candidate had already ended (a sibling): no interval join, so 10M x 10M stays linear.
-_ATTRIBUTION_SQL = r"""
-WITH RECURSIVE
-launch AS (
-  SELECT k.end_ns - k.start_ns AS d, coalesce(a.pid, -1) AS pid, coalesce(a.tid, -1) AS tid, a.start_ns AS t
-  FROM kernels k JOIN api_calls a ON a.correlation_id = k.correlation_id AND (k.pid IS NULL OR a.pid = k.pid)
-  WHERE k.correlation_id IS NOT NULL
-),
-r AS (
-  SELECT range_id, parent_id, coalesce(pid, -1) AS pid, coalesce(tid, -1) AS tid, start_ns, end_ns, name_id
-  FROM ranges WHERE source IN ('nvtx', 'user_annotation')
-),
-walk AS (
-  SELECT l.d, l.t, r.parent_id, r.end_ns, r.name_id, 0 AS hop
-  FROM launch l ASOF JOIN r ON r.pid = l.pid AND r.tid = l.tid AND r.start_ns <= l.t
-  UNION ALL
-  SELECT w.d, w.t, p.parent_id, p.end_ns, p.name_id, w.hop + 1
-  FROM walk w JOIN r p ON p.range_id = w.parent_id
-  WHERE w.end_ns < w.t AND w.hop < 256
-),
-hit AS (SELECT d, name_id FROM walk WHERE end_ns >= t)
-SELECT regexp_replace(s.value, ',\s*(op_id|seq|sizes)\s*=.*$', '') AS name, count(*) AS kernels,
-       sum(d)::BIGINT AS kernel_ns,
-       any_value(tot.n) AS launched, any_value(tot.ns) AS launched_ns,
-       sum(count(*)) OVER () AS attributed, sum(sum(d)) OVER ()::BIGINT AS attributed_ns
-FROM hit JOIN strings s ON s.string_id = hit.name_id,
-     (SELECT count(*) AS n, coalesce(sum(d), 0)::BIGINT AS ns FROM launch) tot
-GROUP BY ALL ORDER BY kernel_ns DESC, name LIMIT $1
-"""
-
-
 def kernel_time_by_range(run: Run, limit: int = 20) -> dict[str, Any]:
-    """GPU kernel time attributed to the innermost NVTX / user-annotation range of each kernel's launch.
+    """GPU kernel time attributed to the innermost NVTX / user-annotation range of each kernel's launch
+    (metric kernel_range_time).
 
     Returns {launched, launched_ns, attributed: {kernels, kernel_ns}, items: [{name, kernels, kernel_ns}]}
     for the `limit` ranges with the most kernel time; `launched` counts kernels whose launching API call
     is in the trace (the denominator). A kernel is attributed to the innermost range open on the
     launching thread when the launch began.
     """
-    rows = run.sql_rows(_ATTRIBUTION_SQL, [limit])
-    launched = int(rows[0][3]) if rows else int(run.sql_rows(
-        "SELECT count(*) FROM kernels k JOIN api_calls a ON a.correlation_id = k.correlation_id "
-        "AND (k.pid IS NULL OR a.pid = k.pid)")[0][0])
-    launched_ns = int(rows[0][4]) if rows else 0
-    attributed = {"kernels": int(rows[0][5]), "kernel_ns": int(rows[0][6])} if rows else {"kernels": 0, "kernel_ns": 0}
-    items = [{"name": n, "kernels": int(c), "kernel_ns": int(ns)} for n, c, ns, *_ in rows]
-    return {"launched": launched, "launched_ns": launched_ns, "attributed": attributed, "items": items}
+    rows = metrics.query(run, "kernel_range_time", limit=limit)
+    if not rows:
+        launched = int(metrics.one(run, "launched_kernel_count")["launched"])
+        return {"launched": launched, "launched_ns": 0, "attributed": {"kernels": 0, "kernel_ns": 0}, "items": []}
+    top = rows[0]
+    items = [{"name": r["name"], "kernels": int(r["kernels"]), "kernel_ns": int(r["kernel_ns"])} for r in rows]
+    return {
+        "launched": int(top["launched"]),
+        "launched_ns": int(top["launched_ns"]),
+        "attributed": {"kernels": int(top["attributed"]), "kernel_ns": int(top["attributed_ns"])},
+        "items": items,
+    }
 
 
 # Nsight Compute speed-of-light metrics: SM and memory throughput as % of the sustained peak.
@@ -93,19 +64,7 @@ ROOFLINE_LIMIT = 60
 SOL_COMPUTE = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
 SOL_MEMORY = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"
 
-_ROOFLINE_SQL = """
-SELECT k.ncu_id, s.value AS name, k.duration_ns,
-       max(CASE WHEN m.metric = $1 THEN m.value END) AS compute_pct,
-       max(CASE WHEN m.metric = $2 THEN m.value END) AS memory_pct
-FROM ncu_kernels k
-JOIN strings s ON s.string_id = k.name_id
-LEFT JOIN ncu_metrics m ON m.ncu_id = k.ncu_id AND m.metric IN ($1, $2)
-GROUP BY ALL
-ORDER BY k.duration_ns DESC NULLS LAST, k.ncu_id
-LIMIT $3
-"""
-
 
 def roofline_points(run: Run, limit: int = ROOFLINE_LIMIT) -> list[dict[str, Any]]:
     """The longest ncu-profiled kernels with their SOL compute and memory throughput (% of peak)."""
-    return run.sql_dicts(_ROOFLINE_SQL, [SOL_COMPUTE, SOL_MEMORY, limit])
+    return metrics.query(run, "ncu_sol_points", compute_metric=SOL_COMPUTE, memory_metric=SOL_MEMORY, limit=limit)

@@ -10,6 +10,8 @@ DuckDB shell on its own. A file starts with `--` header lines:
     -- materialize: view            (optional: TEMP VIEW m_<name>, neither stored nor kept: rows that
                                      several metrics start from but only a few need, inlined into each)
     -- uses: gpu_ops, kernel_names  (optional: materialized metrics this one reads)
+    -- keep: false                  (optional: rows of a parametrized metric are not kept in the cache
+                                     entry: interactive queries that differ on every call)
 
 Parameters are DuckDB named parameters (`$min_gap_ns`); `query()` passes only the ones the SQL
 names, so a rule can hand over its whole option dict. Thresholds are rule options, never literals
@@ -21,8 +23,7 @@ from __future__ import annotations
 
 import json
 import re
-import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -33,11 +34,48 @@ from advisor.model.store import Run
 _PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _HEADER = re.compile(r"^--\s*(\w+):\s*(.*)$")
 
-# run -> names of the materialized metrics already built on its connection
-_BUILT: weakref.WeakKeyDictionary[Run, set[str]] = weakref.WeakKeyDictionary()
-# run -> window temp tables (m_windows, and copies of it: copy_windows) -> which windows metric and parameters
-# each now holds (see shares()); a metric reading them is kept under that name
-_WINDOWS: weakref.WeakKeyDictionary[Run, dict[str, str]] = weakref.WeakKeyDictionary()
+
+
+@dataclass
+class Session:
+    """The metric layer's state for one run, kept on the run itself (`Run.state`), so it dies with the run and
+    no call's meaning depends on what another caller built before it.
+
+    built: materialized metrics already on the run's connection. sets: each window set asked for (windows
+    metric and parameters) -> its own temp table and the name results clipped to it are kept under (None when
+    they cannot be kept). memo: results the layers above compute once per run (step windows, classified ncu
+    kernels), keyed by a name they own.
+    """
+
+    built: set[str] = field(default_factory=set)
+    sets: dict[WindowSet, tuple[str, str | None]] = field(default_factory=dict)
+    memo: dict[str, Any] = field(default_factory=dict)
+
+
+def session(run: Run) -> Session:
+    """The run's metric session (created on first use)."""
+    got = run.state.get("metrics")
+    if not isinstance(got, Session):
+        got = Session()
+        run.state["metrics"] = got
+    return got
+
+
+@dataclass(frozen=True)
+class WindowSet:
+    """A named window set: the rows of windows metric `metric` (win_id, device_id, start_ns, end_ns, label and
+    any extra columns) with `params`. Metrics that clip to windows (their SQL reads `m_windows`) take one as
+    the `windows` argument of query(); each set gets its own temp table, so two sets never overwrite each
+    other."""
+
+    metric: str
+    params: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def of(cls, metric: str, **params: Any) -> WindowSet:
+        """The set of `metric` with the parameters its SQL names (extra keys are dropped)."""
+        names = get(metric).params
+        return cls(metric, tuple((p, params[p]) for p in names))
 
 
 @dataclass(frozen=True)
@@ -50,6 +88,7 @@ class Metric:
     materialize: bool
     uses: tuple[str, ...]
     view: bool = False
+    keep: bool = True  # `-- keep: false`: rows never kept in the cache entry (interactive queries, one per zoom)
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -79,7 +118,8 @@ def get(name: str) -> Metric:
         raise KeyError(f"{name}.sql must start with '-- metric: {name}'")
     uses = tuple(u.strip() for u in head.get("uses", "").split(",") if u.strip())
     kind = head.get("materialize")
-    return Metric(name, head.get("doc", ""), text, kind in ("true", "view"), uses, kind == "view")
+    keep = head.get("keep") != "false"
+    return Metric(name, head.get("doc", ""), text, kind in ("true", "view"), uses, kind == "view", keep)
 
 
 @cache
@@ -91,12 +131,12 @@ def names() -> tuple[str, ...]:
 
 def ensure(run: Run, name: str) -> None:
     """Build the materialized metric `name` (and what it uses) on `run`, once per run."""
-    built = _BUILT.setdefault(run, set())
+    built = session(run).built
     if name in built:
         return
     metric = get(name)
     keep = metric.materialize and not metric.view and not metric.params
-    if keep and derived.load_table(run, metric.table, metric.table, _code_key()):
+    if keep and derived.load_table(run, metric.table, metric.table, code_key()):
         built.add(name)  # what it uses is built when something else asks for it
         return
     for dep in metric.uses:
@@ -106,20 +146,21 @@ def ensure(run: Run, name: str) -> None:
         derived.drop(run, metric.table)
         run.sql(f"CREATE TEMP {kind} {metric.table} AS {_body(metric.sql)}")
         if keep:
-            derived.save_table(run, metric.table, metric.table, _code_key())
+            derived.save_table(run, metric.table, metric.table, code_key())
     built.add(name)
 
 
 @cache
-def _code_key() -> str:
+def code_key() -> str:
     """Fingerprint of every metric's SQL: a kept table is reused only by the code that computed it (a
     metric may read others, so one changed file retires them all)."""
     root = resources.files(__package__)
     return derived.fingerprint(*(root.joinpath(f"{n}.sql").read_text() for n in names()))
 
 
-def query(run: Run, name: str, **params: Any) -> list[dict[str, Any]]:
-    """Rows of metric `name` on `run`; `params` may hold extra keys the SQL does not use."""
+def query(run: Run, name: str, /, *, windows: WindowSet | None = None, **params: Any) -> list[dict[str, Any]]:
+    """Rows of metric `name` on `run`; `params` may hold extra keys the SQL does not use. A metric that clips
+    to windows (reads `m_windows`) needs the window set as `windows`."""
     metric = get(name)
     if metric.materialize:
         ensure(run, name)
@@ -127,17 +168,18 @@ def query(run: Run, name: str, **params: Any) -> list[dict[str, Any]]:
     missing = [p for p in metric.params if p not in params]
     if missing:
         raise TypeError(f"metric {name} needs parameters {missing}")
+    if reads_windows(name) and windows is None:
+        raise TypeError(f"metric {name} clips to a window set: pass windows=WindowSet.of(<windows metric>, ...)")
     used = {p: params[p] for p in metric.params}
-    stem = _result_name(run, metric, used)
+    table, set_key = _window_set(run, windows) if windows is not None else ("", None)
+    stem = _result_name(metric, used, set_key)
     if stem is not None:
-        rows = derived.load_json(run, stem, _code_key())
+        rows = derived.load_json(run, stem, code_key())
         if isinstance(rows, list):
             return rows
-    for dep in metric.uses:
-        ensure(run, dep)
-    result = run.sql_dicts(metric.sql, used)
+    result = run.sql_dicts(_sql_for(run, metric, table), used)
     if stem is not None and len(result) <= _KEEP_ROWS:
-        derived.save_json(run, stem, _code_key(), result)
+        derived.save_json(run, stem, code_key(), result)
     return result
 
 
@@ -145,25 +187,61 @@ def query(run: Run, name: str, **params: Any) -> list[dict[str, Any]]:
 # recomputed (a JSON file of them would cost about as much to read back).
 _KEEP_ROWS = 250_000
 _TEMP = re.compile(r"\bm_[A-Za-z0-9_]+")
+_WINDOWS = re.compile(r"\bm_windows\b")
 
 
-def _result_name(run: Run, metric: Metric, params: dict[str, Any]) -> str | None:
-    """Name under which the rows of `metric` with `params` are kept, or None when they depend on state
-    other than the tables, the materialized metrics and `params` (a temp table a rule built)."""
-    windows = _WINDOWS.get(run, {})
+@cache
+def reads_windows(name: str) -> bool:
+    """Whether metric `name` clips to a window set: its SQL reads `m_windows`, or it uses a metric that does."""
+    metric = get(name)
+    return bool(_WINDOWS.search(metric.sql)) or any(reads_windows(d) for d in metric.uses)
+
+
+def _sql_for(run: Run, metric: Metric, table: str) -> str:
+    """The SQL to run for `metric`: its own, or for one that clips to windows, with the window set's table in
+    place of `m_windows` and the metrics it uses that clip too inlined (as CTEs named like their tables)."""
+    inline: list[Metric] = []
+    _prepare(run, metric, inline)
+    if not table:
+        return metric.sql
+    ctes = ", ".join(f"{m.table} AS ({_body(m.sql)}\n)" for m in inline)
+    body = f"WITH {ctes} SELECT * FROM ({_body(metric.sql)}\n)" if ctes else metric.sql
+    return _WINDOWS.sub(table, body)
+
+
+def _prepare(run: Run, metric: Metric, inline: list[Metric]) -> None:
+    """Build what `metric` uses; those that clip to windows are collected into `inline` (dependencies first)."""
+    for dep in metric.uses:
+        if reads_windows(dep):
+            _prepare(run, get(dep), inline)
+            if get(dep) not in inline:
+                inline.append(get(dep))
+        else:
+            ensure(run, dep)
+
+
+def _result_name(metric: Metric, params: dict[str, Any], set_key: str | None = None) -> str | None:
+    """Name under which the rows of `metric` with `params` are kept, or None when they cannot be: they read a
+    temp table that is no metric, or clip to a window set (`set_key`: the name it is kept under) not kept."""
+    if not metric.keep:
+        return None
     state = []
-    for table in sorted(set(_TEMP.findall(metric.sql))):
-        if table in windows:
-            state.append(f"{table}={windows[table]}")
-        elif not (table[2:] in names() and get(table[2:]).materialize):
+    if reads_windows(metric.name):
+        if set_key is None:
+            return None
+        state.append(f"m_windows={set_key}")
+    for table in sorted(set(_TEMP.findall(metric.sql)) - {"m_windows"}):
+        name = table[2:]
+        if not (name in names() and (get(name).materialize or reads_windows(name))):
             return None
     digest = derived.fingerprint(metric.name, json.dumps(params, sort_keys=True, default=repr), *state)
     return f"q_{metric.name}.{digest[:16]}"
 
 
 @dataclass(frozen=True)
-class Window:
-    """One window of a windows metric with the time of each timeline class inside it."""
+class WindowTimes:
+    """One window of a window set with the time of each timeline class inside it (a finding's window, where it
+    applies, is advisor.vocab.Window)."""
 
     win_id: int
     device_id: int
@@ -178,50 +256,50 @@ class Window:
         return self.end_ns - self.start_ns
 
 
-def _build_windows(run: Run, windows_metric: str, params: dict[str, Any]) -> tuple[Metric, str | None]:
-    """TEMP TABLE m_windows from `windows_metric` (or its kept copy); returns the metric and the name its
-    results are kept under (None when they cannot be kept)."""
-    metric = get(windows_metric)
-    used = {p: params[p] for p in metric.params}
-    windows = _WINDOWS.setdefault(run, {})
-    windows.pop("m_windows", None)
-    stem = _result_name(run, metric, used)
-    if stem is None or not derived.load_table(run, "m_windows", stem, _code_key()):
+def _window_set(run: Run, windows: WindowSet) -> tuple[str, str | None]:
+    """The temp table holding window set `windows` (built on first use, or read back from the run's cache
+    entry) and the name results clipped to it are kept under (None when they cannot be kept). A materialized
+    windows metric is its own table."""
+    sets = session(run).sets
+    if windows in sets:
+        return sets[windows]
+    metric = get(windows.metric)
+    used = dict(windows.params)
+    stem = _result_name(metric, used)
+    if metric.materialize:
+        ensure(run, metric.name)
+        sets[windows] = (metric.table, stem)
+        return sets[windows]
+    table = f"w_{derived.fingerprint(metric.name, json.dumps(used, sort_keys=True, default=repr))[:16]}"
+    if stem is None or not derived.load_table(run, table, stem, code_key()):
         for dep in metric.uses:
             ensure(run, dep)
-        derived.drop(run, "m_windows")
-        run.sql(f"CREATE TEMP TABLE m_windows AS {_body(metric.sql)}", used)
+        derived.drop(run, table)
+        run.sql(f"CREATE TEMP TABLE {table} AS {_body(metric.sql)}", used)
         if stem is not None:
-            derived.save_table(run, "m_windows", stem, _code_key())
-    if stem is not None:
-        windows["m_windows"] = stem
-    return metric, stem
+            derived.save_table(run, table, stem, code_key())
+    sets[windows] = (table, stem)
+    return sets[windows]
 
 
-def copy_windows(run: Run, table: str) -> None:
-    """TEMP TABLE `table` (win_id, device_id, start_ns, end_ns) from m_windows, which a later shares() call
-    replaces. Metrics reading `table` are kept like those reading m_windows (per windows metric and params)."""
-    run.sql(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT win_id, device_id, start_ns, end_ns FROM m_windows")
-    windows = _WINDOWS.setdefault(run, {})
-    if "m_windows" in windows:
-        windows[table] = windows["m_windows"]
-    else:
-        windows.pop(table, None)
+def window_rows(run: Run, windows: WindowSet) -> list[dict[str, Any]]:
+    """The windows of a window set, in win_id order."""
+    table, _ = _window_set(run, windows)
+    return run.sql_dicts(f"SELECT * FROM {table} ORDER BY win_id")
 
 
-def shares(run: Run, windows_metric: str, **params: Any) -> list[Window]:
+def shares(run: Run, windows_metric: str, **params: Any) -> list[WindowTimes]:
     """Clip the run's timeline to each window of `windows_metric` (a metric returning win_id,
-    device_id, start_ns, end_ns, label and any extra columns, kept in `Window.extra`) and return
+    device_id, start_ns, end_ns, label and any extra columns, kept in `WindowTimes.extra`) and return
     the class times per window."""
-    _build_windows(run, windows_metric, params)
+    ws = WindowSet.of(windows_metric, **params)
     per: dict[int, dict[str, int]] = {}
-    for row in query(run, "window_shares"):
+    for row in query(run, "window_shares", windows=ws):
         per.setdefault(int(row["win_id"]), {})[str(row["cls"])] = int(row["ns"] or 0)
     per = {w: dict(sorted(ns.items())) for w, ns in per.items()}  # one class order: ties stay stable
-    rows = run.sql_dicts("SELECT * FROM m_windows ORDER BY win_id")
     base = ("win_id", "device_id", "start_ns", "end_ns", "label")
     return [
-        Window(
+        WindowTimes(
             int(r["win_id"]),
             int(r["device_id"]),
             int(r["start_ns"]),
@@ -230,7 +308,7 @@ def shares(run: Run, windows_metric: str, **params: Any) -> list[Window]:
             per.get(int(r["win_id"]), {}),
             {k: v for k, v in r.items() if k not in base},
         )
-        for r in rows
+        for r in window_rows(run, ws)
     ]
 
 
@@ -249,27 +327,28 @@ class LabelShares:
 def shares_by_label(run: Run, windows_metric: str, **params: Any) -> list[LabelShares]:
     """`shares` summed per label inside DuckDB: for windows metrics with millions of windows (one per
     NVTX range instance and device) where only the per-name totals are wanted."""
-    metric, stem = _build_windows(run, windows_metric, params)
+    ws = WindowSet.of(windows_metric, **params)
+    table, stem = _window_set(run, ws)
     key = None if stem is None else f"l_{stem}"
-    rows = derived.load_json(run, key, _code_key()) if key is not None else None
+    rows = derived.load_json(run, key, code_key()) if key is not None else None
     if not isinstance(rows, list):
-        cols = {c[0] for c in run.sql_rows("DESCRIBE m_windows")}
+        cols = {c[0] for c in run.sql_rows(f"DESCRIBE {table}")}
         inst = "count(DISTINCT range_id)" if "range_id" in cols else "count(*)"
         totals = run.sql_dicts(
-            f"SELECT label, count(*) AS n, {inst} AS inst, sum(end_ns - start_ns) AS span FROM m_windows GROUP BY label"
+            f"SELECT label, count(*) AS n, {inst} AS inst, sum(end_ns - start_ns) AS span FROM {table} GROUP BY label"
         )
-        by_cls = query(run, "label_shares")
+        by_cls = query(run, "label_shares", windows=ws)
         rows = [{**t, "ns": {str(c["cls"]): int(c["ns"] or 0) for c in by_cls if c["label"] == t["label"]}}
                 for t in totals]
         if key is not None:
-            derived.save_json(run, key, _code_key(), rows)
+            derived.save_json(run, key, code_key(), rows)
     return [
         LabelShares(str(r["label"]), int(r["n"]), int(r["inst"]), int(r["span"] or 0), dict(r["ns"]))
         for r in rows
     ]
 
 
-def one(run: Run, name: str, **params: Any) -> dict[str, Any]:
+def one(run: Run, name: str, /, **params: Any) -> dict[str, Any]:
     """The single row of a metric that aggregates to one row (an empty dict when it returns none)."""
     rows = query(run, name, **params)
     return rows[0] if rows else {}

@@ -1,5 +1,5 @@
 -- metric: busy_before_windows
--- doc: For each window of m_windows (build it with metrics.shares(run, <windows metric>)), the GPU busy time on its device between the previous window's end (or the device's first activity) and this window's start: the work that was queued ahead of a blocking call, which the host could have overlapped with its own work had it not blocked.
+-- doc: For each window of a window set (m_windows: query with windows=metrics.WindowSet.of(<windows metric>, ...)), the GPU busy time on its device between the previous window's end (or the device's first activity) and this window's start: the work that was queued ahead of a blocking call, which the host could have overlapped with its own work had it not blocked.
 -- uses: device_segments
 WITH seg AS (
     SELECT device_id, start_ns, end_ns,

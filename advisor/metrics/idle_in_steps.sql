@@ -1,6 +1,6 @@
 -- metric: idle_in_steps
--- doc: Per device, cause and pricing rule (metric idle_claims), GPU idle gaps clipped to the steady-state steps (temp table m_step_windows, built by advisor.rules.steps.step_windows) whose clipped length is at least $min_gap_ns (count, total, longest), with the total window time on the device (span_ns, the denominator) and the number of windows.
--- uses: idle_claims
+-- doc: Per device, cause and pricing rule (metric idle_claims), GPU idle gaps clipped to the steady-state steps (metric step_windows) whose clipped length is at least $min_gap_ns (count, total, longest), with the total window time on the device (span_ns, the denominator) and the number of windows.
+-- uses: idle_claims, step_windows
 WITH tot AS (
     SELECT device_id, sum(end_ns - start_ns) AS span_ns, count(*) AS n_windows FROM m_step_windows GROUP BY ALL
 ),

@@ -1,5 +1,5 @@
 -- metric: label_shares
--- doc: Per label of m_windows, each timeline class's nanoseconds inside the label's windows, summed straight from the probes (no per-window rows: a windows metric may hold millions). Build m_windows with metrics.shares_by_label(run, <windows metric>).
+-- doc: Per label of a window set (m_windows), each timeline class's nanoseconds inside the label's windows, summed straight from the probes (no per-window rows: a windows metric may hold millions). Query it with windows=metrics.WindowSet.of(...), or call metrics.shares_by_label.
 -- uses: window_probes
 WITH lab AS (SELECT label, row_number() OVER (ORDER BY label) AS li FROM (SELECT DISTINCT label FROM m_windows)),
 wl AS (SELECT w.win_id, l.li FROM m_windows w JOIN lab l USING (label)),

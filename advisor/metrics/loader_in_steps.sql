@@ -1,6 +1,6 @@
 -- metric: loader_in_steps
--- doc: Per steady-state step window (temp table m_step_windows, built by advisor.rules.steps.step_windows): the time of the outermost DataLoader ops (cpu_ops or host ranges whose name contains 'dataloader') of the processes feeding the window's device (device_pids), clipped to the window, and how many there were.
--- uses: device_pids, dataloader_ops
+-- doc: Per steady-state step window (metric step_windows): the time of the outermost DataLoader ops (cpu_ops or host ranges whose name contains 'dataloader') of the processes feeding the window's device (device_pids), clipped to the window, and how many there were.
+-- uses: device_pids, dataloader_ops, step_windows
 SELECT w.win_id, w.device_id, count(*) AS n_calls,
     sum(least(d.end_ns, w.end_ns) - greatest(d.start_ns, w.start_ns)) AS loader_ns
 -- the pid in the high bits of both time keys: two inequalities only, which DuckDB runs as an IEJoin (with

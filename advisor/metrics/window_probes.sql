@@ -1,6 +1,5 @@
 -- metric: window_probes
--- doc: The two ASOF lookups behind window_shares and label_shares: for each window of m_windows (win_id, device_id, start_ns, end_ns), each timeline class k on its device and each end, the class time before that end, signed (+ at the end, - at the start), so the sum over a window's rows of one class is the class time inside it.
--- materialize: view
+-- doc: The two ASOF lookups behind window_shares and label_shares: for each window of a window set (m_windows: win_id, device_id, start_ns, end_ns), each timeline class k on its device and each end, the class time before that end, signed (+ at the end, - at the start), so the sum over a window's rows of one class is the class time inside it. Inlined into each metric that uses it, per window set.
 -- uses: timeline
 WITH c AS (SELECT DISTINCT device_id, k FROM m_timeline),
 hi AS (SELECT device_id, max(end_ns) AS hi FROM m_windows GROUP BY device_id),

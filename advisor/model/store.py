@@ -243,6 +243,9 @@ class Run:
         self.entry = entry
         self._intact: bool | None = None  # the entry's files checked against meta.json (only after an error)
         self._threads = 0  # threads to set back after a statement retried on one thread (_one_thread)
+        # State the layers above keep for this run (the metric session: advisor.metrics.session): it lives and
+        # dies with the run, so no module keeps a table of runs and no result leaks from one run to another.
+        self.state: dict[str, object] = {}
         self.info: dict[str, Any] = self.sql_dicts("SELECT * FROM runs")[0] if self.count("runs") else {}
 
     @classmethod

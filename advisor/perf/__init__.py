@@ -6,7 +6,7 @@ its basis (which counters, which peak, which source) so a verdict can be checked
 """
 
 from advisor.perf.figure import RooflineFigure, ncu_figure, ops_figure
-from advisor.perf.kernel_class import ClassifiedKernel, Evidence, KernelClass, classify, classify_run
+from advisor.perf.kernel_class import ClassifiedKernel, KernelClass, classify, classify_run
 from advisor.perf.ncu_join import JoinResult, combined_view, join, join_kernels, normalize_name
 from advisor.perf.peaks import PEAK_TABLE, GpuPeaks, Roof, RoofSet, match_peaks, roofs_for
 from advisor.perf.range_verdicts import gpu_metrics_section
@@ -22,7 +22,6 @@ from advisor.perf.timeline_roofline import (
 __all__ = [
     "PEAK_TABLE",
     "ClassifiedKernel",
-    "Evidence",
     "GpuPeaks",
     "JoinResult",
     "KernelClass",

@@ -12,12 +12,12 @@ a report can show why, and signals a rule needs next (occupancy, spills, coalesc
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from advisor.model.store import Run
 from advisor.perf.ncu_read import OCCUPANCY_LIMITS, NcuLaunch, read_launches
 from advisor.perf.roofline import KernelRoofline, kernel_roofline
 from advisor.perf.sol import BALANCED_PCT, LATENCY_BOUND_PCT, WAVES_SMALL_GRID, Sol, read_sol, sol_class
+from advisor.vocab import Evidence
 
 # unit names (advisor.perf.sol) -> the short subtype a verdict carries
 SUBTYPES = {"L1/TEX": "l1", "L2": "l2", "DRAM": "dram", "tensor pipe": "tensor"}
@@ -26,20 +26,11 @@ CLASSES = ("memory", "compute", "latency", "unknown")
 
 
 @dataclass(frozen=True)
-class Evidence:
-    """One number behind a classification (mirrors rules' Evidence: a % names its denominator)."""
+class NcuEvidence(Evidence):
+    """The diagnosis vocabulary's evidence (advisor.vocab) as the classifier gives it: from Nsight Compute
+    unless a source is named."""
 
-    name: str
-    value: float | int | str | None
-    unit: str
-    of: str | None = None
-    source: str = "Nsight Compute"
-
-    def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"name": self.name, "value": self.value, "unit": self.unit, "source": self.source}
-        if self.of:
-            d["of"] = self.of
-        return d
+    source: str | None = "Nsight Compute"
 
 
 @dataclass(frozen=True)
@@ -167,29 +158,29 @@ def _hot_unit(sol: Sol, cls: str) -> str | None:
 
 
 # ------------------------------------------------------------------------------------------------
-def _pct(name: str, value: float | None, of: str) -> Evidence:
-    return Evidence(name, value, "%", of)
+def _pct_ev(name: str, value: float | None, of: str) -> Evidence:
+    return NcuEvidence(name, value, "%", of)
 
 
 def sol_evidence(launch: NcuLaunch) -> tuple[Evidence, ...]:
     return (
-        _pct("sm_throughput_pct", launch.m("sm_throughput_pct"), "SM peak sustained (SOL)"),
-        _pct("memory_throughput_pct", launch.m("memory_throughput_pct"), "max of L1/L2/DRAM peaks (SOL)"),
-        _pct("dram_throughput_pct", launch.m("dram_throughput_pct"), "DRAM peak"),
-        _pct("l2_throughput_pct", launch.m("l2_throughput_pct"), "L2 peak"),
-        _pct("l1_throughput_pct", launch.m("l1_throughput_pct"), "L1/TEX peak"),
-        Evidence("waves_per_sm", launch.m("waves_per_sm"), "wave"),
-        Evidence("duration_ns", launch.duration_ns, "ns"),
+        _pct_ev("sm_throughput_pct", launch.m("sm_throughput_pct"), "SM peak sustained (SOL)"),
+        _pct_ev("memory_throughput_pct", launch.m("memory_throughput_pct"), "max of L1/L2/DRAM peaks (SOL)"),
+        _pct_ev("dram_throughput_pct", launch.m("dram_throughput_pct"), "DRAM peak"),
+        _pct_ev("l2_throughput_pct", launch.m("l2_throughput_pct"), "L2 peak"),
+        _pct_ev("l1_throughput_pct", launch.m("l1_throughput_pct"), "L1/TEX peak"),
+        NcuEvidence("waves_per_sm", launch.m("waves_per_sm"), "wave"),
+        NcuEvidence("duration_ns", launch.duration_ns, "ns"),
     )
 
 
 def unit_evidence(sol: Sol) -> tuple[Evidence, ...]:
     """The units that limit each side, and whether a GEMM-like kernel left its tensor pipe idle."""
     return (
-        Evidence("compute_unit", str(sol.compute_unit) if sol.compute_unit else None, ""),
-        Evidence("memory_unit", str(sol.memory_unit) if sol.memory_unit else None, ""),
-        Evidence("gemm_like", "yes" if sol.gemm_like else "no", "", source="kernel family from the name"),
-        Evidence("tensor_pipe_idle", "yes" if sol.tensor_idle else "no", ""),
+        NcuEvidence("compute_unit", str(sol.compute_unit) if sol.compute_unit else None, ""),
+        NcuEvidence("memory_unit", str(sol.memory_unit) if sol.memory_unit else None, ""),
+        NcuEvidence("gemm_like", "yes" if sol.gemm_like else "no", "", source="kernel family from the name"),
+        NcuEvidence("tensor_pipe_idle", "yes" if sol.tensor_idle else "no", ""),
     )
 
 
@@ -197,25 +188,27 @@ def roofline_evidence(roof: KernelRoofline) -> tuple[Evidence, ...]:
     w = roof.dominant
     src = "advisor roofline from Nsight Compute counters"
     if w is None:
-        return (Evidence("precision", None, "", source=src),)
+        return (NcuEvidence("precision", None, "", source=src),)
     compute = roof.roofs.compute.get(w.precision)
     return (
-        Evidence("precision", w.precision, "", source=src),
-        Evidence("ops", w.ops, "op", source=w.basis),
-        Evidence("ops_per_s", roof.ops_per_s(w), "op/s", source=src),
-        Evidence("dram_bytes", roof.dram_bytes, "byte", source=roof.dram_basis),
-        Evidence("l2_bytes", roof.l2_bytes, "byte", source="lts__t_bytes.sum or lts__t_sectors.sum x 32"),
-        Evidence("ai_dram", roof.ai_dram, "op/byte", source=src),
-        Evidence("ai_l2", roof.ai_l2, "op/byte", source=src),
-        Evidence("ridge_point", roof.ridge, "op/byte", source=compute.basis if compute else src),
-        Evidence("compute_roof", compute.peak if compute else None, "op/s", source=compute.basis if compute else src),
-        Evidence(
+        NcuEvidence("precision", w.precision, "", source=src),
+        NcuEvidence("ops", w.ops, "op", source=w.basis),
+        NcuEvidence("ops_per_s", roof.ops_per_s(w), "op/s", source=src),
+        NcuEvidence("dram_bytes", roof.dram_bytes, "byte", source=roof.dram_basis),
+        NcuEvidence("l2_bytes", roof.l2_bytes, "byte", source="lts__t_bytes.sum or lts__t_sectors.sum x 32"),
+        NcuEvidence("ai_dram", roof.ai_dram, "op/byte", source=src),
+        NcuEvidence("ai_l2", roof.ai_l2, "op/byte", source=src),
+        NcuEvidence("ridge_point", roof.ridge, "op/byte", source=compute.basis if compute else src),
+        NcuEvidence(
+            "compute_roof", compute.peak if compute else None, "op/s", source=compute.basis if compute else src
+        ),
+        NcuEvidence(
             "dram_roof",
             roof.roofs.memory.peak if roof.roofs.memory else None,
             "byte/s",
             source=roof.roofs.memory.basis if roof.roofs.memory else src,
         ),
-        Evidence("attained_pct", roof.attained_pct, "%", "attainable roof at this intensity", src),
+        NcuEvidence("attained_pct", roof.attained_pct, "%", "attainable roof at this intensity", src),
     )
 
 
@@ -227,20 +220,20 @@ def signal_evidence(launch: NcuLaunch) -> tuple[Evidence, ...]:
     sectors, requests = launch.m("global_load_sectors"), launch.m("global_load_requests")
     spills = [launch.m("local_load_sectors"), launch.m("local_store_sectors")]
     return (
-        _pct("achieved_occupancy_pct", launch.m("achieved_occupancy_pct"), "max warps per SM"),
-        _pct("theoretical_occupancy_pct", launch.m("theoretical_occupancy_pct"), "max warps per SM"),
-        Evidence("occupancy_limiter", limiter, ""),
-        Evidence("registers_per_thread", launch.m("registers_per_thread"), "register/thread"),
-        Evidence(
+        _pct_ev("achieved_occupancy_pct", launch.m("achieved_occupancy_pct"), "max warps per SM"),
+        _pct_ev("theoretical_occupancy_pct", launch.m("theoretical_occupancy_pct"), "max warps per SM"),
+        NcuEvidence("occupancy_limiter", limiter, ""),
+        NcuEvidence("registers_per_thread", launch.m("registers_per_thread"), "register/thread"),
+        NcuEvidence(
             "local_memory_sectors",
             sum(s for s in spills if s is not None) if any(s is not None for s in spills) else None,
             "sector",
         ),
-        Evidence(
+        NcuEvidence(
             "global_load_sectors_per_request",
             sectors / requests if sectors is not None and requests else None,
             "sector/request",
         ),
-        Evidence("shared_bank_conflicts", launch.m("shared_bank_conflicts"), "conflict"),
-        _pct("tensor_pipe_active_pct", launch.m("tensor_pipe_active_elapsed_pct"), "tensor pipe peak, elapsed"),
+        NcuEvidence("shared_bank_conflicts", launch.m("shared_bank_conflicts"), "conflict"),
+        _pct_ev("tensor_pipe_active_pct", launch.m("tensor_pipe_active_elapsed_pct"), "tensor pipe peak, elapsed"),
     )

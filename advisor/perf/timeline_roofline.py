@@ -27,9 +27,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor.model.store import Run
-from advisor.perf.kernel_class import Evidence, KernelClass, by_roofline
+from advisor.perf.kernel_class import KernelClass, by_roofline
 from advisor.perf.peaks import PRECISION_LABEL, RoofSet, roofs_for
 from advisor.perf.sol import LATENCY_BOUND_PCT, sol_class
+from advisor.vocab import Evidence
 
 DTYPE_BYTES = {
     "float": 4,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from advisor.reports.units import fmt_pct as fmt_pct  # the one percentage formatter (n/a for no denominator)
+
 
 def ns(value: float | None) -> str:
     """A duration in the unit that keeps three significant digits: 812 ns, 4.00 us, 1.23 ms, 2.5 s."""
@@ -17,10 +19,6 @@ def ns(value: float | None) -> str:
             q = v / scale
             return f"{sign}{q:.3g} {unit}" if q < 100 else f"{sign}{q:.0f} {unit}"
     return f"{sign}{v:.0f} ns"
-
-
-def pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.1f}%"
 
 
 def signed_ns(value: int) -> str:

@@ -4,7 +4,7 @@ from typing import Any
 
 from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
 from advisor.rules.blocking import SYNC_CALLS, overlappable_idle
-from advisor.rules.launch.LA012_torch_compile_graph_breaks import graph_gap_idle
+from advisor.rules.compile_graphs import graph_gap_idle
 from advisor.rules.steps import step_windows
 
 FIXES = {
@@ -152,7 +152,7 @@ class GpuIdleGaps(Rule):
         for r in rows:
             per.setdefault(int(r["device_id"]), []).append(r)
         after_sync = overlappable_idle(ctx, SYNC_CALLS, classes=CLAIMABLE)
-        between_graphs = graph_gap_idle(ctx)
+        between_graphs = graph_gap_idle(ctx.run)
         named: dict[int, list[dict[str, Any]]] = {}
         for r in ctx.metric("idle_by_range", min_gap_ns=ctx.ns("min_gap_us")):
             named.setdefault(int(r["device_id"]), []).append(r)

@@ -10,7 +10,9 @@ analyzed once per test process.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -80,3 +82,35 @@ def test_savings_within_denominators(path: Path) -> None:
         f"savings beyond their denominator: {found}; listed in tests/savings_known.toml: {listed}"
         " (fix the saving, or update the list when one is fixed)"
     )
+
+
+def _sum(shares: list[dict[str, Any]], pick: Callable[[str], bool]) -> int:
+    return sum(int(s["ns"]) for s in shares if pick(str(s["name"])))
+
+
+@pytest.mark.parametrize("path", TRACES, ids=[_id(p) for p in TRACES])
+def test_time_section_and_verdict_partition_the_span_alike(path: Path) -> None:
+    """The `time` section and the verdict read the same device timeline: where the verdict's denominator is the
+    device span, its shares add up to the span, its idle shares to the time section's idle and its comm and
+    comm_wait shares to the exposed communication (one definition of a communication kernel: kernel_names);
+    where it is the marked steps (inside the span), they stay within the time section's figures."""
+    a = analyze(path)
+    if a.rc != 0 or not a.doc.get("verdict"):
+        return
+    time = {int(t["device_id"]): t for t in a.doc["time"]}
+    for t in time.values():
+        assert t["busy"]["ns"] + t["idle"]["ns"] == t["span_ns"]
+    for dv in a.doc["verdict"].get("devices", []):
+        shares, t = dv["verdict"]["shares"], time[int(dv["device_id"])]
+        if not shares:
+            continue
+        idle, comm = _sum(shares, lambda n: n.startswith("idle")), _sum(shares, lambda n: n in ("comm", "comm_wait"))
+        if "device span" in shares[0]["of"]:
+            assert (_sum(shares, lambda n: True), idle, comm) == (
+                t["span_ns"], t["idle"]["ns"], t["communication_exposed"]["ns"]), dv["device_id"]
+        else:
+            assert _sum(shares, lambda n: True) <= t["span_ns"] and idle <= t["idle"]["ns"], dv["device_id"]
+            assert comm <= t["communication_exposed"]["ns"], dv["device_id"]
+    top = a.doc["verdict"]["shares"]
+    if top and "sum of device spans" in top[0]["of"]:
+        assert _sum(top, lambda n: True) == sum(t["span_ns"] for t in time.values())

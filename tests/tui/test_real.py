@@ -78,7 +78,9 @@ def test_ncu_report_roofline_and_kernels() -> None:
         assert [r[2] for r in rows] == ["latency"] * 3
         assert [r[3] for r in rows] == ["int8_tc"] * 3
         assert [r[7] for r in rows] == ["81.1 Top/s", "83.3 Top/s", "69.7 Top/s"]
-        assert [r[8] for r in rows] == ["17.6%", "18.1%", "15.2%"]  # op/s over the INT8 tensor roof
+        # op/s over each launch's attainable roof (its own INT8 tensor peak at its clocks, the roof the classifier
+        # judges: latency, < 60%); over the figure's one INT8 roof they read 17.6%, 18.1%, 15.2%
+        assert [r[8] for r in rows] == ["17.8%", "18.1%", "15.0%"]
         text = screen_text(app)
         assert "Roofline (Nsight Compute counters)" in text and "INT8 tensor" in text and "DRAM" in text
         assert "op/s" in text and "op/byte (DRAM)" in text

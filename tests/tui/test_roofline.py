@@ -113,7 +113,8 @@ def three_precisions() -> dict[str, Any]:
     def point(name: str, precision: str, rate: float, ai: float, peak: float, roof: str) -> dict[str, Any]:
         return {"name": name, "duration_ns": 100_000, "precision": precision, "flops_per_s": rate,
                 "bytes_per_s": rate / ai, "intensity": ai, "sm_pct": 50.0, "mem_pct": 20.0, "ncu_class": "compute",
-                "rule": "sol_compute", "confidence": "high", "roof_name": roof, "roof_flops_per_s": peak}
+                "rule": "sol_compute", "confidence": "high", "roof_name": roof, "roof_flops_per_s": peak,
+                "attained_pct": 100.0 * rate / min(peak, ai * 3.35e12)}  # the attainable roof at its intensity
 
     return {
         "available": True, "reason": None, "source": "ncu", "basis": "Nsight Compute counters",

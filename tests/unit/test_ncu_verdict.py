@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from advisor.metrics import Window
+from advisor.metrics import WindowTimes as Window
 from advisor.rules.ncu_verdict import NcuClasses, _merged, _overlap
 
 

@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Header, Static
 
-from advisor.tui.format import clip, ns, pct, signed_ns
+from advisor.tui.format import clip, fmt_pct, ns, signed_ns
 from advisor.tui.screens.base import AdvisorScreen
 from advisor.tui.widgets import app_footer
 
@@ -19,7 +19,7 @@ STATUS_STYLE = {"new": "yellow", "gone": "cyan"}
 
 
 def signed_pct(value: float | None) -> str:
-    return "-" if value is None else ("+" if value > 0 else "") + pct(value)
+    return "-" if value is None else ("+" if value > 0 else "") + fmt_pct(value)
 
 
 def summary_text(diff: dict[str, Any]) -> Text:
@@ -39,8 +39,9 @@ def summary_text(diff: dict[str, Any]) -> Text:
     for d in diff["devices"]:
         b, n = d.get("base"), d.get("new")
         if b and n:
-            text.append(f"\n{d['key']}: span {ns(b['span_ns'])} → {ns(n['span_ns'])}, busy {pct(b['busy']['pct'])} → "
-                        f"{pct(n['busy']['pct'])}, idle {ns(b['idle']['ns'])} → {ns(n['idle']['ns'])}")
+            text.append(f"\n{d['key']}: span {ns(b['span_ns'])} → {ns(n['span_ns'])}, "
+                        f"busy {fmt_pct(b['busy']['pct'])} → {fmt_pct(n['busy']['pct'])}, "
+                        f"idle {ns(b['idle']['ns'])} → {ns(n['idle']['ns'])}")
         else:
             text.append(f"\n{d['key']}: only in {'base' if b else 'new'}", style="dim")
     for caveat in diff.get("caveats") or []:

@@ -10,7 +10,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Header, Static
 
 from advisor.api import Finding, Fix
-from advisor.tui.format import inert, ns, pct
+from advisor.tui.format import fmt_pct, inert, ns
 from advisor.tui.widgets import app_footer
 
 
@@ -33,7 +33,7 @@ def header_text(f: Finding, span_ns: int | None) -> Text:
     text.append("\nexpected gain ")
     text.append(ns(f.est_gain_ns), style="bold green")
     if span_ns:
-        text.append(f" = {pct(100.0 * f.est_gain_ns / span_ns)} of the capture span")
+        text.append(f" = {fmt_pct(100.0 * f.est_gain_ns / span_ns)} of the capture span")
     if f.gain_basis:
         text.append(f"\nbasis: {inert(f.gain_basis)}", style="dim")
     text.append(f"\n\n{inert(f.message)}")

@@ -12,7 +12,7 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Header, Input, Static
 
 from advisor.api import SORT_KEYS, kernel_table
-from advisor.tui.format import clip, ns, pct
+from advisor.tui.format import clip, fmt_pct, ns
 from advisor.tui.messages import DataReady
 from advisor.tui.screens.base import AdvisorScreen
 from advisor.tui.screens.kernel import KernelScreen
@@ -85,7 +85,7 @@ class KernelsScreen(AdvisorScreen):
             table.add_row(
                 Text(clip(k["name"], width)), Text(str(k["count"]), justify="right"),
                 Text(ns(k["total_ns"]), justify="right"), Text(ns(k["mean_ns"]), justify="right"),
-                Text(ns(k["p95_ns"]), justify="right"), Text(pct(k["share_pct"]), justify="right"),
+                Text(ns(k["p95_ns"]), justify="right"), Text(fmt_pct(k["share_pct"]), justify="right"),
                 Text(k["ncu_class"] or classes.get(k["name"]) or "-"), key=str(i),
             )
 

@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Header, Static
 
-from advisor.tui.format import ns, pct
+from advisor.tui.format import fmt_pct, ns
 from advisor.tui.screens.base import AdvisorScreen
 from advisor.tui.widgets import app_footer
 from advisor.tui.widgets.device_bars import DeviceBars
@@ -49,12 +49,12 @@ def verdict_text(verdict: dict[str, Any] | None) -> Text:
     for s in shares[:MAX_SHARES]:
         label = s.get("name") or s.get("class") or "?"
         value = s.get("pct") if s.get("pct") is not None else s.get("share", {}).get("pct")
-        text.append(f"\n  {label}: {pct(value)}")
+        text.append(f"\n  {label}: {fmt_pct(value)}")
         if s.get("of") and len(common) > 1:
             text.append(f" of the {s['of']}", style="dim")
     if len(shares) > MAX_SHARES:  # the rest are small: listed in the Findings and JSON, not pushing "Do this first" off
         rest = sum(float(s.get("pct") or 0) for s in shares[MAX_SHARES:])
-        text.append(f"\n  {len(shares) - MAX_SHARES} smaller shares: {pct(rest)} together", style="dim")
+        text.append(f"\n  {len(shares) - MAX_SHARES} smaller shares: {fmt_pct(rest)} together", style="dim")
     return text
 
 
@@ -68,7 +68,7 @@ def first_fix_text(findings: list[dict[str, Any]], span_ns: int | None) -> Text:
         text.append("  expected gain ")
         text.append(ns(gain), style="bold green")
         if span_ns:
-            text.append(f" ({pct(100.0 * gain / span_ns)} of the capture span)", style="dim")
+            text.append(f" ({fmt_pct(100.0 * gain / span_ns)} of the capture span)", style="dim")
     text.append(f"\n{f.get('message', '')}")
     fixes = f.get("fixes") or []
     if fixes:

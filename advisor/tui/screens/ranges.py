@@ -12,7 +12,7 @@ from textual.widgets import Header, Static, Tree
 from textual.widgets.tree import TreeNode
 
 from advisor.api import range_tree
-from advisor.tui.format import clip, ns, pct
+from advisor.tui.format import clip, fmt_pct, ns
 from advisor.tui.messages import DataReady
 from advisor.tui.screens.base import AdvisorScreen
 from advisor.tui.widgets import app_footer
@@ -34,7 +34,7 @@ def range_verdicts(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def node_label(node: dict[str, Any], width: int, verdict: dict[str, Any] | None = None) -> Text:
     text = Text(clip(node["path"][-1], width))
-    text.append(f"  {node['count']}×  {ns(node['total_ns'])}  {pct(node['share_pct'])}", style="dim")
+    text.append(f"  {node['count']}×  {ns(node['total_ns'])}  {fmt_pct(node['share_pct'])}", style="dim")
     if verdict and verdict.get("class"):
         text.append(f"  {verdict['class']}", style="bold")
     return text
@@ -43,7 +43,7 @@ def node_label(node: dict[str, Any], width: int, verdict: dict[str, Any] | None 
 def detail_text(node: dict[str, Any], verdicts: dict[str, dict[str, Any]]) -> Text:
     text = Text(" > ".join(node["path"]), style="bold")
     text.append(f"\nsource {node['source']} · {node['count']} instance(s) · total {ns(node['total_ns'])} "
-                f"({pct(node['share_pct'])} of the capture span) · mean {ns(node['mean_ns'])} · "
+                f"({fmt_pct(node['share_pct'])} of the capture span) · mean {ns(node['mean_ns'])} · "
                 f"max {ns(node['max_ns'])}")
     verdict = verdicts.get(node["path"][-1])
     text.append("\nverdict: ", style="dim")

@@ -14,7 +14,7 @@ from textual.app import ComposeResult
 from textual.widgets import DataTable, Header, Static
 
 from advisor.api import Run, roofline
-from advisor.tui.format import clip, ns, pct, rate
+from advisor.tui.format import clip, fmt_pct, ns, rate
 from advisor.tui.messages import DataReady
 from advisor.tui.screens.base import AdvisorScreen
 from advisor.tui.widgets import app_footer
@@ -52,11 +52,12 @@ def intensity(value: float | None) -> str:
 
 
 def of_roof(p: dict[str, Any]) -> str:
-    """The point's rate as a share of the roof of its own precision."""
-    if not p.get("flops_per_s") or not p.get("roof_flops_per_s"):
+    """The point's rate as a share of its attainable roof (advisor.perf: min(compute roof of its precision,
+    intensity x DRAM bandwidth)), the share the speed-of-light classes and the rules judge."""
+    share = p.get("attained_pct")
+    if not share:
         return "-"
-    share = 100.0 * p["flops_per_s"] / p["roof_flops_per_s"]
-    return pct(share) if share >= 1 else f"{share:.2g}%"
+    return fmt_pct(share) if share >= 1 else f"{share:.2g}%"
 
 
 def info_text(result: dict[str, Any], ncu_path: str | None = None) -> str:
@@ -112,7 +113,7 @@ class RooflineScreen(AdvisorScreen):
         width = max(self.app.size.width - FIXED_W["kineto" if ops else "ncu"], 20)
         for i, p in enumerate(result["points"]):
             unit = unit_of(p.get("precision"), result.get("figure"))
-            sol = [] if ops else [Text(pct(p["sm_pct"])), Text(pct(p["mem_pct"]))]
+            sol = [] if ops else [Text(fmt_pct(p["sm_pct"])), Text(fmt_pct(p["mem_pct"]))]
             table.add_row(
                 Text(marker(i), style="bold"), Text(ns(p["duration_ns"])), Text(p["ncu_class"] or "-"),
                 Text(p.get("precision") or "-"), *sol,

@@ -7,7 +7,7 @@ from typing import Any
 from rich.text import Text
 from textual.widget import Widget
 
-from advisor.tui.format import ns, pct
+from advisor.tui.format import fmt_pct, ns
 
 # (key in the analyze document's time[] entry, label, style)
 CLASSES = (
@@ -51,12 +51,12 @@ class DeviceBars(Widget):
             out.append(head, style="bold")
             if d.get("name"):
                 out.append(f"  {d['name']}")
-            out.append(f"  span {ns(d['span_ns'])}, busy {pct(d['busy']['pct'])}\n", style="dim")
+            out.append(f"  span {ns(d['span_ns'])}, busy {fmt_pct(d['busy']['pct'])}\n", style="dim")
             for key, label, style in CLASSES:
                 share = d[key]
                 out.append(f"  {label:<{LABEL_W - 2}}")
                 out.append_text(bar((share["pct"] or 0.0) / 100.0, width, style))
-                out.append(f" {pct(share['pct']):>6}\n")
+                out.append(f" {fmt_pct(share['pct']):>6}\n")
         out.rstrip()
         return out
 

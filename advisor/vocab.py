@@ -1,0 +1,70 @@
+"""The diagnosis vocabulary every layer shares: evidence, a finding's window, a share of time, and `pct`.
+
+One word per concept (STYLE.md): the speed-of-light classifier (advisor.perf), the rules, the engine and the
+diff all say "evidence" and "window" with these types, and every percentage of the analysis is `pct`, so
+two surfaces showing the same share round it the same way. It imports nothing from the project: any layer
+may use it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, overload
+
+
+@overload
+def pct(part: float, whole: float) -> float | None: ...
+
+
+@overload
+def pct(part: float, whole: float, empty: float) -> float: ...
+
+
+def pct(part: float, whole: float, empty: float | None = None) -> float | None:
+    """part/whole in percent, rounded to 0.1; `empty` when whole is 0 (None, the default: reported as n/a;
+    a finding's evidence shows 0)."""
+    return round(100.0 * part / whole, 1) if whole else empty
+
+
+def share(ns: float, of_ns: float, of: str) -> dict[str, Any]:
+    """A time figure with its denominator spelled out, so no percentage stands alone (the JSON contract's
+    share object: ns, pct, of, of_ns)."""
+    return {"ns": round(ns), "pct": pct(ns, of_ns), "of": of, "of_ns": round(of_ns)}
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One number behind a finding or a classification. A percentage (unit '%') must say what it is a
+    percentage of; `source` says where the number comes from when it is not the trace itself."""
+
+    name: str
+    value: float | int | str | None
+    unit: str
+    of: str | None = None
+    source: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.unit == "%" and not self.of:
+            raise ValueError(f"evidence {self.name!r} is a percentage without a denominator")
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"name": self.name, "value": self.value, "unit": self.unit}
+        if self.source is not None:
+            d["source"] = self.source
+        if self.of:
+            d["of"] = self.of
+        return d
+
+
+@dataclass(frozen=True)
+class Window:
+    """Where a finding applies: device, stream, time span on the run clock, enclosing range name."""
+
+    device_id: int | None = None
+    stream_id: int | None = None
+    start_ns: int | None = None
+    end_ns: int | None = None
+    range_name: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
