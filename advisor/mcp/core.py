@@ -102,7 +102,7 @@ def top_kernels(path: str, n: int, range_name: str | None = None) -> dict[str, A
 
 
 def _in_range(run: Run, n: int, name: str) -> dict[str, Any]:
-    from advisor.engine.summary import share
+    from advisor.vocab import share
 
     sql = (Path(__file__).with_name("kernels_in_range.sql")).read_text()
     rows = run.sql_dicts(sql, {"range": name, "limit": n})
