@@ -82,9 +82,11 @@ def client_for(workers: int | None, scheduler: str | None) -> Any:
 
     address = scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
     if address:
-        return Client(address)
-    cluster = LocalCluster(n_workers=workers or 1, threads_per_worker=1, processes=True, dashboard_address=None)
-    return Client(cluster)
+        return Client(address)  # type: ignore[no-untyped-call]
+    cluster = LocalCluster(  # type: ignore[no-untyped-call]
+        n_workers=workers or 1, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+    return Client(cluster)  # type: ignore[no-untyped-call]
 
 
 def analyze_ranks(files: Sequence[Path], out_dir: Path, client: Any, cache_dir: Path | None = None) -> RankResult:
@@ -99,7 +101,7 @@ def analyze_ranks(files: Sequence[Path], out_dir: Path, client: Any, cache_dir: 
     }
     done: list[str] = []
     failed: dict[str, str] = {}
-    for fut in as_completed(list(futures)):
+    for fut in as_completed(list(futures)):  # type: ignore[no-untyped-call]
         try:
             done.append(fut.result())
         except Exception as e:  # a failed rank is reported by name; the others are still reduced

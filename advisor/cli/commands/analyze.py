@@ -33,6 +33,11 @@ def register(p: argparse.ArgumentParser) -> None:
     add_rule_arguments(p)
     p.add_argument("--fail-on", choices=("any", "none"), default="none",
                    help="exit 1 when any finding fires (for CI gates); default: never")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="a directory of rank traces: cross-rank collective analysis on a Dask LocalCluster of N "
+                        "worker processes, one rank per task (needs the `distributed` extra)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="as --workers, on an existing Dask cluster (default: DASK_SCHEDULER_ADDRESS)")
 
 
 def add_rule_arguments(p: argparse.ArgumentParser) -> None:
@@ -79,6 +84,10 @@ def selection(items: list[str] | None) -> set[str] | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.workers or args.scheduler:
+        from advisor.distributed.cli import run_ranks
+
+        return run_ranks(args)
     from advisor.cli.progress import Progress
     from advisor.cli.render import markdown_document, text_document
     from advisor.engine.analyze import analyze_run, document
