@@ -68,14 +68,21 @@ def _same(res: mapreduce.RankResult, expected: dict[str, list[dict[str, Any]]]) 
 
 
 def test_local_cluster_matches_single_process(run_dir: Path, expected: Any, tmp_path: Path) -> None:
+    damaged = tmp_path / "run"
+    shutil.copytree(run_dir, damaged)
+    (damaged / "rank00009.json.gz").write_bytes(b"\x1f\x8b not a trace")
     client = mapreduce.client_for(2, None)
     try:
         assert len(client.scheduler_info()["workers"]) == 2
         _same(mapreduce.analyze_ranks(_files(run_dir), tmp_path / "pq", client, tmp_path / "cache"), expected)
+        # a damaged rank is reported by name, the others are still reduced
+        res = mapreduce.analyze_ranks(_files(damaged), tmp_path / "pq2", client, tmp_path / "cache")
     finally:
         cluster = client.cluster
         client.close()
         cluster.close()
+    assert list(res.failed) == ["rank00009.json.gz"]
+    assert len(res.tables["rank_comm"]) == RANKS
 
 
 def test_in_process_path_matches(run_dir: Path, expected: Any, tmp_path: Path) -> None:
@@ -86,6 +93,17 @@ def _port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def _wait_for_port(port: int, timeout: float = 60.0) -> None:
+    """Until the scheduler listens (a loaded machine takes seconds to start it)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise TimeoutError(f"dask scheduler did not listen on port {port} within {timeout} s")
 
 
 def test_scheduler_and_workers_as_processes(
@@ -99,12 +117,12 @@ def test_scheduler_and_workers_as_processes(
     procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", addr.rsplit(":", 1)[1],
                                "--no-dashboard"], env=env, stderr=subprocess.DEVNULL)]
     try:
-        time.sleep(2)
+        _wait_for_port(int(addr.rsplit(":", 1)[1]))
         procs += [subprocess.Popen([dask, "worker", addr, "--nthreads", "1", "--no-dashboard"], env=env,
                                    stderr=subprocess.DEVNULL) for _ in range(2)]
         monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", addr)
         client = mapreduce.client_for(None, None)
-        client.wait_for_workers(2, timeout=30)
+        client.wait_for_workers(2, timeout=120)
         try:
             _same(mapreduce.analyze_ranks(_files(run_dir), tmp_path / "pq", client, tmp_path / "cache"), expected)
         finally:
@@ -113,18 +131,3 @@ def test_scheduler_and_workers_as_processes(
         for p in reversed(procs):
             p.terminate()
             p.wait(timeout=10)
-
-
-def test_failed_rank_reported_by_name(run_dir: Path, tmp_path: Path) -> None:
-    d = tmp_path / "run"
-    shutil.copytree(run_dir, d)
-    (d / "rank00009.json.gz").write_bytes(b"\x1f\x8b not a trace")
-    client = mapreduce.client_for(2, None)
-    try:
-        res = mapreduce.analyze_ranks(_files(d), tmp_path / "pq", client, tmp_path / "cache")
-    finally:
-        cluster = client.cluster
-        client.close()
-        cluster.close()
-    assert list(res.failed) == ["rank00009.json.gz"]
-    assert len(res.tables["rank_comm"]) == RANKS
