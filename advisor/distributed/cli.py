@@ -19,6 +19,9 @@ def run_ranks(args: argparse.Namespace) -> int:
     from advisor.model.store import default_cache_dir
     from advisor.parsers.kineto.merge import rank_files
 
+    for path in args.paths:
+        if not Path(path).is_dir():
+            raise InputError(f"{path}: --workers/--scheduler read a directory of rank traces", "pass RUN_DIR")
     try:
         client = mapreduce.client_for(args.workers, args.scheduler)
     except ImportError as e:
@@ -26,8 +29,6 @@ def run_ranks(args: argparse.Namespace) -> int:
     docs = []
     try:
         for path in args.paths:
-            if not Path(path).is_dir():
-                raise InputError(f"{path}: --workers/--scheduler read a directory of rank traces", "pass RUN_DIR")
             with tempfile.TemporaryDirectory(prefix="advisor-ranks-") as tmp:
                 res = mapreduce.analyze_ranks(rank_files(Path(path)), Path(tmp), client, default_cache_dir())
             if not res.tables:

@@ -84,7 +84,7 @@ def client_for(workers: int | None, scheduler: str | None) -> Any:
     if address:
         return Client(address)  # type: ignore[no-untyped-call]
     cluster = LocalCluster(  # type: ignore[no-untyped-call]
-        n_workers=workers or 1, threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=workers or 1, threads_per_worker=1, processes=True, dashboard_address=":0"
     )
     return Client(cluster)  # type: ignore[no-untyped-call]
 

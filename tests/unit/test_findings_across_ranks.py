@@ -40,3 +40,20 @@ def test_one_rank_is_unchanged(real: Path) -> None:
     assert len(set(device_ranks(run).values())) == 1
     assert across_ranks(raw, device_ranks(run)) == raw
     assert not any(f.ranks for f in report.findings)
+
+
+def test_html_report_shows_each_findings_rank_table(real: Path) -> None:
+    from advisor.reports.collect import collect
+    from advisor.reports.context import build_run_report
+    from advisor.reports.html import render_run_html
+
+    run = open_run(real / "param" / "dlrm_8rank")
+    inputs = collect(run)
+    across = [f for f in inputs.doc["findings"] if f.get("ranks")]
+    report = build_run_report(inputs)
+    views = [v for v in report.findings if v.rank_rows]
+    assert len(views) == len(across) >= 2
+    for v, f in zip(views, across, strict=True):
+        assert [row[0] for row in v.rank_rows] == [str(r["rank"]) for r in f["ranks"]]
+    html = render_run_html(inputs)
+    assert html.count("per rank (8 ranks)") == sum(1 for f in across if len(f["ranks"]) == 8)

@@ -35,7 +35,8 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="exit 1 when any finding fires (for CI gates); default: never")
     p.add_argument("--workers", type=int, metavar="N",
                    help="a directory of rank traces: cross-rank collective analysis on a Dask LocalCluster of N "
-                        "worker processes, one rank per task (needs the `distributed` extra)")
+                        "worker processes, one rank per task; prints the per-rank tables as JSON (needs the "
+                        "`distributed` extra)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="as --workers, on an existing Dask cluster (default: DASK_SCHEDULER_ADDRESS)")
 
