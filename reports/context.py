@@ -96,6 +96,9 @@ class FindingView:
     explain: str
     # `advisor explain CODE`'s sections, embedded: an attached report has nothing offline to link to
     explanation: tuple[tuple[str, str], ...] = ()
+    # a finding across ranks: its per-rank table (column names, then one row of formatted cells per rank)
+    rank_columns: tuple[str, ...] = ()
+    rank_rows: tuple[tuple[str, ...], ...] = ()
 
 
 NAME_LIMIT = 200
@@ -392,7 +395,23 @@ def _finding(rank: int, f: Finding, span_ns: int | None) -> FindingView:
         fixes=tuple(FixView(x.title, x.detail, x.risk, RISK_CLASSES.get(x.risk, "risk-unknown")) for x in f.fixes),
         explain=f"advisor explain {f.code}",
         explanation=explanation(f.code),
+        **_rank_table(list(f.ranks)),
     )
+
+
+def _rank_table(rows: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """A finding's per-rank rows as table cells: durations (keys ending in _ns) humanized, messages shortened."""
+    if not rows:
+        return {}
+    cols = tuple(rows[0])
+    cells = tuple(
+        tuple(
+            fmt_value(r.get(c), "ns" if c.endswith("_ns") else None) if c != "message" else shorten(str(r.get(c)), 120)
+            for c in cols
+        )
+        for r in rows
+    )
+    return {"rank_columns": tuple(c.removesuffix("_ns") for c in cols), "rank_rows": cells}
 
 
 EXPLAIN_HEADINGS = ("Why it costs time", "How to fix", "Fix risk", "False positives")

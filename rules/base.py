@@ -122,6 +122,9 @@ class Finding:
     gain_basis: str
     fixes: tuple[Fix, ...]
     location: str
+    # cross-rank findings only: one row per rank (rank, device_id, the rule's per-rank numbers), so one finding
+    # stands for a pattern across ranks instead of one finding per rank; absent from the JSON when empty
+    ranks: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def fingerprint(self) -> str:
@@ -147,7 +150,7 @@ class Finding:
             "fixes": [f.to_dict() for f in self.fixes],
             "fingerprint": self.fingerprint,
             "location": self.location,
-        }
+        } | ({"ranks": [dict(r) for r in self.ranks]} if self.ranks else {})
 
 
 @dataclass(frozen=True)
@@ -239,6 +242,7 @@ class Rule:
         gain_basis: str,
         fixes: tuple[Fix, ...],
         location: str,
+        ranks: tuple[Mapping[str, Any], ...] = (),
     ) -> Finding:
         """A Finding stamped with this rule's code, name and category."""
         return Finding(
@@ -252,6 +256,7 @@ class Rule:
             gain_basis=gain_basis,
             fixes=fixes,
             location=location,
+            ranks=ranks,
         )
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from advisor import metrics
+from advisor.engine.ranks import across_ranks, device_ranks
 from advisor.errors import InputError
 from advisor.interrupt import raise_if_interrupted
 from advisor.model.schema import TABLES
@@ -288,6 +289,7 @@ def run_rules(
     found = [f for res in results for f in res.findings]
     if found and not (ncu is not None and not run_span_ns(run)):
         found = capped(found, device_span_ns(run))
+    found = across_ranks(found, device_ranks(run))  # one finding per pattern across ranks (advisor.engine.ranks)
     findings = sorted(found, key=lambda f: (-f.est_gain_ns, f.code, f.location))
     return RuleReport(tuple(results), tuple(findings), *run_span(run))
 

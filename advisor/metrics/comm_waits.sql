@@ -1,7 +1,7 @@
 -- metric: comm_waits
--- doc: Per communication kernel whose message size the trace records: the bytes it moves (the record_param_comms op enclosing its launch: first input's element count x element size, or the collectives table's bytes), the time that size needs on a slow fabric (expected_ns: 50 us of latency plus the bytes at 1 GB/s) and the part of the kernel beyond it (wait_ns, when the kernel ran more than twice that long). A collective kernel starts when its rank arrives and ends when the last rank has arrived and the data moved, so time far beyond what the bytes need is waiting for peers (rank skew), not transfer: no overlap or bandwidth fix recovers it. The bounds are deliberately loose (1 GB/s is below any GPU interconnect, 50 us above a small collective's latency) so only clear waits count.
+-- doc: Per communication kernel matched across ranks (metric collective_instances, two or more ranks of its group in the run): its measured wait for peers (its duration beyond the instance's transfer time, the last arrival's kernel; expected_ns is that transfer time), counted as with the estimate below only where clear: the kernel ran more than twice the transfer time and waited 50 us or more, and only the share of the rank's wait beyond what its own late arrivals make each other rank wait: ranks that wait for each other in turn (mutual skew, jitter) pay a synchronization cost of communication, while the excess is waiting for a consistent straggler (metric rank_comm keeps every matched wait). Where ranks cannot be matched (one rank in the run), per communication kernel whose message size the trace records: the bytes it moves (the record_param_comms op enclosing its launch: first input's element count x element size, or the collectives table's bytes), the time that size needs on a slow fabric (expected_ns: 50 us of latency plus the bytes at 1 GB/s) and the part of the kernel beyond it (wait_ns, when the kernel ran more than twice that long). A collective kernel starts when its rank arrives and ends when the last rank has arrived and the data moved, so time far beyond what the bytes need is waiting for peers (rank skew), not transfer: no overlap or bandwidth fix recovers it. The bounds are deliberately loose (1 GB/s is below any GPU interconnect, 50 us above a small collective's latency) so only clear waits count.
 -- materialize: true
--- uses: kernel_names
+-- uses: kernel_names, collective_instances
 WITH comm AS (
     SELECT device_id, stream_id, pid, start_ns, end_ns, correlation_id FROM m_kernel_names
     WHERE family = 'comm' AND correlation_id IS NOT NULL
@@ -37,7 +37,25 @@ est AS (
     SELECT device_id, start_ns, end_ns, bytes::BIGINT AS bytes,
         (50000 + bytes::DOUBLE)::BIGINT AS expected_ns  -- 1 GB/s = 1 byte per ns
     FROM sized WHERE bytes > 0
+),
+per_rank AS (SELECT rank, sum(wait_ns) AS wait_ns, max(n_ranks) AS n_ranks FROM m_collective_instances GROUP BY rank),
+caused AS (  -- the others' wait in the instances each rank arrived last in
+    SELECT l.rank, sum(o.wait_ns) AS cost_ns
+    FROM m_collective_instances l JOIN m_collective_instances o USING (comm_key, seq)
+    WHERE l.last_arrival AND o.rank <> l.rank GROUP BY l.rank
+),
+net AS (  -- the share of a rank's wait beyond what it makes each other rank wait: mutual skew is not a straggler
+    SELECT p.rank, greatest(0.0, 1.0 - coalesce(c.cost_ns, 0) / (p.n_ranks - 1) / p.wait_ns) AS share
+    FROM per_rank p LEFT JOIN caused c USING (rank) WHERE p.wait_ns > 0
+),
+matched AS (  -- the cross-rank match supersedes the estimate from bytes; as there, only clear waits count
+    SELECT DISTINCT i.device_id, i.start_ns, i.end_ns, i.bytes, i.transfer_ns AS expected_ns,
+        CASE WHEN i.dur_ns > 2 * i.transfer_ns AND i.wait_ns >= 50000
+            THEN (i.wait_ns * coalesce(n.share, 0))::BIGINT ELSE 0 END AS wait_ns
+    FROM m_collective_instances i LEFT JOIN net n USING (rank) WHERE i.device_id IS NOT NULL
 )
 SELECT device_id, start_ns, end_ns, end_ns - start_ns AS dur_ns, bytes, expected_ns,
     CASE WHEN end_ns - start_ns > 2 * expected_ns THEN end_ns - start_ns - expected_ns ELSE 0 END AS wait_ns
-FROM est
+FROM est ANTI JOIN matched USING (device_id, start_ns, end_ns)
+UNION ALL
+SELECT device_id, start_ns, end_ns, end_ns - start_ns AS dur_ns, bytes, expected_ns, wait_ns FROM matched

@@ -45,6 +45,12 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fail-on", type=fail_on, default=FailOn("none"), metavar="any|none|gain>N%|gain>TIME",
                    help="exit 1 (for CI gates) when any finding fires (any), or when a finding's estimated saving "
                         "exceeds N percent of its denominator (gain>5%%) or a time (gain>2ms); default: none")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="a directory of rank traces: cross-rank collective analysis on a Dask LocalCluster of N "
+                        "worker processes, one rank per task; prints the per-rank tables as JSON (needs the "
+                        "`distributed` extra)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="as --workers, on an existing Dask cluster (default: DASK_SCHEDULER_ADDRESS)")
 
 
 def add_dir_as(p: argparse.ArgumentParser) -> None:
@@ -169,6 +175,10 @@ def fail_on(text: str) -> FailOn:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.workers or args.scheduler:
+        from advisor.distributed.cli import run_ranks
+
+        return run_ranks(args)
     from advisor.api import analyze, document, dumps
     from advisor.cli.progress import Progress
     from advisor.cli.render import markdown_document, text_document

@@ -1,0 +1,66 @@
+"""One finding per pattern across ranks.
+
+A run of several ranks (a directory of rank traces) is one synchronous job: the rules look at each device,
+so a pattern every rank shares (the same unfused chains, the same exposed all-reduce) comes back once per
+rank. Ranks run in lockstep, so their savings overlap in wall time instead of adding: the job saves what its
+worst rank saves. The findings of one rule at one place (the location without its device) on two or more
+ranks become one finding: the worst rank's, its message naming how many ranks share it and which is worst,
+with every rank's gain and message in `ranks`. A run with one rank (or no rank recorded) is unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from advisor.model.store import Run
+from advisor.rules.base import Finding
+
+_DEVICE = re.compile(r"(^|\|)device=-?\d+")
+
+
+def device_ranks(run: Run) -> dict[int, int]:
+    """device_id -> rank for the devices whose rank the trace records."""
+    rows = run.sql_rows("SELECT device_id, rank FROM devices WHERE rank IS NOT NULL AND device_id IS NOT NULL")
+    return {int(d): int(r) for d, r in rows}
+
+
+def _place(f: Finding) -> str:
+    """The finding's location without its device: the same place on every rank."""
+    return _DEVICE.sub("", f.location).lstrip("|")
+
+
+def across_ranks(findings: Sequence[Finding], ranks: Mapping[int, int]) -> list[Finding]:
+    """`findings` with each rule's per-rank findings at one place merged into one (see the module doc)."""
+    if len(set(ranks.values())) < 2:
+        return list(findings)
+    groups: dict[tuple[str, str], list[Finding]] = {}
+    for f in findings:
+        dev = f.window.device_id
+        if dev in ranks and _DEVICE.search(f.location) and not f.ranks:
+            groups.setdefault((f.code, _place(f)), []).append(f)
+    merged = {id(g[0]): _merge(g, ranks) for g in groups.values() if len({x.window.device_id for x in g}) > 1}
+    drop = {id(f) for g in groups.values() if len({x.window.device_id for x in g}) > 1 for f in g[1:]}
+    return [merged.get(id(f), f) for f in findings if id(f) not in drop]
+
+
+def _merge(group: list[Finding], ranks: Mapping[int, int]) -> Finding:
+    worst = max(group, key=lambda f: (f.est_gain_ns, -(f.window.device_id or 0)))
+    dev = worst.window.device_id
+    assert dev is not None
+    n_ranks = len(set(ranks.values()))
+    rows: list[dict[str, Any]] = [
+        {"rank": ranks[d], "device_id": d, "est_gain_ns": f.est_gain_ns, "message": f.message}
+        for f in sorted(group, key=lambda f: ranks[f.window.device_id or 0])
+        if (d := f.window.device_id) is not None
+    ]
+    return replace(
+        worst,
+        message=f"on {len(rows)} of {n_ranks} ranks (worst: rank {ranks[dev]}): {worst.message}",
+        gain_basis=f"{worst.gain_basis}; the worst of {len(rows)} ranks: ranks run in lockstep, so their savings "
+        "overlap in wall time instead of adding",
+        location=f"ranks|{_place(worst)}".rstrip("|"),
+        ranks=tuple(rows),
+    )

@@ -1,0 +1,64 @@
+"""Cross-rank facts the communication rules share: the per-rank table and the per-rank verdict distribution.
+
+A run of several ranks (a directory of rank traces) is one synchronous job: every collective completes when
+its last rank arrives, so the ranks that wait and the rank they wait for are one pattern, reported once with
+a row per rank, not once per rank. The numbers come from the metrics `rank_comm` (collectives matched across
+ranks: transfer vs waiting for peers, arrivals, what each rank's late arrivals cost the others, its clock
+offset) and `device_balance` (work time per device); each rank's own verdict from the device verdicts.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from advisor.rules.base import Context
+
+
+def rank_table(ctx: Context) -> list[dict[str, Any]]:
+    """One row per rank with matched collectives, ordered by rank: its communication split, arrivals, cost to
+    the others, clock offset against the reference rank, work time and own verdict class. Empty where fewer
+    than two ranks have collectives matched across them."""
+    comm = ctx.metric("rank_comm")
+    if len(comm) < 2:
+        return []
+    work = {int(r["device_id"]): int(r["work_ns"]) for r in ctx.metric("device_balance")}
+    verdicts = _device_classes(ctx)
+    keep = ("rank", "device_id", "comm_ns", "transfer_ns", "wait_ns", "n_instances", "n_last", "n_first", "cost_ns")
+    return [
+        {k: r[k] for k in keep}
+        | {
+            "clock_offset_ns": r["clock_offset_ns"],
+            "clock_residual_ns": r["clock_residual_ns"],
+            "work_ns": work.get(int(r["device_id"])),
+            "verdict": verdicts.get(int(r["device_id"]), "unknown"),
+        }
+        for r in comm
+    ]
+
+
+def _device_classes(ctx: Context) -> dict[int, str]:
+    """device_id -> its own verdict class (the same device verdicts the run's verdict reports)."""
+    from advisor.rules.classify import classify
+
+    key = "_ranks_device_classes"
+    if key not in ctx._cache:
+        ctx._cache[key] = {d.device_id: d.verdict.class_ for d in classify(ctx.run, max_ranges=0).devices}
+    return dict(ctx._cache[key])
+
+
+def straggler(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The rank whose late arrivals cost the others most (ties: arrived last more often, then lowest rank)."""
+    return max(rows, key=lambda r: (int(r["cost_ns"]), int(r["n_last"]), -int(r["rank"])))
+
+
+def verdict_distribution(rows: list[dict[str, Any]]) -> str:
+    """'1 rank communication-bound (rank 0), 1 rank compute-bound (rank 1)': ranks per own verdict class,
+    largest group first, naming the ranks of groups of up to four."""
+    by = Counter(str(r["verdict"]) for r in rows)
+    parts = []
+    for cls, n in sorted(by.items(), key=lambda kv: (-kv[1], kv[0])):
+        ranks = [str(r["rank"]) for r in rows if r["verdict"] == cls]
+        named = f" ({'rank' if n == 1 else 'ranks'} {', '.join(ranks)})" if n <= 4 else ""
+        parts.append(f"{n} {'rank' if n == 1 else 'ranks'} {cls}-bound{named}")
+    return ", ".join(parts)

@@ -1,0 +1,133 @@
+"""The Dask map/reduce of the cross-rank analysis gives the same rows as the single-process path: a real
+LocalCluster of 2 worker processes, and a scheduler with 2 workers started as separate processes (the
+`dask scheduler` / `dask worker` command lines) on localhost. A damaged rank file is reported by name and
+the other ranks are still reduced."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("dask.distributed")
+
+from advisor import metrics  # noqa: E402
+from advisor.distributed import mapreduce  # noqa: E402
+from advisor.ingest import open_run  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+RANKS = 4
+
+
+def _strip(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows without device ids: a directory read renumbers devices across files, a one-file read keeps the
+    local ordinal; everything else must be identical."""
+    return [{k: v for k, v in r.items() if k != "device_id"} for r in rows]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.conftest import REAL
+
+    tpl = next((REAL / "param" / "dlrm_8rank").glob("worker0_*.json.gz"), None)
+    if tpl is None:
+        pytest.skip("shared real fixtures absent")
+    spec = importlib.util.spec_from_file_location("bench_ranks", ROOT / "benchmarks" / "ranks.py")
+    assert spec and spec.loader
+    gen = importlib.util.module_from_spec(spec)
+    sys.modules["bench_ranks"] = gen
+    spec.loader.exec_module(gen)
+    out = tmp_path_factory.mktemp("run")
+    gen.generate(tpl, out, gen.Spec(RANKS, {2: 300.0}, offset_us=1000.0, jitter_us=10.0, seed=3))
+    return out
+
+
+@pytest.fixture(scope="module")
+def expected(run_dir: Path) -> dict[str, list[dict[str, Any]]]:
+    run = open_run(run_dir)
+    return {n: _strip(metrics.query(run, n)) for n in ("rank_clocks", "rank_comm")}
+
+
+def _files(d: Path) -> list[Path]:
+    return sorted(d.glob("*.json.gz"))
+
+
+def _same(res: mapreduce.RankResult, expected: dict[str, list[dict[str, Any]]]) -> None:
+    assert not res.failed
+    for name, rows in expected.items():
+        assert _strip(res.tables[name]) == rows
+    assert max(res.tables["rank_comm"], key=lambda r: r["cost_ns"])["rank"] == 2
+
+
+def test_local_cluster_matches_single_process(run_dir: Path, expected: Any, tmp_path: Path) -> None:
+    damaged = tmp_path / "run"
+    shutil.copytree(run_dir, damaged)
+    (damaged / "rank00009.json.gz").write_bytes(b"\x1f\x8b not a trace")
+    client = mapreduce.client_for(2, None)
+    try:
+        assert len(client.scheduler_info()["workers"]) == 2
+        _same(mapreduce.analyze_ranks(_files(run_dir), tmp_path / "pq", client, tmp_path / "cache"), expected)
+        # a damaged rank is reported by name, the others are still reduced
+        res = mapreduce.analyze_ranks(_files(damaged), tmp_path / "pq2", client, tmp_path / "cache")
+    finally:
+        cluster = client.cluster
+        client.close()
+        cluster.close()
+    assert list(res.failed) == ["rank00009.json.gz"]
+    assert len(res.tables["rank_comm"]) == RANKS
+
+
+def test_in_process_path_matches(run_dir: Path, expected: Any, tmp_path: Path) -> None:
+    _same(mapreduce.analyze_local(_files(run_dir), tmp_path / "pq", tmp_path / "cache"), expected)
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_for_port(port: int, timeout: float = 60.0) -> None:
+    """Until the scheduler listens (a loaded machine takes seconds to start it)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise TimeoutError(f"dask scheduler did not listen on port {port} within {timeout} s")
+
+
+def test_scheduler_and_workers_as_processes(
+    run_dir: Path, expected: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dask = shutil.which("dask")
+    if dask is None:
+        pytest.skip("dask command line not installed")
+    addr = f"tcp://127.0.0.1:{_port()}"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", addr.rsplit(":", 1)[1],
+                               "--no-dashboard"], env=env, stderr=subprocess.DEVNULL)]
+    try:
+        _wait_for_port(int(addr.rsplit(":", 1)[1]))
+        procs += [subprocess.Popen([dask, "worker", addr, "--nthreads", "1", "--no-dashboard"], env=env,
+                                   stderr=subprocess.DEVNULL) for _ in range(2)]
+        monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", addr)
+        client = mapreduce.client_for(None, None)
+        client.wait_for_workers(2, timeout=120)
+        try:
+            _same(mapreduce.analyze_ranks(_files(run_dir), tmp_path / "pq", client, tmp_path / "cache"), expected)
+        finally:
+            client.close()
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+            p.wait(timeout=10)
