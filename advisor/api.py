@@ -59,6 +59,7 @@ if TYPE_CHECKING:  # each name is imported on first use (module __getattr__ belo
     from advisor.model.store import Run, default_cache_dir
     from advisor.parsers.base import ParseOptions, ProgressFn
     from advisor.parsers.registry import HELP as FORMATS_HELP
+    from advisor.parsers.registry import trace_suffixes
     from advisor.rules.base import Finding, Fix, Window
     from advisor.rules.catalog import sections
     from advisor.rules.classify import RunVerdict
@@ -85,7 +86,7 @@ _LAZY = {
     **dict.fromkeys(("CacheEntry", "entries", "evict", "max_bytes", "parse_size", "work_bytes"),
                     "advisor.model.cache_admin"),
     "default_cache_dir": "advisor.model.store",
-    "FORMATS_HELP": "advisor.parsers.registry",
+    **dict.fromkeys(("FORMATS_HELP", "trace_suffixes"), "advisor.parsers.registry"),
     "select_rules": "advisor.rules.registry",
     "Run": "advisor.model.store",
     **dict.fromkeys(("ParseOptions", "ProgressFn"), "advisor.parsers.base"),
@@ -103,7 +104,7 @@ __all__ = ["Analysis", "AnalysisDiff", "CacheEntry", "DEFAULT_THRESHOLD_PCT", "D
            "from_analysis", "get_rule", "gpu_window", "idle_gaps", "kernel_instances", "kernel_table", "list_rules",
            "max_bytes", "open_capture", "open_run", "open_side", "out_of_memory", "parse_size", "range_tree",
            "report_inputs", "resolve_side", "retried", "roofline", "sections", "select_rules", "side_from_runs",
-           "stream_bins", "table_names", "verify", "with_run", "work_bytes"]
+           "stream_bins", "table_names", "trace_suffixes", "verify", "with_run", "work_bytes"]
 
 
 _RENAMED = {"resolve_side": "resolve", "CacheEntry": "Entry", "FORMATS_HELP": "HELP"}  # api name -> module's

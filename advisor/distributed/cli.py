@@ -8,6 +8,7 @@ import json
 import tempfile
 from pathlib import Path
 
+from advisor import DISTRIBUTION
 from advisor.errors import InputError
 
 
@@ -25,7 +26,8 @@ def run_ranks(args: argparse.Namespace) -> int:
     try:
         client = mapreduce.client_for(args.workers, args.scheduler)
     except ImportError as e:
-        raise InputError(f"--workers/--scheduler need Dask: {e}", "pip install 'advisor[distributed]'") from None
+        hint = f"pip install '{DISTRIBUTION}[distributed]'"
+        raise InputError(f"--workers/--scheduler need Dask: {e}", hint) from None
     docs = []
     try:
         for path in args.paths:

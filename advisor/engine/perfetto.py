@@ -38,10 +38,9 @@ def _us(ns: int, t0: int) -> float:
 
 def chrome_trace(run: Run, findings: list[dict[str, Any]], source: str) -> dict[str, Any]:
     """The run's timeline, idle-gap causes and `findings` (analyze document findings) as a Chrome trace."""
-    metrics.ensure(run, "timeline_slices")
-    slices = run.sql_dicts("SELECT * FROM m_timeline_slices ORDER BY start_ns, end_ns DESC")
+    slices = metrics.query(run, "export_slices")
     gaps = metrics.query(run, "idle_claims")
-    devices = {int(d["device_id"]): d.get("name") for d in run.sql_dicts("SELECT device_id, name FROM devices")}
+    devices = {int(d["device_id"]): d.get("name") for d in metrics.query(run, "device_names")}
     starts = [int(s["start_ns"]) for s in slices] + [int(g["start_ns"]) for g in gaps]
     t0 = min(starts) if starts else 0
     events: list[dict[str, Any]] = []

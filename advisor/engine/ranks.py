@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from advisor import metrics
 from advisor.model.store import Run
 from advisor.rules.base import Finding
 
@@ -23,8 +24,8 @@ _DEVICE = re.compile(r"(^|\|)device=-?\d+")
 
 def device_ranks(run: Run) -> dict[int, int]:
     """device_id -> rank for the devices whose rank the trace records."""
-    rows = run.sql_rows("SELECT device_id, rank FROM devices WHERE rank IS NOT NULL AND device_id IS NOT NULL")
-    return {int(d): int(r) for d, r in rows}
+    rows = metrics.query(run, "device_names")
+    return {int(d["device_id"]): int(d["rank"]) for d in rows if d["rank"] is not None and d["device_id"] is not None}
 
 
 def _place(f: Finding) -> str:

@@ -60,7 +60,7 @@ def table_names() -> tuple[str, ...]:
 def rows(run: Run, name: str, **params: Any) -> pa.Table:
     """A model table as stored, or a metric's rows (`params`: the metric's named parameters)."""
     if name in TABLES:
-        return run.sql_arrow(f"SELECT * FROM {name}")
+        return run.table_arrow(name)
     if name not in metrics.names():
         raise InputError(f"no table or metric named {name!r}", f"one of: {', '.join(table_names())}")
     return pa.Table.from_pylist(metrics.query(run, name, **params))

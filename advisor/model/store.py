@@ -288,6 +288,12 @@ class Run:
         cols = [d[0] for d in cur.description or []]
         return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
 
+    def table_arrow(self, name: str) -> pa.Table:
+        """One model table as stored (`name` must be one of advisor.model.schema.TABLES)."""
+        if name not in TABLES:
+            raise KeyError(name)
+        return self.sql_arrow(f"SELECT * FROM {name}")
+
     def sql_arrow(self, query: str, params: list[Any] | dict[str, Any] | None = None) -> pa.Table:
         return self._execute(query, params).fetch_arrow_table()
 

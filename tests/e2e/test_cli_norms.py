@@ -72,7 +72,10 @@ def test_every_command_has_examples_in_its_help() -> None:
         assert f"examples:\n  advisor {name}" in sp.format_help(), name
 
 
-@pytest.mark.parametrize("example", [e for e in _all_examples() if not e.startswith("advisor tui")])
+INTERACTIVE = ("advisor tui", "advisor mcp")  # covered by tests/tui and tests/e2e/test_mcp.py
+
+
+@pytest.mark.parametrize("example", [e for e in _all_examples() if not e.startswith(INTERACTIVE)])
 def test_help_examples_work_when_copied(example: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """Each example, run from the repository root (its relative paths are bundled fixtures), exits 0, or 1

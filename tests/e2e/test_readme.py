@@ -57,7 +57,10 @@ def test_every_command_has_a_readme_example() -> None:
     assert {m.NAME for m in command_modules()} <= shown
 
 
-@pytest.mark.parametrize("line", [x for x in _advisor_lines() if not x.startswith("advisor tui")])
+INTERACTIVE = ("advisor tui", "advisor mcp")  # covered by tests/tui and tests/e2e/test_mcp.py
+
+
+@pytest.mark.parametrize("line", [x for x in _advisor_lines() if not x.startswith(INTERACTIVE)])
 def test_readme_command_runs(line: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)

@@ -90,7 +90,7 @@ def test_instances_agree_on_kind_and_size(co002: Any) -> None:
 
 
 def test_co002_names_the_straggler_once_with_a_rank_table(co002: Any) -> None:
-    doc = analyze_run(co002, select={"CO002"})
+    doc = analyze_run(co002, select={"CO002"}).to_dict()
     (f,) = [f for f in doc["findings"] if f["code"] == "CO002"]
     ev = {e["name"]: e["value"] for e in f["evidence"]}
     assert ev["straggler_rank"] == 1 and ev["straggler_last_arrivals"] == 30

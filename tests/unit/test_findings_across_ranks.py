@@ -43,13 +43,13 @@ def test_one_rank_is_unchanged(real: Path) -> None:
 
 
 def test_html_report_shows_each_findings_rank_table(real: Path) -> None:
-    from advisor.reports.collect import collect
+    from advisor.engine.report_data import collect
     from advisor.reports.context import build_run_report
     from advisor.reports.html import render_run_html
 
     run = open_run(real / "param" / "dlrm_8rank")
     inputs = collect(run)
-    across = [f for f in inputs.doc["findings"] if f.get("ranks")]
+    across = [f for f in inputs.analysis.to_dict()["findings"] if f.get("ranks")]
     report = build_run_report(inputs)
     views = [v for v in report.findings if v.rank_rows]
     assert len(views) == len(across) >= 2

@@ -55,7 +55,7 @@ def test_straggler_named_and_cost_within_10pct(injected: tuple[Any, Any]) -> Non
     assert rows[LATE]["n_last"] == truth.instances
     assert abs(rows[LATE]["cost_ns"] - injection) <= 0.10 * injection
     assert rows[LATE]["cost_ns"] == pytest.approx(truth.cost_ns[LATE], abs=truth.instances * RANKS * 1000)
-    doc = analyze_run(run, select={"CO002"})
+    doc = analyze_run(run, select={"CO002"}).to_dict()
     (f,) = doc["findings"]
     ev = {e["name"]: e["value"] for e in f["evidence"]}
     assert ev["straggler_rank"] == LATE and f"rank {LATE}" in f["message"]

@@ -192,11 +192,12 @@ def run(args: argparse.Namespace) -> int:
                                     rule_options=rule_options(args.rule_option), ncu=args.ncu, nsys=args.nsys,
                                     use_cache=not args.no_cache, progress=progress,
                                     on_open=partial(progress.stage, f"analyzing {path}")))
+    doc = document(analyses)
     if args.format == "json":
-        out = dumps(document(analyses))
+        out = dumps(doc)
     elif args.format == "md":
-        out = markdown_document(document(analyses))
+        out = markdown_document(doc)
     else:
-        out = text_document(document(analyses), verbose=args.verbose, wide=args.wide)
+        out = text_document(doc, verbose=args.verbose, wide=args.wide)
     emit(out, args.output, input_paths(args), what=f"{args.format} analysis", styled=args.format == "text")
-    return 1 if args.fail_on.failed([f.to_dict() for a in analyses for f in a.findings]) else 0
+    return 1 if args.fail_on.failed([f for r in doc["runs"] for f in r["findings"]]) else 0

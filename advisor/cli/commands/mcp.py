@@ -11,6 +11,7 @@ import argparse
 
 NAME = "mcp"
 HELP = "serve advisor's tools to coding agents over MCP (stdio)"
+EXAMPLES = ["advisor mcp --root fixtures", "advisor mcp --root fixtures --timeout 120"]
 
 
 def register(p: argparse.ArgumentParser) -> None:

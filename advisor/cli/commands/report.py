@@ -21,7 +21,6 @@ EXAMPLES = ["advisor report TRACE -o report.html",
             "advisor report fixtures/nsys/ME001_uncoalesced_access_baseline/ME001_uncoalesced_access_baseline.sqlite.gz"
             " --ncu fixtures/ncu/ME001_uncoalesced_access_baseline/ME001_uncoalesced_access_baseline.ncu-rep.xz"
             " -o me001.html"]
-_SUFFIXES = (".gz", ".xz", ".sqlite", ".nsys-rep", ".qdrep", ".json", ".pt.trace", ".ncu-rep", ".csv")
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -49,8 +48,9 @@ def prepare(args: argparse.Namespace) -> None:
 def default_name(path: str) -> str:
     """`train_step.pt.trace.json.gz` -> `train_step.advisor.html` (in the current directory)."""
     name = os.path.basename(os.path.normpath(path)) or "run"
-    while (low := name.lower()).endswith(_SUFFIXES):
-        name = name[: len(name) - len(next(x for x in _SUFFIXES if low.endswith(x)))]
+    suffixes = (".gz", ".xz", ".json", ".pt.trace", *api.trace_suffixes())  # compressions, Kineto's, the registry's
+    while (low := name.lower()).endswith(suffixes):
+        name = name[: len(name) - len(next(x for x in suffixes if low.endswith(x)))]
     return f"{name or 'run'}.advisor.html"
 
 
