@@ -86,12 +86,7 @@ def ncu_classes(run: Run, joined: JoinResult) -> NcuClasses | None:
                 classes.append(NCU_CLASS[str(g.kernel_class)])
     if not dev:
         return None
-    rows = metrics.query(run, "ncu_class_pieces", device_ids=dev, starts=starts, ends=ends, classes=classes)
-    spans: dict[tuple[int, str, str], list[tuple[int, int]]] = defaultdict(list)
-    for r in rows:
-        spans[(int(r["device_id"]), str(r["src"]), str(r["dst"]))].append((int(r["start_ns"]), int(r["end_ns"])))
-    pieces = {key: _merged(v) for key, v in spans.items()}
-    moved = sum(e - s for ss, es in pieces.values() for s, e in zip(ss, es, strict=True))
+    pieces, moved = class_pieces(run, dev, starts, ends, classes)
     if not moved:
         return None
     share = 100.0 * sum(g.time_share for g in groups)
@@ -171,3 +166,15 @@ def _ncu_cause(best: str, decided: list[ClassifiedKernel], n: int, best_ns: int,
         names = ", ".join(sorted({short_label(ck.launch.name) for ck in idle}))
         said += f"; GEMM-like kernel(s) with the tensor pipe at 0%: {names}"
     return f"{LEAD[best]}: {said}"
+
+
+def class_pieces(run: Run, dev: list[int], starts: list[int], ends: list[int], classes: list[str]
+                 ) -> tuple[Pieces, int]:
+    """The timeline pieces that kernels given a class by a measurement (ncu, roofline) move out of their
+    timeline class: per (device, from, to) the merged intervals, and the time moved in all."""
+    rows = metrics.query(run, "ncu_class_pieces", device_ids=dev, starts=starts, ends=ends, classes=classes)
+    spans: dict[tuple[int, str, str], list[tuple[int, int]]] = defaultdict(list)
+    for r in rows:
+        spans[(int(r["device_id"]), str(r["src"]), str(r["dst"]))].append((int(r["start_ns"]), int(r["end_ns"])))
+    pieces = {key: _merged(v) for key, v in spans.items()}
+    return pieces, sum(e - s for ss, es in pieces.values() for s, e in zip(ss, es, strict=True))

@@ -11,13 +11,12 @@ An Nsight Compute report, where one is joined, decides first (it measures what t
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
 
 from advisor import metrics
 from advisor.model.store import Run
 from advisor.perf.ops.trace import args_key, op_bounds
-from advisor.rules.ncu_verdict import NcuClasses, _merged
+from advisor.rules.ncu_verdict import NcuClasses, class_pieces
 
 ROOF_CLASS = {"compute": "roof_compute", "memory": "roof_memory"}
 
@@ -65,12 +64,7 @@ def roof_classes(run: Run) -> RoofClasses | None:
 
 def _pieces(run: Run, dev: list[int], starts: list[int], ends: list[int], classes: list[str], n: int
             ) -> RoofClasses | None:
-    rows = metrics.query(run, "ncu_class_pieces", device_ids=dev, starts=starts, ends=ends, classes=classes)
-    spans: dict[tuple[int, str, str], list[tuple[int, int]]] = defaultdict(list)
-    for r in rows:
-        spans[(int(r["device_id"]), str(r["src"]), str(r["dst"]))].append((int(r["start_ns"]), int(r["end_ns"])))
-    pieces = {key: _merged(v) for key, v in spans.items()}
-    moved = sum(e - s for ss, es in pieces.values() for s, e in zip(ss, es, strict=True))
+    pieces, moved = class_pieces(run, dev, starts, ends, classes)
     if not moved:
         return None
     kernel_ns = sum(int(r["ns"]) for r in metrics.query(run, "kernel_totals"))
