@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from advisor.ingest import open_run  # noqa: E402
+from docgen import emit  # noqa: E402
 from advisor.model.store import Run  # noqa: E402
 from tests.golden import goldkit  # noqa: E402
 from tests.real import labelkit  # noqa: E402
@@ -87,14 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", choices=("pairs", "real"), help="rebuild one part, keep the other from the file")
     args = ap.parse_args(argv)
     text = build(args.only)
-    if args.check:
-        if not DOC.is_file() or DOC.read_text() != text:
-            print("stale: docs/accuracy.md (run python scripts/gen_accuracy.py)", file=sys.stderr)
-            return 1
-        return 0
-    DOC.write_text(text)
-    print(f"wrote {DOC}")
-    return 0
+    return emit(DOC, text, args.check, "python scripts/gen_accuracy.py")
 
 
 if __name__ == "__main__":

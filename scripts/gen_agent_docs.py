@@ -18,6 +18,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from docgen import emit
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "agents.md"
 MARKS = {
@@ -117,16 +119,9 @@ def splice(page: str, part: str, body: str) -> str:
 def main() -> int:
     page = OUT.read_text()
     new = splice(page, "schemas", schemas())
-    if "--check" in sys.argv:
-        if new != page:
-            print(f"{OUT} is stale: run `python scripts/gen_agent_docs.py`")
-            return 1
-        return 0
-    if "--transcript" in sys.argv:
+    if "--transcript" in sys.argv and "--check" not in sys.argv:
         new = splice(new, "transcript", transcript())
-    OUT.write_text(new)
-    print(f"wrote {OUT}")
-    return 0
+    return emit(OUT, new, "--check" in sys.argv, "python scripts/gen_agent_docs.py")
 
 
 if __name__ == "__main__":

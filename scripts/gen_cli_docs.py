@@ -12,6 +12,8 @@ import os
 import sys
 from pathlib import Path
 
+from docgen import emit
+
 OUT = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
 WIDTH = "100"
 
@@ -38,15 +40,7 @@ def render() -> str:
 
 
 def main() -> int:
-    text = render()
-    if "--check" in sys.argv:
-        if not OUT.exists() or OUT.read_text() != text:
-            print(f"{OUT} is stale: run `python scripts/gen_cli_docs.py`")
-            return 1
-        return 0
-    OUT.write_text(text)
-    print(f"wrote {OUT}")
-    return 0
+    return emit(OUT, render(), "--check" in sys.argv, "python scripts/gen_cli_docs.py")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from advisor.model.schema import SCHEMA_VERSION, TABLES
+from docgen import emit
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "model.md"
 
@@ -29,15 +30,7 @@ def render() -> str:
 
 
 def main() -> int:
-    text = render()
-    if "--check" in sys.argv:
-        if not OUT.exists() or OUT.read_text() != text:
-            print(f"{OUT} is stale: run `python scripts/gen_model_docs.py`")
-            return 1
-        return 0
-    OUT.write_text(text)
-    print(f"wrote {OUT}")
-    return 0
+    return emit(OUT, render(), "--check" in sys.argv, "python scripts/gen_model_docs.py")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from docgen import emit
+
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "op-coverage.md"
 REAL = Path(os.environ.get("ADVISOR_REAL_FIXTURES", ROOT.parent / "shared" / "fixtures" / "real"))
@@ -115,13 +117,7 @@ def main() -> int:
                 text = render(_sections(traces()))
             finally:
                 del os.environ["ADVISOR_CACHE_DIR"]
-    if args.check:
-        if DOC.read_text(encoding="utf-8") != text:
-            print("stale: docs/op-coverage.md (run python scripts/gen_op_coverage.py)", file=sys.stderr)
-            return 1
-        return 0
-    DOC.write_text(text, encoding="utf-8")
-    return 0
+    return emit(DOC, text, args.check, "python scripts/gen_op_coverage.py")
 
 
 if __name__ == "__main__":
