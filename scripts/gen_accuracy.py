@@ -19,8 +19,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from advisor.ingest import open_run  # noqa: E402
 from docgen import emit  # noqa: E402
+
+from advisor.ingest import open_run  # noqa: E402
 from advisor.model.store import Run  # noqa: E402
 from tests.golden import goldkit  # noqa: E402
 from tests.real import labelkit  # noqa: E402

@@ -6,8 +6,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from advisor.model.schema import SCHEMA_VERSION, TABLES
 from docgen import emit
+
+from advisor.model.schema import SCHEMA_VERSION, TABLES
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "model.md"
 
