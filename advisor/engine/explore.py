@@ -91,7 +91,8 @@ def busy_bins(run: Run, t0: int, t1: int, bins: int, device_id: int | None = Non
     """
     t1 = max(t1, t0 + 1)
     width = (t1 - t0) / bins
-    params: dict[str, Any] = {"t0": t0, "t1": t1, "w": width, "bins": bins, "device": device_id}
+    params: dict[str, Any] = {"t0": t0, "t1": t1, "w": width, "bins": bins, "device": device_id, "keep": None,
+                              "islands": True}
     series: dict[tuple[int, int | None], list[float]] = {}
     for r in metrics.query(run, "busy_bins", **params):
         dev, stream, b, ns = r["device_id"], r["stream_id"], r["bin"], r["ns"]
@@ -128,9 +129,9 @@ def stream_bins(run: Run, t0: int, bin_ns: float, bins: int, per_device: int = M
             entry["busy_ns"] += int(ns)
     series: dict[tuple[int, int], list[float]] = {(d, s): [0.0] * bins for d, s, _ in kept}
     if kept:
-        params: dict[str, Any] = {"t0": t0, "t1": t1, "w": width, "bins": bins,
+        params: dict[str, Any] = {"t0": t0, "t1": t1, "w": width, "bins": bins, "device": None, "islands": False,
                                   "keep": [{"device_id": d, "stream_id": s} for d, s, _ in kept]}
-        for r in metrics.query(run, "stream_bins", **params):
+        for r in metrics.query(run, "busy_bins", **params):
             series[(int(r["device_id"]), int(r["stream_id"]))][int(r["bin"])] = min(1.0, float(r["ns"]) / width)
     rows = [{"device_id": d, "stream_id": s, "busy_ns": ns, "busy": series[(d, s)]} for d, s, ns in kept]
     return {"t0_ns": t0, "bin_ns": width, "bins": bins, "per_device": per_device, "rows": rows,

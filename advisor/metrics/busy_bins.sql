@@ -1,5 +1,5 @@
 -- metric: busy_bins
--- doc: Busy nanoseconds per (device, stream, bin) in [$t0, $t1) cut into $bins bins of width $w, of device $device (null: all): per stream, and per device (stream_id null) of the union of all its streams' kernels and memory operations (busy islands), so overlap counts once.
+-- doc: Busy nanoseconds per (device, stream, bin) in [$t0, $t1) cut into $bins bins of width $w, of device $device (null: all) and of the streams listed in $keep (a list of {device_id, stream_id}; null: every stream); with $islands, also per device (stream_id null) the union of all its streams' kernels and memory operations (busy islands), so overlap counts once. The one binning of busy time: the TUI's strips and the report's stream lanes.
 -- keep: false
 WITH 
 w AS (
@@ -8,11 +8,12 @@ SELECT device_id, coalesce(stream_id, -1) AS stream_id, start_ns AS s, end_ns AS
 UNION ALL SELECT device_id, coalesce(stream_id, -1), start_ns, end_ns FROM memops
 )
   WHERE e > $t0 AND s < $t1 AND e > s AND ($device IS NULL OR device_id = $device)
+    AND ($keep IS NULL OR list_contains($keep, {'device_id': device_id, 'stream_id': stream_id}))
 ),
 o AS (
   SELECT device_id, s, e, max(e) OVER (PARTITION BY device_id ORDER BY s, e
                                         ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
-  FROM w
+  FROM w WHERE $islands
 ),
 g AS (
   SELECT device_id, s, e, sum(CASE WHEN prev_end IS NULL OR s > prev_end THEN 1 ELSE 0 END)
