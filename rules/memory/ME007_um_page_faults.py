@@ -4,6 +4,26 @@ from typing import Any
 
 from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
 
+# What to do about demand paging, in the order to try them.
+_FIXES = (
+    Fix(
+        "prefetch managed memory before it is used",
+        "cudaMemPrefetchAsync(ptr, bytes, device, stream) before the kernel and "
+        "cudaMemPrefetchAsync(ptr, bytes, cudaCpuDeviceId, stream) before the host touches it again",
+        "safe",
+    ),
+    Fix(
+        "advise the driver where the data lives",
+        "cudaMemAdvise(ptr, bytes, cudaMemAdviseSetPreferredLocation / SetReadMostly / SetAccessedBy, dev)",
+        "safe",
+    ),
+    Fix(
+        "use explicit device buffers",
+        "cudaMalloc + pinned host staging + cudaMemcpyAsync instead of managed memory",
+        "redesign",
+    ),
+)
+
 
 class UmPageFaults(Rule):
     """Kernels stall on unified-memory page faults: managed data migrates on demand instead of being prefetched.
@@ -188,23 +208,6 @@ class UmPageFaults(Rule):
                 f"host-to-device on demand (cause fault or speculative prefetch) at the {ref_text}; CPU-fault "
                 "handling is not priced (the export records only the fault instants)"
             ),
-            fixes=(
-                Fix(
-                    "prefetch managed memory before it is used",
-                    "cudaMemPrefetchAsync(ptr, bytes, device, stream) before the kernel and "
-                    "cudaMemPrefetchAsync(ptr, bytes, cudaCpuDeviceId, stream) before the host touches it again",
-                    "safe",
-                ),
-                Fix(
-                    "advise the driver where the data lives",
-                    "cudaMemAdvise(ptr, bytes, cudaMemAdviseSetPreferredLocation / SetReadMostly / SetAccessedBy, dev)",
-                    "safe",
-                ),
-                Fix(
-                    "use explicit device buffers",
-                    "cudaMalloc + pinned host staging + cudaMemcpyAsync instead of managed memory",
-                    "redesign",
-                ),
-            ),
+            fixes=_FIXES,
             location=f"device={dev}",
         )
