@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from advisor.cli.render_escape import clean, distinct_names, md_cell, wide_text
+from advisor.cli.render_facts import md_facts, text_facts
 from advisor.cli.render_gpu_metrics import md_gpu_metrics, text_gpu_metrics
 from advisor.cli.render_mfu import text_mfu, text_serving
 from advisor.cli.render_ncu import md_ncu, md_ncu_profile, text_ncu, text_ncu_profile
@@ -74,6 +75,7 @@ def text_run(doc: dict[str, Any], verbose: bool = False) -> list[str]:
     lines += _text_time(doc["time"], doc.get("ncu_profile"))
     lines += _text_kernels(doc["top_kernels"])
     lines += _text_ranges(doc["ranges"])
+    lines += text_facts(doc)
     lines += text_gpu_metrics(doc.get("gpu_metrics"))
     lines += text_mfu(doc.get("mfu"))
     lines += text_serving(doc.get("serving"))
@@ -287,6 +289,7 @@ def _md_run(doc: dict[str, Any]) -> list[list[str]]:
         _md_findings_details(doc.get("findings") or []),
         _md_kernels(doc["top_kernels"]),
         _md_ranges(doc["ranges"]),
+        md_facts(doc),
         md_gpu_metrics(doc.get("gpu_metrics")),
         _md_counts(doc["counts"]),
     ]

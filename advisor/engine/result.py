@@ -153,6 +153,48 @@ class RangesSummary:
 
 
 @dataclass(frozen=True)
+class CopyStat:
+    """Copies (or memsets) of one kind on one device: direction and source/destination memory."""
+
+    device_id: int
+    op: str
+    copy_kind: str | None
+    src_kind: str | None
+    dst_kind: str | None
+    count: int
+    bytes: int | None
+    total_ns: int
+    max_ns: int
+
+
+@dataclass(frozen=True)
+class ApiStat:
+    api: str
+    name: str
+    calls: int
+    total_ns: int
+    max_ns: int
+
+
+@dataclass(frozen=True)
+class ApiSummary:
+    """Host API functions with the most time; `of` says what `total_ns` sums."""
+
+    of: str
+    items: tuple[ApiStat, ...]
+
+
+@dataclass(frozen=True)
+class FamilyTime:
+    """Kernel time of one family on one device, a share of that device's summed kernel durations."""
+
+    device_id: int
+    family: str
+    kernels: int
+    kernel: TimeShare
+
+
+@dataclass(frozen=True)
 class Summary:
     """The facts before any rule (advisor.engine.summary), each figure with its denominator."""
 
@@ -162,6 +204,9 @@ class Summary:
     time: tuple[DeviceTime, ...]
     top_kernels: TopKernels
     ranges: RangesSummary
+    copies: tuple[CopyStat, ...] = ()
+    api: ApiSummary = ApiSummary("", ())
+    families: tuple[FamilyTime, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -209,7 +254,8 @@ class Analysis:
         doc: dict[str, Any] = {"input": asdict(self.input), "devices": [dict(d) for d in s.devices],
                                "counts": dict(s.counts), "capture": asdict(s.capture),
                                "time": [asdict(t) for t in s.time], "top_kernels": asdict(s.top_kernels),
-                               "ranges": asdict(s.ranges)}
+                               "ranges": asdict(s.ranges), "copies": [asdict(c) for c in s.copies],
+                               "api": asdict(s.api), "families": [asdict(f) for f in s.families]}
         if self.sections.ncu is not None:
             doc["ncu"] = self.sections.ncu
         if self.report is None or self.verdict is None:
@@ -243,8 +289,8 @@ def dumps(doc: Mapping[str, Any]) -> str:
 
 
 # keys of a single run's document repeated at the top level (docs/json-output.md)
-TOP_LEVEL = ("devices", "counts", "capture", "time", "top_kernels", "ranges", "headline", "headline_note",
-             "findings", "verdict", "rules")
+TOP_LEVEL = ("devices", "counts", "capture", "time", "top_kernels", "ranges", "copies", "api", "families",
+             "headline", "headline_note", "findings", "verdict", "rules")
 
 
 def document(analyses: list[Analysis]) -> dict[str, Any]:

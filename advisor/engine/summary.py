@@ -21,7 +21,7 @@ from advisor.model.store import Run
 from advisor.redact import redact
 from advisor.vocab import share
 
-JSON_SCHEMA_VERSION = "1.2"  # docs/json-output.md, "Versions"
+JSON_SCHEMA_VERSION = "1.3"  # docs/json-output.md, "Versions"
 
 COUNT_TABLES = (
     "kernels", "memops", "api_calls", "sync", "ranges", "cpu_ops", "collectives",
@@ -136,6 +136,37 @@ def ranges_summary(run: Run, limit: int = 15) -> dict[str, Any]:
     return {"total_ranges": run.count("ranges"), "items": items, "steps": steps}
 
 
+def copies(run: Run) -> list[dict[str, Any]]:
+    """Copies and memsets per device and kind (direction, source and destination memory): count, bytes, time."""
+    return [{k: (int(v) if k in _INTS and v is not None else v) for k, v in r.items()}
+            for r in metrics.query(run, "copy_summary")]
+
+
+_INTS = frozenset({"device_id", "count", "bytes", "total_ns", "max_ns", "calls", "kernels"})
+API_OF = "summed durations of the calls (calls on different threads overlap: the sum can exceed the wall time)"
+
+
+def api_summary(run: Run, limit: int = 15) -> dict[str, Any]:
+    """The host API functions with the most time (ABI version suffixes dropped from the names)."""
+    items = [{k: (int(v) if k in _INTS else v) for k, v in r.items()}
+             for r in metrics.query(run, "api_summary", limit=limit)]
+    return {"of": API_OF, "items": items}
+
+
+def family_time(run: Run) -> list[dict[str, Any]]:
+    """Kernel time per device and family, each a share of that device's summed kernel durations."""
+    rows = metrics.query(run, "family_time")
+    per_device: dict[int, int] = {}
+    for r in rows:
+        per_device[int(r["device_id"])] = per_device.get(int(r["device_id"]), 0) + int(r["kernel_ns"])
+    return [
+        {"device_id": int(r["device_id"]), "family": r["family"], "kernels": int(r["kernels"]),
+         "kernel": share(int(r["kernel_ns"]), per_device[int(r["device_id"])],
+                         f"sum of kernel durations on device {r['device_id']}")}
+        for r in rows
+    ]
+
+
 def summarize(run: Run, top: int = 10) -> dict[str, Any]:
     """The per-run part of the `analyze` JSON (findings and verdict are added by the caller).
 
@@ -153,6 +184,9 @@ def summarize(run: Run, top: int = 10) -> dict[str, Any]:
             "time": time_split(run),
             "top_kernels": top_kernels(run, top),
             "ranges": ranges_summary(run),
+            "copies": copies(run),
+            "api": api_summary(run),
+            "families": family_time(run),
         }
         derived.save_json(run, f"summary-top{top}", key, facts)
     return {"input": input_info(run), **facts}

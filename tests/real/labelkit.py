@@ -240,15 +240,17 @@ def _select(items: list[Any], sel: str) -> list[Any]:
         return list(items)
     if sel.isdigit():
         return [items[int(sel)]]
-    key, op, want = re.fullmatch(r"(\w+)(~|=)(.*)", sel).groups()  # type: ignore[union-attr]
-    if op == "~":
-        return [x for x in items if want in str(x.get(key))]
-    return [x for x in items if str(x.get(key)) == want]
+    out = list(items)
+    for cond in sel.split("&"):  # every condition must hold: `copy_kind=HtoD&src_kind=pageable`
+        key, op, want = re.fullmatch(r"(\w+)(~|=)(.*)", cond).groups()  # type: ignore[union-attr]
+        out = [x for x in out if (want in str(x.get(key)) if op == "~" else str(x.get(key)) == want)]
+    return out
 
 
 def resolve(doc: Any, path: str) -> list[Any]:
     """Every value `path` reaches: keys joined by dots; `key[sel]` picks list elements by index, by
-    `field=value`, by `field~substring` or all with `*` (later keys apply to each element)."""
+    `field=value`, by `field~substring` (several joined by `&` must all hold) or all with `*` (later keys
+    apply to each element)."""
     nodes = [doc]
     for part in _split(path):
         key, _, sel = part.partition("[")
