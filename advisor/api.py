@@ -65,6 +65,7 @@ if TYPE_CHECKING:  # each name is imported on first use (module __getattr__ belo
     from advisor.perf.ops.attention import cost as attention_cost
     from advisor.perf.ops.conv import cost as conv_cost
     from advisor.perf.ops.gemm import cost as gemm_cost
+    from advisor.perf.peaks import PRECISION_LABEL
     from advisor.rules.base import Finding, Fix, Window
     from advisor.rules.catalog import sections
     from advisor.rules.classify import RunVerdict
@@ -101,22 +102,23 @@ _LAZY = {
     "attention_cost": "advisor.perf.ops.attention",
     "conv_cost": "advisor.perf.ops.conv",
     "gemm_cost": "advisor.perf.ops.gemm",
+    "PRECISION_LABEL": "advisor.perf.peaks",
     **dict.fromkeys(("Finding", "Fix", "Window"), "advisor.rules.base"),
     "sections": "advisor.rules.catalog",
     "RunVerdict": "advisor.rules.classify",
     "get_rule": "advisor.rules.registry",
 }
 
-__all__ = ["OP_MODELS", "Analysis", "AnalysisDiff", "CacheEntry", "Cost", "DEFAULT_THRESHOLD_PCT", "DeviceTime",
-           "FORMATS_HELP", "Finding", "Fix", "MAX_STREAMS", "OpCall", "Outcomes", "ParseOptions", "ProgressFn",
-           "RangesSummary", "ReportInputs", "RooflineTime", "Run", "RunVerdict", "SORT_KEYS", "Side", "SideOptions",
-           "Summary", "Table", "TopKernels", "Window", "analyze", "analyze_run", "attention_cost", "busy_bins",
-           "check_address_space", "chrome_trace", "conv_cost", "default_cache_dir", "diff", "diff_sides", "document",
-           "dumps", "entries", "evict", "explain", "from_analysis", "gemm_cost", "get_rule", "gpu_roofs", "gpu_window",
-           "idle_gaps", "kernel_instances", "kernel_table", "list_rules", "max_bytes", "model_for", "op_cost",
-           "open_capture", "open_run", "open_side", "out_of_memory", "parse_size", "range_tree", "report_inputs",
-           "resolve_side", "retried", "roofline", "sections", "select_rules", "side_from_runs", "stream_bins",
-           "table_names", "trace_suffixes", "verify", "with_run", "work_bytes"]
+__all__ = ["OP_MODELS", "PRECISION_LABEL", "Analysis", "AnalysisDiff", "CacheEntry", "Cost", "DEFAULT_THRESHOLD_PCT",
+           "DeviceTime", "FORMATS_HELP", "Finding", "Fix", "MAX_STREAMS", "OpCall", "Outcomes", "ParseOptions",
+           "ProgressFn", "RangesSummary", "ReportInputs", "RooflineTime", "Run", "RunVerdict", "SORT_KEYS", "Side",
+           "SideOptions", "Summary", "Table", "TopKernels", "Window", "analyze", "analyze_run", "attention_cost",
+           "busy_bins", "check_address_space", "chrome_trace", "conv_cost", "default_cache_dir", "diff", "diff_sides",
+           "document", "dumps", "entries", "evict", "explain", "from_analysis", "gemm_cost", "get_rule", "gpu_roofs",
+           "gpu_window", "idle_gaps", "kernel_instances", "kernel_table", "list_rules", "max_bytes", "model_for",
+           "op_cost", "open_capture", "open_run", "open_side", "out_of_memory", "parse_size", "range_tree",
+           "report_inputs", "resolve_side", "retried", "roofline", "sections", "select_rules", "side_from_runs",
+           "stream_bins", "table_names", "trace_suffixes", "verify", "with_run", "work_bytes"]
 
 
 _RENAMED = {"resolve_side": "resolve", "CacheEntry": "Entry", "FORMATS_HELP": "HELP", "OP_MODELS": "MODELS",
