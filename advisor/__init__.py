@@ -19,12 +19,26 @@ from typing import TYPE_CHECKING, Any  # noqa: E402
 from advisor.errors import AdvisorError, InputError  # noqa: E402
 
 if TYPE_CHECKING:
-    from advisor.api import Analysis, Table, analyze, diff, open_run
+    from advisor.api import (
+        Analysis,
+        Cost,
+        OpCall,
+        Table,
+        analyze,
+        attention_cost,
+        conv_cost,
+        diff,
+        gemm_cost,
+        op_cost,
+        open_run,
+    )
 
-__all__ = ["DISTRIBUTION", "INSTALL_HINT", "AdvisorError", "Analysis", "InputError", "Table", "__version__",
-           "analyze", "diff", "open_run"]
+__all__ = ["DISTRIBUTION", "INSTALL_HINT", "AdvisorError", "Analysis", "Cost", "InputError", "OpCall", "Table",
+           "__version__", "analyze", "attention_cost", "conv_cost", "diff", "gemm_cost", "op_cost", "open_run"]
 
-_FROM_API = ("Analysis", "Table", "analyze", "diff", "open_run")
+# op_cost and the *_cost models price a shape without a trace (docs/op-models.md)
+_FROM_API = ("Analysis", "Cost", "OpCall", "Table", "analyze", "attention_cost", "conv_cost", "diff", "gemm_cost",
+             "op_cost", "open_run")
 
 
 def __getattr__(name: str) -> Any:

@@ -60,6 +60,12 @@ if TYPE_CHECKING:  # each name is imported on first use (module __getattr__ belo
     from advisor.parsers.base import ParseOptions, ProgressFn
     from advisor.parsers.registry import HELP as FORMATS_HELP
     from advisor.parsers.registry import trace_suffixes
+    from advisor.perf.ops import MODELS as OP_MODELS
+    from advisor.perf.ops import Cost, OpCall, RooflineTime, gpu_roofs, model_for, op_cost
+    from advisor.perf.ops.attention import cost as attention_cost
+    from advisor.perf.ops.conv import cost as conv_cost
+    from advisor.perf.ops.gemm import cost as gemm_cost
+    from advisor.perf.peaks import PRECISION_LABEL
     from advisor.rules.base import Finding, Fix, Window
     from advisor.rules.catalog import sections
     from advisor.rules.classify import RunVerdict
@@ -90,24 +96,33 @@ _LAZY = {
     "select_rules": "advisor.rules.registry",
     "Run": "advisor.model.store",
     **dict.fromkeys(("ParseOptions", "ProgressFn"), "advisor.parsers.base"),
+    # op models without a trace: what would this shape cost on that GPU? (docs/op-models.md)
+    **dict.fromkeys(("Cost", "OpCall", "OP_MODELS", "RooflineTime", "gpu_roofs", "model_for", "op_cost"),
+                    "advisor.perf.ops"),
+    "attention_cost": "advisor.perf.ops.attention",
+    "conv_cost": "advisor.perf.ops.conv",
+    "gemm_cost": "advisor.perf.ops.gemm",
+    "PRECISION_LABEL": "advisor.perf.peaks",
     **dict.fromkeys(("Finding", "Fix", "Window"), "advisor.rules.base"),
     "sections": "advisor.rules.catalog",
     "RunVerdict": "advisor.rules.classify",
     "get_rule": "advisor.rules.registry",
 }
 
-__all__ = ["Analysis", "AnalysisDiff", "CacheEntry", "DEFAULT_THRESHOLD_PCT", "DeviceTime", "FORMATS_HELP",
-           "Finding", "Fix", "MAX_STREAMS", "Outcomes", "ParseOptions", "ProgressFn", "RangesSummary",
-           "ReportInputs", "Run", "RunVerdict", "SORT_KEYS", "Side", "SideOptions", "Summary", "Table", "TopKernels",
-           "Window", "analyze", "analyze_run", "busy_bins", "check_address_space", "chrome_trace",
-           "default_cache_dir", "diff", "diff_sides", "document", "dumps", "entries", "evict", "explain",
-           "from_analysis", "get_rule", "gpu_window", "idle_gaps", "kernel_instances", "kernel_table", "list_rules",
-           "max_bytes", "open_capture", "open_run", "open_side", "out_of_memory", "parse_size", "range_tree",
+__all__ = ["OP_MODELS", "PRECISION_LABEL", "Analysis", "AnalysisDiff", "CacheEntry", "Cost", "DEFAULT_THRESHOLD_PCT",
+           "DeviceTime", "FORMATS_HELP", "Finding", "Fix", "MAX_STREAMS", "OpCall", "Outcomes", "ParseOptions",
+           "ProgressFn", "RangesSummary", "ReportInputs", "RooflineTime", "Run", "RunVerdict", "SORT_KEYS", "Side",
+           "SideOptions", "Summary", "Table", "TopKernels", "Window", "analyze", "analyze_run", "attention_cost",
+           "busy_bins", "check_address_space", "chrome_trace", "conv_cost", "default_cache_dir", "diff", "diff_sides",
+           "document", "dumps", "entries", "evict", "explain", "from_analysis", "gemm_cost", "get_rule", "gpu_roofs",
+           "gpu_window", "idle_gaps", "kernel_instances", "kernel_table", "list_rules", "max_bytes", "model_for",
+           "op_cost", "open_capture", "open_run", "open_side", "out_of_memory", "parse_size", "range_tree",
            "report_inputs", "resolve_side", "retried", "roofline", "sections", "select_rules", "side_from_runs",
            "stream_bins", "table_names", "trace_suffixes", "verify", "with_run", "work_bytes"]
 
 
-_RENAMED = {"resolve_side": "resolve", "CacheEntry": "Entry", "FORMATS_HELP": "HELP"}  # api name -> module's
+_RENAMED = {"resolve_side": "resolve", "CacheEntry": "Entry", "FORMATS_HELP": "HELP", "OP_MODELS": "MODELS",
+            "attention_cost": "cost", "conv_cost": "cost", "gemm_cost": "cost"}  # api name -> module's
 
 
 def __getattr__(name: str) -> Any:

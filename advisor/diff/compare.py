@@ -26,13 +26,15 @@ from advisor.diff.align import (
 )
 from advisor.diff.facts import Capture, is_step_marker
 from advisor.diff.identity import program_evidence
+from advisor.diff.ops import ops_diff
 from advisor.diff.rulefacts import diff_findings
 from advisor.diff.sides import Side
 from advisor.diff.stats import mean_difference_interval
 from advisor.diff.verdict import DEFAULT_THRESHOLD_PCT, Comparability, Verdict, comparability, decide
 from advisor.vocab import pct, share
 
-DIFF_SCHEMA_VERSION = "1.2"  # 1.2: verify; 1.1: comparability.program, verdict.interval and verdict.rule, gate.interval
+# 1.3: ops; 1.2: verify; 1.1: comparability.program, verdict.interval and verdict.rule, gate.interval
+DIFF_SCHEMA_VERSION = "1.3"
 
 
 def _side_doc(side: Side) -> dict[str, Any]:
@@ -302,6 +304,15 @@ def _rules_doc(base: Side, new: Side, pairs: list[DevicePair]) -> dict[str, Any]
     }
 
 
+def _ops_doc(base: Side, new: Side, pairs: list[DevicePair], top: int) -> dict[str, Any] | None:
+    """Per-op TFLOP/s and per-device MFU before and after, read from each side's analysis (advisor/diff/ops.py)."""
+    if base.analysis is None or new.analysis is None:
+        return None
+    bmap = {p.base.device_id: p.key for p in pairs if p.base}
+    nmap = {p.new.device_id: p.key for p in pairs if p.new}
+    return ops_diff(base.analysis.sections, new.analysis.sections, bmap, nmap, top)
+
+
 def _headline(v: Verdict, metric: dict[str, Any], changes: list[dict[str, Any]], comp: Comparability,
               w: Work) -> str:
     if not comp.comparable:
@@ -350,6 +361,7 @@ def diff_sides(base: Side, new: Side, threshold_pct: float = DEFAULT_THRESHOLD_P
                     metric_of)
     api = _items(api_totals(base.captures), api_totals(new.captures), fb, fn, top, metric["base_ns"], metric_of)
     rules = _rules_doc(base, new, pairs)
+    ops = _ops_doc(base, new, pairs, top)
     devices = _device_doc(pairs)
     changes = named_changes(kernels, ranges, api, rules["findings"], metric["base_ns"], unit, devices)
     for block in (kernels, ranges, api):
@@ -388,5 +400,6 @@ def diff_sides(base: Side, new: Side, threshold_pct: float = DEFAULT_THRESHOLD_P
         "ranges": ranges,
         "api": api,
         "changes": changes,
+        "ops": ops,
         **rules,
     }

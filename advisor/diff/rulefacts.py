@@ -129,6 +129,7 @@ class AnalysisDiff:
     findings: FindingsDiff
     base_verdict: Verdict | None
     new_verdict: Verdict | None
+    ops: dict[str, Any] | None = None  # per-op TFLOP/s and per-device MFU before and after (advisor/diff/ops.py)
 
     @property
     def new(self) -> tuple[Finding, ...]:
@@ -144,11 +145,14 @@ class AnalysisDiff:
 
     def to_dict(self) -> dict[str, Any]:
         vb, vn = (v.class_ if v is not None else None for v in (self.base_verdict, self.new_verdict))
-        return {"findings": self.findings.to_dict(), "verdict_class": {"base": vb, "new": vn}}
+        return {"findings": self.findings.to_dict(), "verdict_class": {"base": vb, "new": vn}, "ops": self.ops}
 
 
 def diff_analyses(base: Analysis, new: Analysis) -> AnalysisDiff:
-    """Two analyses compared by what they already hold."""
+    """Two analyses compared by what they already hold (findings, verdicts, the ops and mfu sections)."""
+    from advisor.diff.ops import ops_diff
+
     return AnalysisDiff(match_findings(base.findings, new.findings),
                         base.verdict.run if base.verdict is not None else None,
-                        new.verdict.run if new.verdict is not None else None)
+                        new.verdict.run if new.verdict is not None else None,
+                        ops_diff(base.sections, new.sections))

@@ -25,6 +25,8 @@ from pathlib import Path
 
 from advisor.diff.facts import Capture, extract
 from advisor.diff.rulefacts import RuleFacts, rule_facts
+from advisor.engine.analyze import analyze_run
+from advisor.engine.result import Analysis
 from advisor.engine.runs import with_run
 from advisor.errors import InputError
 from advisor.ingest import open_run
@@ -43,6 +45,7 @@ class Side:
     layout: str  # how the path was read, in words
     rules: RuleFacts | None = None
     notes: list[str] = field(default_factory=list)
+    analysis: Analysis | None = None  # the first capture's typed analysis (its ops and mfu sections)
 
 
 @dataclass
@@ -189,25 +192,40 @@ def open_side(label: str, opts: SideOptions | None = None) -> Side:
     paths, layout = resolve(label, opts)
     captures: list[Capture] = []
     rules: RuleFacts | None = None
+    analysis: Analysis | None = None
     for i, path in enumerate(paths):
-        capture, facts = with_run(path, partial(_read, opts=opts, first=i == 0), opener=partial(_open, path, opts))
+        capture, facts, a = with_run(path, partial(_read, opts=opts, first=i == 0), opener=partial(_open, path, opts))
         captures.append(capture)
-        rules = facts if i == 0 else rules
-    return Side(label, captures, layout, rules)
+        rules, analysis = (facts, a) if i == 0 else (rules, analysis)
+    return Side(label, captures, layout, rules, analysis=analysis)
 
 
-def _read(run: Run, *, opts: SideOptions, first: bool) -> tuple[Capture, RuleFacts | None]:
-    """A capture's facts, and on the side's first capture its rule facts (the rules run once)."""
-    return extract(run, opts.step_regex), rule_facts(run) if first and opts.with_rules else None
+def _read(run: Run, *, opts: SideOptions, first: bool) -> tuple[Capture, RuleFacts | None, Analysis | None]:
+    """A capture's facts, and on the side's first capture its rule facts (the rules run once) and its typed
+    analysis, assembled from those same rule outcomes (the per-op roofline and MFU the diff compares)."""
+    if not first:
+        return extract(run, opts.step_regex), None, None
+    facts = rule_facts(run) if opts.with_rules else None
+    return extract(run, opts.step_regex), facts, analysed(run, facts)
+
+
+def analysed(run: Run, facts: RuleFacts | None) -> Analysis:
+    """The run's typed analysis with the rule outcomes already computed (None, or a failed rule engine: facts
+    only); the rules never run a second time."""
+    outcomes = facts.outcomes if facts is not None else None
+    return analyze_run(run, rules=outcomes is not None, outcomes=outcomes)
 
 
 def side_from_runs(label: str, runs: list[Run], step_regex: str | None = None, with_rules: bool = True,
-                   rules: RuleFacts | None = None) -> Side:
+                   rules: RuleFacts | None = None, analysis: Analysis | None = None) -> Side:
     """A side over already-open runs (tests, library use); the caller keeps ownership of the runs.
 
     rules: the first run's rule facts when already known (from its analysis): the rules do not run again.
+    analysis: the first run's typed analysis when already known (its ops and mfu sections are compared).
     """
     captures = [extract(r, step_regex) for r in runs]
     if rules is None and with_rules and runs:
         rules = rule_facts(runs[0])
-    return Side(label, captures, f"{len(runs)} in-memory run(s)", rules)
+    if analysis is None and runs:
+        analysis = analysed(runs[0], rules)
+    return Side(label, captures, f"{len(runs)} in-memory run(s)", rules, analysis=analysis)

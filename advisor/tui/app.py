@@ -16,6 +16,7 @@ from advisor.tui.messages import LoadFailed, LoadProgress, SessionReady
 from advisor.tui.screens.diff import DiffScreen
 from advisor.tui.screens.findings import FindingsScreen
 from advisor.tui.screens.kernels import KernelsScreen
+from advisor.tui.screens.mfu import MfuScreen
 from advisor.tui.screens.overview import OverviewScreen
 from advisor.tui.screens.ranges import RangesScreen
 from advisor.tui.screens.roofline import RooflineScreen
@@ -46,6 +47,7 @@ class AdvisorApp(App[None]):
         "timeline": TimelineScreen,
         "ranges": RangesScreen,
         "roofline": RooflineScreen,
+        "mfu": MfuScreen,
         "diff": DiffScreen,
     }
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -55,6 +57,8 @@ class AdvisorApp(App[None]):
         Binding("t", "goto('timeline')", "Timeline"),
         Binding("r", "goto('ranges')", "Ranges"),
         Binding("l", "goto('roofline')", "Roofline"),
+        # off the footer (it fills 80 columns); the help panel lists it and the Roofline screen names it
+        Binding("u", "goto('mfu')", "MFU", show=False),
         Binding("d", "goto('diff')", "Diff"),
         Binding("question_mark", "toggle_help", "Help", key_display="?"),
         Binding("q", "quit", "Quit"),

@@ -168,5 +168,6 @@ def compare(base: Side, new: Side) -> dict[str, Any]:
     compared are the ones each side's analysis holds (the rules do not run again)."""
     from advisor.api import diff_sides, from_analysis, side_from_runs
 
-    return diff_sides(side_from_runs(base.path, [base.run], rules=from_analysis(base.analysis)),
-                      side_from_runs(new.path, [new.run], rules=from_analysis(new.analysis)), top=DIFF_TOP)
+    return diff_sides(side_from_runs(base.path, [base.run], rules=from_analysis(base.analysis), analysis=base.analysis),
+                      side_from_runs(new.path, [new.run], rules=from_analysis(new.analysis), analysis=new.analysis),
+                      top=DIFF_TOP)

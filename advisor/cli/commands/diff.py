@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.cli.output import emit, input_paths
 from advisor.cli.render import MD_LIMIT
 from advisor.cli.render_escape import clean, md_cell, md_code
+from advisor.cli.render_ops_diff import ops_markdown, ops_text
 from advisor.reports.units import fmt_ns
 
 if TYPE_CHECKING:
@@ -240,6 +241,7 @@ def text(doc: dict[str, Any]) -> str:
     k = doc["kernels"]
     lines.append(f"Kernels: {k['matched']} matched, {k['new_count']} new, {k['gone_count']} gone")
     lines += _text_items("Ranges", doc["ranges"], a["unit"])
+    lines += ops_text(doc.get("ops"))
     lines += _text_rules(doc)
     return "\n".join(lines) + "\n"
 
@@ -308,10 +310,11 @@ def markdown(doc: dict[str, Any]) -> str:
     unit = doc["alignment"]["unit"]
     kernels = _md_items(doc["kernels"], unit, ["", "### Kernels and memops", ""], [])
     ranges = _md_items(doc["ranges"], unit, ["<details><summary>Ranges</summary>", ""], ["</details>", ""])
+    ops = _MdBlock(*ops_markdown(doc.get("ops")))
     findings = _MdBlock(["### Findings and verdict class", ""]
                         + [f"- {md_cell(line.strip(), 300)}" for line in _text_rules(doc)] + [""])
-    blocks = [_MdBlock(head), caveats, changes, kernels, ranges, findings]
-    return _fit(blocks, [ranges, kernels, changes, caveats])
+    blocks = [_MdBlock(head), caveats, changes, kernels, ranges, ops, findings]
+    return _fit(blocks, [ranges, ops, kernels, changes, caveats])
 
 
 _MD_CUT = "_(truncated to fit a PR comment; `--format json` has everything)_"

@@ -49,6 +49,9 @@ LAYOUTS: dict[str, Layout] = {
     "aten::_scaled_dot_product_efficient_attention": Layout(0, True, 6),
     "aten::_scaled_dot_product_cudnn_attention": Layout(0, True, 6),
     "aten::_scaled_dot_product_fused_attention_overrideable": Layout(0, True, 5),
+    # (q, k, v, attn_bias, cum_seq_q, cum_seq_k, max_q, max_k, compute_log_sumexp, dropout_p, is_causal, ...): the
+    # op PyTorch 2.9's cuDNN SDPA launches its kernel under (fixtures/kineto/ME009_naive_attention_optimized)
+    "aten::_cudnn_attention_forward": Layout(0, True, 10, cu_seq=4, max_q=6),
     "aten::_flash_attention_forward": Layout(0, False, 8, cu_seq=3, max_q=5),
     "aten::_efficient_attention_forward": Layout(0, False, 9, mask=True, cu_seq=4, max_q=6),
     "flash_attn::_flash_attn_forward": Layout(0, False, 5),

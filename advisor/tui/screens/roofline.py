@@ -1,7 +1,10 @@
-"""Roofline: profiled kernels (Nsight Compute) or framework ops (Kineto estimates) against the device roofs.
+"""Roofline: profiled kernels (Nsight Compute) or framework ops (Kineto estimates) against the device roofs,
+and beside them every modelled op of the analysis (`ops` section).
 
 Each point is read against the roof of its own precision (a TF32 GEMM against the TF32 tensor roof,
-an int8 one against the INT8 tensor roof), as `advisor.engine.explore.roofline` pairs them.
+an int8 one against the INT8 tensor roof), as `advisor.engine.explore.roofline` pairs them. The modelled
+ops (one per op name and device, FLOPs and bytes from recorded shapes, GPU time the union of their
+kernels) are lettered A, B, ... by GPU time, largest first, in the plot and in their own table.
 """
 
 from __future__ import annotations
@@ -13,18 +16,20 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Header, Static
 
-from advisor.api import Run, roofline
+from advisor.api import PRECISION_LABEL, Run, roofline
 from advisor.tui.format import clip, fmt_pct, ns, rate
 from advisor.tui.messages import DataReady
 from advisor.tui.screens.base import AdvisorScreen
+from advisor.tui.session import sanitize
 from advisor.tui.widgets import app_footer
-from advisor.tui.widgets.roofline_plot import RooflinePlot, marker
+from advisor.tui.widgets.roofline_plot import RooflinePlot, marker, op_points
 
 FLOPS_KEY = "_flops_per_s"
 # Columns besides the name, and about the width they take with padding: the name gets what is left.
 NCU_COLUMNS = ("#", "duration", "class", "precision", "SM %", "mem %", "op/byte", "op/s", "% of roof")
 OPS_COLUMNS = ("#", "kernel time", "class", "precision", "op/byte", "op/s", "% of roof")
-FIXED_W = {"ncu": 84, "kineto": 72}
+MODELLED_COLUMNS = ("", "GPU time", "share", "calls", "bound", "precision", "op/byte", "TFLOP/s", "% attainable")
+FIXED_W = {"ncu": 84, "kineto": 72, "ops": 92}
 
 
 def unit_of(precision: str | None, figure: dict[str, Any] | None) -> str:
@@ -79,6 +84,22 @@ def info_text(result: dict[str, Any], ncu_path: str | None = None) -> str:
     return text
 
 
+def ops_info(section: dict[str, Any] | None, points: list[dict[str, Any]]) -> str:
+    """One line on the modelled ops: how many, and the share of kernel time the models cover per device."""
+    if section is None or not points:
+        return ""
+    cover = ", ".join(f"device {c['device_id']} {fmt_pct(c['modelled']['pct'])}" for c in section["coverage"])
+    shown = f"{len(points)} of {section['items_total']}" if section["items_total"] > len(points) else str(len(points))
+    return (f"modelled ops {points[0]['marker']}-{points[-1]['marker']}: {shown} by GPU time, FLOPs and bytes "
+            f"from recorded shapes; kernel time modelled: {cover} (u: MFU per device, step and range)")
+
+
+def op_share(gpu_ns: int, points: list[dict[str, Any]]) -> str:
+    """An op's GPU time as a share of all listed modelled ops' GPU time (what sizes it among them)."""
+    total = sum(int(p["gpu_ns"]) for p in points)
+    return fmt_pct(100.0 * gpu_ns / total) if total else "-"
+
+
 class RooflineScreen(AdvisorScreen):
     def compose(self) -> ComposeResult:
         yield Header()
@@ -95,16 +116,46 @@ class RooflineScreen(AdvisorScreen):
 
     def show(self, result: dict[str, Any]) -> None:
         info = self.query_one("#roofline-info", Static)
-        if not result["available"]:
+        section = self.ops_section()
+        ops = op_points(section, PRECISION_LABEL)
+        if not result["available"] and not ops:
             info.update(Text(result["reason"]))
             info.add_class("not-available")
             return
         ncu = self.session.ncu_run
-        info.update(Text(info_text(result, self.session.ncu_path if ncu is not None else None)))
-        table: DataTable[Text] = DataTable(id="roofline-points", cursor_type="row", zebra_stripes=True)
-        self.mount(RooflinePlot(result, id="roofline-plot"), after=info)
-        self.mount(table, after="#roofline-plot")
-        self.fill(table, result)
+        text = info_text(result, self.session.ncu_path if ncu is not None else None) if result["available"] else (
+            "no kernel roofline points (no Nsight Compute data, no Kineto op FLOPs)")
+        info.update(Text(text + ("\n" + ops_info(section, ops) if ops else "")))
+        self.mount(RooflinePlot(result, ops, id="roofline-plot"), after=info)
+        last = "#roofline-plot"
+        if result["available"]:
+            table: DataTable[Text] = DataTable(id="roofline-points", cursor_type="row", zebra_stripes=True)
+            self.mount(table, after=last)
+            self.fill(table, result)
+            last = "#roofline-points"
+        if ops:
+            op_table: DataTable[Text] = DataTable(id="roofline-ops", cursor_type="row", zebra_stripes=True)
+            self.mount(op_table, after=last)
+            self.fill_ops(op_table, ops)
+
+    def ops_section(self) -> dict[str, Any] | None:
+        """The analysis `ops` section (typed Analysis, trace text made inert)."""
+        section = self.session.analysis.sections.ops
+        return sanitize(dict(section)) if section is not None else None
+
+    def fill_ops(self, table: DataTable[Text], ops: list[dict[str, Any]]) -> None:
+        """One row per modelled op, by GPU time: its point's letter, time, roofline numbers and name."""
+        for label in (*MODELLED_COLUMNS, "op [device]"):
+            table.add_column(Text(label), key=label or "marker")  # Text: "[device]" is no markup
+        width = max(self.app.size.width - FIXED_W["ops"], 20)
+        for o in ops:
+            table.add_row(
+                Text(o["marker"], style="bold"), Text(ns(o["gpu_ns"])), Text(op_share(o["gpu_ns"], ops)),
+                Text(str(o["calls"])), Text(o["bound"] or "-"), Text(o["precision"] or "-"),
+                Text(intensity(o["intensity"])), Text(f"{o['tflops']:.3g}" if o["tflops"] is not None else "n/a"),
+                Text(fmt_pct(o["attainable_pct"]) if o["attainable_pct"] is not None else "-"),
+                Text(clip(f"{o['name']} [{o['device_id']}]", width)),
+            )
 
     def fill(self, table: DataTable[Text], result: dict[str, Any]) -> None:
         ops = result.get("source") == "kineto"

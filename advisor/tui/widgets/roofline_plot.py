@@ -3,8 +3,10 @@
 Draws what `advisor.engine.explore.roofline` returns: the DRAM roof and every compute roof of the
 figure (one per precision a point uses: FP32, TF32 tensor, INT8 tensor, ...), each point on the
 roof of its own precision. Points are numbered; the table beside the plot maps numbers to kernel
-or op names, so no trace text goes through plotext. plotext keeps global state, so figures are
-built on the UI thread only.
+or op names, so no trace text goes through plotext. Beside them, the modelled ops of the analysis
+(`ops` section: one point per op name and device, FLOPs and bytes from recorded shapes) are lettered
+A, B, ... by GPU time, largest first, with the roofs of their own precisions added. plotext keeps
+global state, so figures are built on the UI thread only.
 """
 
 from __future__ import annotations
@@ -17,12 +19,39 @@ from rich.text import Text
 from textual.widget import Widget
 
 MARKERS = "123456789abcdefghijklmnopqrstuvwxyz"
+OP_MARKERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 SAMPLES = 60  # points per roof segment: enough for a smooth braille line at any terminal width
 SOURCE_NAMES = {"ncu": "Nsight Compute", "kineto": "Kineto"}
+OPS_TITLE = "Roofline estimate (modelled ops: FLOPs and bytes from recorded shapes)"
 
 
 def marker(i: int) -> str:
     return MARKERS[i] if i < len(MARKERS) else "+"
+
+
+def op_marker(i: int) -> str:
+    return OP_MARKERS[i] if i < len(OP_MARKERS) else "*"
+
+
+def op_points(section: dict[str, Any] | None, labels: dict[str, str]) -> list[dict[str, Any]]:
+    """The analysis `ops` items as plot points, in the section's order (GPU time, largest first).
+
+    Each op's roofs come back out of its own roofline times: compute peak = FLOPs / compute roof time,
+    bandwidth = bytes / memory roof time (the peaks the engine judged it against). labels: precision ->
+    roof name (advisor.api.PRECISION_LABEL)."""
+    out = []
+    for i, r in enumerate((section or {"items": []})["items"]):
+        comp, mem = r["compute_roof_ns"], r["memory_roof_ns"]
+        precision = "+".join(r["precision"])
+        out.append({
+            "marker": op_marker(i), "name": r["name"], "device_id": r["device_id"], "calls": r["calls"],
+            "gpu_ns": r["gpu_ns"], "bound": r["bound"], "precision": precision,
+            "intensity": r["intensity"], "flops_per_s": r["tflops"] * 1e12 if r["tflops"] else None,
+            "attainable_pct": r["attainable_pct"], "tflops": r["tflops"], "family": r["family"],
+            "peak": r["flop"] / comp * 1e9 if comp else None, "bandwidth": r["bytes"] / mem * 1e9 if mem else None,
+            "roof_name": labels.get(precision, precision),
+        })
+    return out
 
 
 def title(result: dict[str, Any]) -> str:
@@ -54,18 +83,31 @@ def plotted(result: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
     return [(i, p) for i, p in enumerate(result["points"]) if p.get("intensity") and p.get("flops_per_s")]
 
 
-def build(result: dict[str, Any], width: int, height: int) -> str:
-    """The plot as text with ANSI colours: log-log roofline if any point has an intensity, else SOL %."""
+def build(result: dict[str, Any], width: int, height: int, ops: list[dict[str, Any]] | None = None) -> str:
+    """The plot as text with ANSI colours: log-log roofline if any point (kernel or op) has an intensity, else
+    SOL %."""
     plt.clear_figure()
     plt.limit_size(False, False)  # the widget's size, not the size plotext guesses for the terminal
     plt.plotsize(max(width, 30), max(height, 8))
     plt.theme("clear")
-    points = plotted(result)
-    if points:
-        _roofline(result, points)
+    points = plotted(result) if result["available"] else []
+    extra = [o for o in ops or [] if o["intensity"] and o["flops_per_s"]]
+    if points or extra:
+        _roofline(result, points, extra)
     else:
         _speed_of_light(result["points"])
     return str(plt.build())
+
+
+def _roofs(result: dict[str, Any], ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The figure's compute roofs, plus one per precision only the modelled ops use (highest first)."""
+    roofs = compute_roofs(result) if result["available"] else []
+    names = {str(r["name"]) for r in roofs}
+    for o in ops:
+        if o["peak"] and o["roof_name"] not in names:
+            names.add(o["roof_name"])
+            roofs.append({"name": o["roof_name"], "peak": o["peak"]})
+    return sorted(roofs, key=lambda r: -float(r["peak"]))
 
 
 def _logspace(lo: float, hi: float) -> list[float]:
@@ -96,11 +138,12 @@ def _axis(values: list[float], which: str) -> None:
     (plt.xticks if which == "x" else plt.yticks)(ticks, [si(t) for t in ticks])
 
 
-def _roofline(result: dict[str, Any], points: list[tuple[int, dict[str, Any]]]) -> None:
-    bw = dram_peak(result)
-    roofs = compute_roofs(result)
+def _roofline(result: dict[str, Any], points: list[tuple[int, dict[str, Any]]], ops: list[dict[str, Any]]) -> None:
+    bw = (dram_peak(result) if result["available"] else None) or next((o["bandwidth"] for o in ops if o["bandwidth"]),
+                                                                      None)
+    roofs = _roofs(result, ops)
     ridges = [float(r["peak"]) / bw for r in roofs] if bw else []
-    xs = [float(p["intensity"]) for _, p in points] + ridges
+    xs = [float(p["intensity"]) for _, p in points] + [float(o["intensity"]) for o in ops] + ridges
     lo, hi = min(xs) / 10, max(xs) * 10
     if bw:  # the memory roof, up to where the highest compute roof takes over
         top = max(ridges) if ridges else hi
@@ -113,13 +156,16 @@ def _roofline(result: dict[str, Any], points: list[tuple[int, dict[str, Any]]]) 
     for i, p in points:
         plt.scatter([p["intensity"]], [p["flops_per_s"]], marker=marker(i))
         ys.append(float(p["flops_per_s"]))
+    for o in ops:
+        plt.scatter([o["intensity"]], [o["flops_per_s"]], marker=o["marker"])
+        ys.append(float(o["flops_per_s"]))
     plt.xscale("log")
     plt.yscale("log")
     _axis([lo, hi], "x")
     _axis(ys, "y")
     plt.xlabel("op/byte (DRAM)")
     plt.ylabel("op/s")
-    plt.title(title(result))
+    plt.title(title(result) if result["available"] else OPS_TITLE)
 
 
 def _speed_of_light(points: list[dict[str, Any]]) -> None:
@@ -137,9 +183,11 @@ def _speed_of_light(points: list[dict[str, Any]]) -> None:
 class RooflinePlot(Widget):
     """Redraws the figure whenever its size changes."""
 
-    def __init__(self, result: dict[str, Any], *, id: str | None = None) -> None:
+    def __init__(self, result: dict[str, Any], ops: list[dict[str, Any]] | None = None, *, id: str | None = None
+                 ) -> None:
         super().__init__(id=id)
         self.result = result
+        self.ops = ops or []
 
     def render(self) -> Text:
-        return Text.from_ansi(build(self.result, self.size.width, self.size.height))
+        return Text.from_ansi(build(self.result, self.size.width, self.size.height, self.ops))

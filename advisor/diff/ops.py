@@ -1,0 +1,109 @@
+"""Per-op achieved TFLOP/s and per-device MFU, before and after: the `ops` block of the diff.
+
+Both sides' numbers are what each side's analysis already holds (`Analysis.sections.ops` and `.mfu`,
+advisor/perf/ops and advisor/perf/mfu): nothing is modelled or measured again here, so a row of the diff
+equals the row of each side's `advisor analyze --format json`. Ops are matched by op name and device (the
+device through the diff's device alignment when there is one, else by id). A side lists its top ops by GPU
+time only (`items`, with `items_total`): an op missing from one side's list but beyond the end of that list
+is `unlisted` there, not gone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from advisor.engine.result import Sections
+
+BASIS = ("each side's analysis (sections ops and mfu): op FLOPs from recorded shapes over the op's GPU time "
+         "(the union of its kernels), whole capture, not scaled by the diff's work ratio; ops matched by name and "
+         "device")
+OP_FIELDS = ("calls", "gpu_ns", "flop", "tflops", "tbps", "intensity", "attainable_pct", "bound", "precision")
+MFU_FIELDS = ("span_ns", "flop", "tflops", "mfu_pct", "modelled_pct")
+
+
+def _device(dev: Any, devices: Mapping[int, str] | None) -> str:
+    if devices is not None and dev is not None and int(dev) in devices:
+        return devices[int(dev)]
+    return "device ?" if dev is None else f"device {dev}"
+
+
+def _keyed(items: list[Mapping[str, Any]], devices: Mapping[int, str] | None,
+           by_name: bool) -> dict[tuple[str, str], Mapping[str, Any]]:
+    return {(str(r["name"]) if by_name else "", _device(r["device_id"], devices)): r for r in items}
+
+
+def _get(row: Mapping[str, Any] | None, key: str) -> Any:
+    return row[key] if row is not None else None
+
+
+def _delta(b: float | None, n: float | None, nd: int) -> float | None:
+    return round(n - b, nd) if b is not None and n is not None else None
+
+
+def _ratio(b: float | None, n: float | None) -> float | None:
+    return round(n / b, 3) if b and n is not None else None
+
+
+def _status(b: Any, n: Any, base_cut: bool, new_cut: bool) -> str:
+    if b is not None and n is not None:
+        return "matched"
+    if b is None:
+        return "unlisted" if base_cut else "new"
+    return "unlisted" if new_cut else "gone"
+
+
+def _op_row(key: tuple[str, str], b: Mapping[str, Any] | None, n: Mapping[str, Any] | None,
+            cuts: tuple[bool, bool]) -> dict[str, Any]:
+    return {
+        "name": key[0], "device": key[1], "family": _get(b, "family") or _get(n, "family"),
+        "status": _status(b, n, *cuts),
+        "base": {k: b[k] for k in OP_FIELDS} if b is not None else None,
+        "new": {k: n[k] for k in OP_FIELDS} if n is not None else None,
+        "delta_tflops": _delta(_get(b, "tflops"), _get(n, "tflops"), 3),
+        "tflops_ratio": _ratio(_get(b, "tflops"), _get(n, "tflops")),
+        "delta_gpu_ns": _delta(_get(b, "gpu_ns"), _get(n, "gpu_ns"), 0),
+        "delta_attainable_pp": _delta(_get(b, "attainable_pct"), _get(n, "attainable_pct"), 1),
+    }
+
+
+def _mfu_row(key: str, b: Mapping[str, Any] | None, n: Mapping[str, Any] | None) -> dict[str, Any]:
+    return {
+        "device": key,
+        "base": {k: b[k] for k in MFU_FIELDS} if b is not None else None,
+        "new": {k: n[k] for k in MFU_FIELDS} if n is not None else None,
+        "delta_tflops": _delta(_get(b, "tflops"), _get(n, "tflops"), 3),
+        "delta_mfu_pp": _delta(_get(b, "mfu_pct"), _get(n, "mfu_pct"), 2),
+    }
+
+
+def _cut(ops: Mapping[str, Any] | None) -> bool:
+    return ops is not None and int(ops["items_total"]) > len(ops["items"])
+
+
+def ops_diff(base: Sections, new: Sections, base_devices: Mapping[int, str] | None = None,
+             new_devices: Mapping[int, str] | None = None, top: int = 15) -> dict[str, Any] | None:
+    """The diff's `ops` block from two analyses' sections; None when neither side has a modelled op.
+
+    base_devices / new_devices: device id -> the aligned device key (the diff's device pairs), so device 3 of
+    one run can match device 0 of the other; without them devices match by id.
+    """
+    if base.ops is None and new.ops is None:
+        return None
+    b = _keyed(list(base.ops["items"]) if base.ops else [], base_devices, True)
+    n = _keyed(list(new.ops["items"]) if new.ops else [], new_devices, True)
+    cuts = (_cut(base.ops), _cut(new.ops))
+    rows = [_op_row(k, b.get(k), n.get(k), cuts) for k in b.keys() | n.keys()]
+    rows.sort(key=lambda r: (-max((s or {}).get("gpu_ns") or 0 for s in (r["base"], r["new"])), r["name"], r["device"]))
+    bm = _keyed(list(base.mfu["devices"]) if base.mfu else [], base_devices, False)
+    nm = _keyed(list(new.mfu["devices"]) if new.mfu else [], new_devices, False)
+    mfu = [_mfu_row(k[1], bm.get(k), nm.get(k)) for k in sorted(bm.keys() | nm.keys())]
+    return {
+        "basis": BASIS,
+        "items": rows[:top],
+        "items_total": len(rows),
+        "omitted": max(len(rows) - top, 0),
+        "matched": sum(r["status"] == "matched" for r in rows),
+        "listed": {"base": len(base.ops["items"]) if base.ops else 0, "new": len(new.ops["items"]) if new.ops else 0},
+        "mfu": mfu,
+    }
