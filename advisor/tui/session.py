@@ -22,7 +22,7 @@ DIFF_TOP = 200
 
 
 @dataclass
-class Side:
+class OpenedRun:
     """One opened input: its run (kept open for the screens' queries) and its analysis."""
 
     path: str
@@ -38,8 +38,8 @@ class Side:
 class Session:
     """The run being explored (`new`) and, for a diff, the `base` it is compared with."""
 
-    new: Side
-    base: Side | None = None
+    new: OpenedRun
+    base: OpenedRun | None = None
     diff: dict[str, Any] | None = None  # advisor.diff's document, for BASE NEW
     ncu_run: Run | None = None  # `--ncu REPORT`, joined to `new` by analyze (doc["ncu"])
     ncu_path: str | None = None
@@ -134,7 +134,7 @@ def load(
     sides = []
     try:
         for i, path in enumerate(paths, start=int(ncu is not None)):
-            def open_side(i: int = i, path: str = path) -> Side:
+            def open_side(i: int = i, path: str = path) -> OpenedRun:
                 run = opener(path, options(i, path))
                 progress(i + 0.9, inputs, f"{path}: analysing")
                 return analysed(path, run, ncu_run)
@@ -154,16 +154,16 @@ def load(
     return session
 
 
-def analysed(path: str, run: Run, ncu: Run | None) -> Side:
+def analysed(path: str, run: Run, ncu: Run | None) -> OpenedRun:
     """The side of an open run, analysed; the run is closed when the analysis fails (a damaged cache)."""
     try:
-        return Side(path, run, analyze_run(run, ncu=ncu))
+        return OpenedRun(path, run, analyze_run(run, ncu=ncu))
     except BaseException:
         run.close()
         raise
 
 
-def compare(base: Side, new: Side) -> dict[str, Any]:
+def compare(base: OpenedRun, new: OpenedRun) -> dict[str, Any]:
     """The diff engine's document for two open runs (the TUI's Diff screen renders it); the findings
     compared are the ones each side's analysis holds (the rules do not run again)."""
     from advisor.api import diff_sides, from_analysis, side_from_runs

@@ -16,7 +16,7 @@ from advisor.model.validate import conform
 from advisor.rules.base import Evidence, Finding, Fix, Window
 from advisor.rules.classify import RangeVerdict, RunVerdict, Share, Verdict
 from advisor.tui.app import AdvisorApp
-from advisor.tui.session import Session, Side, compare
+from advisor.tui.session import OpenedRun, Session, compare
 
 # Trace names that are Rich markup, or break it: they must show literally and never raise.
 MARKUP_NAMES = ("[bold]evil_kernel[/]", "[link=https://example.invalid]click_me[/link]", "[red")
@@ -135,10 +135,10 @@ def with_findings(a: Analysis) -> Analysis:
 def synthetic_session(findings: bool = True, ncu: bool = False, diff: bool = False) -> Session:
     run = Run.from_tables(synthetic_tables(scale=3.0 if diff else 1.0, ncu=ncu))
     a = analyze_run(run, rules=False)
-    session = Session(new=Side("synthetic.sqlite", run, with_findings(a) if findings else a))
+    session = Session(new=OpenedRun("synthetic.sqlite", run, with_findings(a) if findings else a))
     if diff:
         base_run = Run.from_tables(synthetic_tables(scale=0.5, sha="1" * 64))
-        session.base = Side("base.sqlite", base_run, analyze_run(base_run))
+        session.base = OpenedRun("base.sqlite", base_run, analyze_run(base_run))
         session.diff = compare(session.base, session.new)
     return session
 
