@@ -128,3 +128,23 @@ def test_missing_input_shows_the_error() -> None:
             assert "Could not open the input" in screen_text(app)
 
     asyncio.run(main())
+
+
+def test_overview_run_facts_equal_the_cli_text() -> None:
+    """Kernel families, copies and host API calls: the overview prints the lines `advisor analyze` prints."""
+    import subprocess
+    import sys
+
+    cli = subprocess.run([sys.executable, "-m", "advisor", "analyze", str(real_path(NSYS))], capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    start = cli.index(next(x for x in cli if x.startswith("Kernel time by family")))
+    end = cli.index(next(x for x in cli if x.startswith("Findings")))
+    want = [x.strip() for x in cli[start:end]]
+    assert len(want) >= 10
+
+    async def script(app: AdvisorApp, pilot: Any) -> None:
+        shown = [x.strip() for x in str(app.screen.query_one("#facts", Static).render()).splitlines()]
+        assert shown == want
+        assert "device 0: attention 50.2%, elementwise 15.5%, copy 15.2%, gemm 10.6%, comm 6.3%, reduce 2.2%" in shown
+
+    run_app(NSYS, (160, 60), script)

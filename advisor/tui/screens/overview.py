@@ -1,4 +1,5 @@
-"""Overview: what bounds the run (verdict), what to do first (top finding), time per device."""
+"""Overview: what bounds the run (verdict), what to do first (top finding), time per device, and the run facts
+(kernel families, copies, host API calls: reports/facts.py, the wording the CLI text uses)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Header, Static
 
-from advisor.tui.format import fmt_pct, ns
+from advisor.reports.facts import fact_lines
+from advisor.tui.format import fmt_pct, inert, ns
 from advisor.tui.screens.base import AdvisorScreen
 from advisor.tui.widgets import app_footer
 from advisor.tui.widgets.device_bars import DeviceBars
@@ -93,4 +95,8 @@ class OverviewScreen(AdvisorScreen):
             yield Static(first_fix_text(doc.get("findings") or [], doc["capture"]["span_ns"]), id="first-fix")
             yield Static("Time per device (share of each device's span)", classes="section")
             yield DeviceBars(doc["time"], id="device-bars")
+            facts = fact_lines(doc, lambda s, n: inert(s)[:n])
+            if facts:
+                yield Static("Kernel families, copies, host API", classes="section")
+                yield Static(Text("\n".join(facts)), id="facts")
         yield app_footer()
