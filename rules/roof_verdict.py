@@ -36,8 +36,9 @@ class RoofClasses(NcuClasses):
 
 
 def roof_classes(run: Run) -> RoofClasses | None:
-    """The pieces to move for the kernels of ops the roofline bounds (None without recorded shapes)."""
-    if not run.count("cpu_ops") or not run.count("kernels"):
+    """The pieces to move for the kernels of ops the roofline bounds (None without recorded shapes: Kineto
+    cpu ops, or nsys NVTX ranges with shapes, metric op_links)."""
+    if not (run.count("cpu_ops") or run.count("ranges")) or not run.count("kernels"):
         return None
     bounds = op_bounds(run)
     if not bounds:

@@ -100,7 +100,7 @@ def mfu_section(run: Run, steps: list[tuple[int, int, int]]) -> dict[str, Any] |
     """The `mfu` section of the analyze document: per device, per step and per range name; None where no op
     with recorded shapes has a model (no FLOPs to count). steps: the steady-state step windows (device_id,
     start_ns, end_ns), as the rules define them (advisor.rules.steps.step_windows)."""
-    if not run.count("cpu_ops") or not run.count("kernels"):
+    if not (run.count("cpu_ops") or run.count("ranges")) or not run.count("kernels"):
         return None
     groups = group_roofs(run)
     devs = _devices(run, groups)

@@ -88,11 +88,14 @@ class OpCall:
         return self.hint_dtype if t in ("TensorList", "", None) and self.hint_dtype else None
 
     def tensors(self) -> list[tuple[list[int], str]]:
-        """Every tensor argument with a known dtype, in order (0-dim tensors included, scalars not)."""
+        """Every tensor argument with a known dtype, in order (0-dim tensors included, scalars not; without
+        recorded types, as in NVTX shapes, an empty shape counts as a scalar)."""
         out = []
         for i in range(len(self.dims)):
             dims, t = self.tensor(i), self.dtype(i)
-            if dims is not None and t is not None and (dims or self.dtypes[i] != "Scalar"):
+            # a 0-dim entry is a tensor only where a type says so: NVTX shapes (no types) write [] for scalars too
+            zero_dim_tensor = i < len(self.dtypes) and self.dtypes[i] != "Scalar"
+            if dims is not None and t is not None and (dims or zero_dim_tensor):
                 out.append((dims, t))
         return out
 

@@ -31,6 +31,14 @@ BASIS = (
     "call's kernels, linked by External id; roofs: the device's peaks for the op's precision "
     "(matrix ops on the tensor roof by dtype, others on the vector FP32/FP64 pipe), docs/peaks.md"
 )
+NVTX_BASIS = (
+    "op FLOPs and compulsory bytes from the input shapes PyTorch wrote into NVTX range names (emit_nvtx("
+    "record_shapes=True) / nsys --pytorch=autograd-shapes-nvtx: `aten::mm, seq = N, sizes = [[...], ...]`), one "
+    "model per op family (advisor/perf/ops); NVTX records no dtypes, strides or scalar arguments: element types "
+    "come from the kernel names, and ops whose cost needs a scalar (a causal flag, a conv stride) stay unmodelled; "
+    "GPU time = the union of the kernels launched inside each range (metric op_links); roofs: the device's peaks "
+    "for the op's precision, docs/peaks.md"
+)
 SPLIT_BASIS = (
     "roofline of each modelled op (FLOPs and bytes from its recorded shapes): its GPU time counts as "
     "compute-bound when FLOPs / compute peak >= bytes / DRAM bandwidth, else memory-bound"
@@ -74,7 +82,7 @@ def _totals(run: Run) -> list[dict[str, Any]]:
 
 def ops_section(run: Run, limit: int = MAX_ITEMS) -> dict[str, Any] | None:
     """The `ops` section of the analyze document, or None when no op with recorded shapes launched a kernel."""
-    if not run.count("cpu_ops") or not run.count("kernels"):
+    if not (run.count("cpu_ops") or run.count("ranges")) or not run.count("kernels"):
         return None
     key = _code_key()
     kept = derived.load_json(run, f"ops-section-{limit}", key)
@@ -92,7 +100,7 @@ def _section(run: Run, groups: list[OpGroup], limit: int) -> dict[str, Any]:
     items = _items(groups)
     unmodelled = _unmodelled(groups)
     return {
-        "basis": BASIS,
+        "basis": BASIS if run.count("cpu_ops") else NVTX_BASIS,
         "confidence": "medium",
         "coverage": _coverage(run, groups),
         "families": _families(groups),
@@ -207,5 +215,5 @@ def _code_key() -> str:
     """Fingerprint of the op models: a kept section is reused only by the code that computed it."""
     root = Path(__file__).parent
     files = [*sorted(root.glob("*.py")), root.parent / "peaks.py",
-             *(root.parent.parent / "metrics" / f"{m}.sql" for m in ("op_kernels", "op_kernel_totals"))]
+             *(root.parent.parent / "metrics" / f"{m}.sql" for m in ("op_links", "op_kernels", "op_kernel_totals"))]
     return derived.fingerprint(*(p.read_bytes() for p in files))
