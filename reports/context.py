@@ -332,7 +332,10 @@ def _interactive(inp: ReportInputs) -> dict[str, Any]:
     ops_total = int((sec.ops or {}).get("items_total") or len(items))
     return {
         "plots": {k: v for k, v in plots.items() if v is not None},
-        "timeline_note": ops_note(len(tl.ops), tl.ops_total) if tl else "",
+        "timeline_note": (f"Drag to zoom, double-click to reset. Top: the fraction of each of {len(tl.devices[0][2])} "
+                          f"bins of {fmt_ns(tl.bin_ns)} each device was busy (every operation counts). Rows: each "
+                          f"device's idle gaps coloured by cause (the {len(tl.gaps):,} longest), then its streams; "
+                          f"{ops_note(len(tl.ops), tl.ops_total)}.") if tl else "",
         "roofline_ops_note": (f"Diamonds: the {len(items):,} modelled op(s) of analyze's ops section"
                               + (f" (the {len(items):,} with the most GPU time of {ops_total:,})"
                                  if ops_total > len(items) else "")

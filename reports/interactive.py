@@ -79,7 +79,7 @@ LOADER_JS = """(async () => {
     for (const [key, fig] of Object.entries(plots)) {
       const el = document.getElementById("plot-" + key);
       if (!el) continue;
-      el.hidden = false;
+      el.parentElement.hidden = false;
       await Plotly.newPlot(el, fig.data, fig.layout, {responsive: true, displaylogo: false});
       const still = document.getElementById("static-" + key);
       if (still) still.hidden = true;

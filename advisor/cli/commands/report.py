@@ -1,8 +1,9 @@
 """`advisor report PATH -o report.html`: one self-contained HTML report (verdict, findings, charts, facts).
 
-The file has no scripts and fetches nothing, so it can be attached to a pull request or a ticket
-and opened offline. Without -o, in a terminal, it is written to NAME.advisor.html in the current
-directory (NAME: the trace's base name), and the command says where; piped, the HTML goes to stdout.
+The file fetches nothing (plotly.js travels inside it, compressed), so it can be attached to a pull
+request or a ticket and opened offline: zoom the timeline to single kernels, hover the roofline.
+Without -o, in a terminal, it is written to NAME.advisor.html in the current directory
+(NAME: the trace's base name), and the command says where; piped, the HTML goes to stdout.
 """
 
 from __future__ import annotations
