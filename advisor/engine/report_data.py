@@ -127,10 +127,10 @@ def collect(run: Run, top: int = 10, bins: int = TIMELINE_BINS, ncu: Run | None 
 def report_inputs(path: str | os.PathLike[str], top: int = 10, bins: int = TIMELINE_BINS,
                   ncu: str | os.PathLike[str] | None = None, nsys: str | None = None, use_cache: bool = True,
                   progress: ProgressFn = no_progress, outcomes: Outcomes | None = None,
-                  opener: Any = None) -> ReportInputs:
+                  opener: Any = None, gpu: str | None = None) -> ReportInputs:
     """Open the trace (and an --ncu report), collect the report's inputs, close both.
 
-    opener: opens the run instead of `path` (a diff side's capture); outcomes: see `collect`.
+    opener: opens the run instead of `path` (a diff side's capture); outcomes: see `collect`; gpu: --gpu NAME.
     """
     from advisor.ingest import open_run
 
@@ -142,4 +142,4 @@ def report_inputs(path: str | os.PathLike[str], top: int = 10, bins: int = TIMEL
             if ncu_run is not None:
                 ncu_run.close()
 
-    return with_run(path, work, ParseOptions(nsys=nsys, progress=progress), use_cache, opener)
+    return with_run(path, work, ParseOptions(nsys=nsys, progress=progress, gpu=gpu), use_cache, opener)
