@@ -175,7 +175,9 @@ def _busy_traces(d: TimelineData) -> list[Plot]:
         ys = [round(float(b), 4) for b in busy] + [round(float(busy[-1]), 4) if busy else 0.0]
         out.append({
             "type": "scatter", "mode": "lines", "x": xs, "y": ys, "xaxis": "x2", "yaxis": "y2",
-            "line": {"shape": "hv", "width": 1}, "fill": "tozeroy", "name": hover_text(f"{label} busy"),
+            # filled areas of more than two devices hide each other: lines only then
+            "line": {"shape": "hv", "width": 1}, "fill": "tozeroy" if len(d.devices) <= 2 else "none",
+            "name": hover_text(f"{label} busy"),
             "legendgroup": "busy", "meta": [hover_text(label), fmt_ns(d.bin_ns)],
             "hovertemplate": "%{meta[0]}: %{y:.1%} busy in the bin at %{x:.3f} ms (bins of %{meta[1]})<extra></extra>",
         })
