@@ -65,7 +65,7 @@ if TYPE_CHECKING:  # each name is imported on first use (module __getattr__ belo
     from advisor.perf.ops.attention import cost as attention_cost
     from advisor.perf.ops.conv import cost as conv_cost
     from advisor.perf.ops.gemm import cost as gemm_cost
-    from advisor.perf.peaks import PRECISION_LABEL
+    from advisor.perf.peaks import PEAK_TABLE, PRECISION_LABEL, match_peaks
     from advisor.rules.base import Finding, Fix, Window
     from advisor.rules.catalog import sections
     from advisor.rules.classify import RunVerdict
@@ -105,20 +105,22 @@ _LAZY = {
     "PRECISION_LABEL": "advisor.perf.peaks",
     **dict.fromkeys(("Finding", "Fix", "Window"), "advisor.rules.base"),
     "sections": "advisor.rules.catalog",
+    **dict.fromkeys(("PEAK_TABLE", "match_peaks"), "advisor.perf.peaks"),
     "RunVerdict": "advisor.rules.classify",
     "get_rule": "advisor.rules.registry",
 }
 
-__all__ = ["OP_MODELS", "PRECISION_LABEL", "Analysis", "AnalysisDiff", "CacheEntry", "Cost", "DEFAULT_THRESHOLD_PCT",
-           "DeviceTime", "FORMATS_HELP", "Finding", "Fix", "MAX_STREAMS", "OpCall", "Outcomes", "ParseOptions",
-           "ProgressFn", "RangesSummary", "ReportInputs", "RooflineTime", "Run", "RunVerdict", "SORT_KEYS", "Side",
-           "SideOptions", "Summary", "Table", "TopKernels", "Window", "analyze", "analyze_run", "attention_cost",
-           "busy_bins", "check_address_space", "chrome_trace", "conv_cost", "default_cache_dir", "diff", "diff_sides",
-           "document", "dumps", "entries", "evict", "explain", "from_analysis", "gemm_cost", "get_rule", "gpu_roofs",
-           "gpu_window", "idle_gaps", "kernel_instances", "kernel_table", "list_rules", "max_bytes", "model_for",
-           "op_cost", "open_capture", "open_run", "open_side", "out_of_memory", "parse_size", "range_tree",
-           "report_inputs", "resolve_side", "retried", "roofline", "sections", "select_rules", "side_from_runs",
-           "stream_bins", "table_names", "trace_suffixes", "verify", "with_run", "work_bytes"]
+__all__ = ["Analysis", "AnalysisDiff", "CacheEntry", "Cost", "DEFAULT_THRESHOLD_PCT", "DeviceTime", "FORMATS_HELP",
+           "Finding", "Fix", "MAX_STREAMS", "OP_MODELS", "OpCall", "Outcomes", "PEAK_TABLE", "PRECISION_LABEL",
+           "ParseOptions", "ProgressFn", "RangesSummary", "ReportInputs", "RooflineTime", "Run", "RunVerdict",
+           "SORT_KEYS", "Side", "SideOptions", "Summary", "Table", "TopKernels", "Window", "analyze", "analyze_run",
+           "attention_cost", "busy_bins", "check_address_space", "chrome_trace", "conv_cost", "default_cache_dir",
+           "diff", "diff_sides", "document", "dumps", "entries", "evict", "explain", "from_analysis", "gemm_cost",
+           "get_rule", "gpu_roofs", "gpu_window", "idle_gaps", "kernel_instances", "kernel_table", "list_rules",
+           "match_peaks", "max_bytes", "model_for", "op_cost", "open_capture", "open_run", "open_side",
+           "out_of_memory", "parse_size", "range_tree", "report_inputs", "resolve_side", "retried", "roofline",
+           "sections", "select_rules", "side_from_runs", "stream_bins", "table_names", "trace_suffixes", "verify",
+           "with_run", "work_bytes"]
 
 
 _RENAMED = {"resolve_side": "resolve", "CacheEntry": "Entry", "FORMATS_HELP": "HELP", "OP_MODELS": "MODELS",
@@ -143,12 +145,14 @@ def analyze(
     use_cache: bool = True,
     progress: ProgressFn | None = None,
     on_open: Callable[[], None] | None = None,
+    gpu: str | None = None,
 ) -> Analysis:
     """Open the trace at `path`, analyze it and close it: the typed `Analysis`.
 
     select: rule codes, code prefixes, categories or names (all rules by default); rules=False: facts
     only. ncu: an Nsight Compute report of the same program, joined to the timeline. nsys: the nsys
-    executable for .nsys-rep/.qdrep. progress: (done, total, what) while parsing, then analysing;
+    executable for .nsys-rep/.qdrep. gpu: the GPU to assume where the trace names none (--gpu; its peaks
+    come from the docs/peaks.md row that name matches). progress: (done, total, what) while parsing, then analysing;
     on_open: called between the two (a surface names the new stage).
     """
     from dataclasses import replace
@@ -158,7 +162,7 @@ def analyze(
     from advisor.parsers.base import ParseOptions, no_progress
 
     step = progress or no_progress
-    options = ParseOptions(nsys=nsys, progress=step)
+    options = ParseOptions(nsys=nsys, progress=step, gpu=gpu)
     chosen = set(select) if select else None
 
     def work(run: Run) -> Analysis:

@@ -342,6 +342,18 @@ def open_run(
     cache_dir: Path | None = None,
     use_cache: bool = True,
 ) -> Run:
+    """Ingest (or re-open from cache) one trace and return the Run to query; with `options.gpu` (--gpu NAME),
+    the run names its unnamed GPUs so (`Run.with_gpu_name`), leaving the cache entry as the trace made it."""
+    run = _open_run(path, options, cache_dir, use_cache)
+    return run.with_gpu_name(options.gpu) if options is not None and options.gpu else run
+
+
+def _open_run(
+    path: str | os.PathLike[str],
+    options: ParseOptions | None = None,
+    cache_dir: Path | None = None,
+    use_cache: bool = True,
+) -> Run:
     """Ingest (or re-open from cache) one trace and return the Run to query.
 
     The cache rules (sampled name, sha256 identity, stat fingerprints) are in the module docstring.

@@ -28,6 +28,9 @@ class ParseOptions:
     progress: ProgressFn = no_progress
     # decompressed-size limit (Kineto JSON, gzip'd SQLite): $ADVISOR_MAX_BYTES or 16 GiB; see parsers/limits.py
     max_json_bytes: int = field(default_factory=max_bytes)
+    # --gpu NAME: the GPU to assume where the trace names none (applied by ingest.open_run after parsing, never
+    # cached: the same bytes open without it next time)
+    gpu: str | None = None
 
 
 @dataclass

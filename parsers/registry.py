@@ -115,7 +115,9 @@ def _json(p: Probe) -> bool:
 
 
 NSYS_VERSION = "2"  # 2: strings redacted at ingest (entries of 1 may hold secrets)
-KINETO_VERSION = "2"  # 2: + time unit from the median timestamp (one corrupt ts no longer switches it)
+# Kineto 2: + time unit from the median timestamp (one corrupt ts no longer switches it);
+# 3: a file with no GPU activity keeps the GPUs its deviceProperties list
+KINETO_VERSION = "3"
 NCU_VERSION = "2"  # 2: strings redacted at ingest
 
 # In detection order (see the module docstring).

@@ -42,6 +42,15 @@ from advisor.reports.figures import (
     roofline_figure,
     timeline_figure,
 )
+from advisor.reports.interactive import (
+    MAX_TIMELINE_OPS,
+    Plot,
+    TimelineData,
+    mfu_plot,
+    ops_note,
+    roofline_plot,
+    timeline_plot,
+)
 from advisor.reports.units import fmt_bytes, fmt_hz, fmt_ns, fmt_pct, fmt_value
 
 NCU_HINT = ("capture with: ncu --set full -o profile python train.py (or --section SpeedOfLight), "
@@ -200,6 +209,28 @@ class GpuMetricsView:
 
 
 @dataclass(frozen=True)
+class MfuRow:
+    """One device (or range name) of analyze's `mfu` section, formatted."""
+
+    name: str
+    span: str
+    tflops: str
+    mfu: str
+    modelled: str
+
+
+@dataclass(frozen=True)
+class MfuView:
+    """Model FLOPs utilization: per device, per range name, and the peaks it is taken against."""
+
+    devices: tuple[MfuRow, ...]
+    ranges: tuple[MfuRow, ...]
+    peaks: tuple[Fact, ...]
+    steps: str
+    caption: str
+
+
+@dataclass(frozen=True)
 class RunReport:
     """Everything run.html shows about one run; `*_missing` says why a section is empty."""
 
@@ -232,6 +263,11 @@ class RunReport:
     roofline_chart: Figure | None = None  # log-log roofline (ncu counters, or Kineto op FLOPs), key "roofline"
     roofline_chart_missing: str = ""
     gpu_metrics: GpuMetricsView | None = None  # only when the run has nsys GPU metrics samples
+    # plotly figures (key -> {data, layout}): drawn in the browser over the static figure of the same key
+    plots: Mapping[str, Plot] | None = None
+    timeline_note: str = ""  # what the interactive timeline draws one by one and what it leaves to the bins
+    roofline_ops_note: str = ""  # the modelled ops of analyze's `ops` section on the interactive roofline
+    mfu: MfuView | None = None  # only when analyze has an `mfu` section
 
 
 def build_run_report(inp: ReportInputs) -> RunReport:
@@ -280,7 +316,64 @@ def build_run_report(inp: ReportInputs) -> RunReport:
         roofline_chart=chart,
         roofline_chart_missing=chart_missing,
         gpu_metrics=_gpu_metrics(sec.gpu_metrics),
+        **_interactive(inp),
     )
+
+
+def _interactive(inp: ReportInputs) -> dict[str, Any]:
+    """The plotly figures and the notes that go with them (RunReport's plots, timeline_note, roofline_ops_note,
+    mfu); a figure without data is left out, and its static fallback is all the page shows."""
+    sec = inp.analysis.sections
+    tl = _timeline_data(inp)
+    plots = {"timeline": timeline_plot(tl) if tl else None,
+             "roofline": roofline_plot(inp.roofline_chart, sec.ops),
+             "mfu": mfu_plot(sec.mfu)}
+    items = (sec.ops or {}).get("items") or []
+    ops_total = int((sec.ops or {}).get("items_total") or len(items))
+    return {
+        "plots": {k: v for k, v in plots.items() if v is not None},
+        "timeline_note": (f"Drag to zoom, double-click to reset. Top: the fraction of each of {len(tl.devices[0][2])} "
+                          f"bins of {fmt_ns(tl.bin_ns)} each device was busy (every operation counts). Rows: each "
+                          f"device's idle gaps coloured by cause (the {len(tl.gaps):,} longest), then its streams; "
+                          f"{ops_note(len(tl.ops), tl.ops_total)}.") if tl else "",
+        "roofline_ops_note": (f"Diamonds: the {len(items):,} modelled op(s) of analyze's ops section"
+                              + (f" (the {len(items):,} with the most GPU time of {ops_total:,})"
+                                 if ops_total > len(items) else "")
+                              + ", at their intensity and achieved TFLOP/s, area ~ GPU time.") if items else "",
+        "mfu": _mfu(sec.mfu),
+    }
+
+
+def _timeline_data(inp: ReportInputs) -> TimelineData | None:
+    tl = inp.timeline or {}
+    if tl.get("t0_ns") is None or not tl.get("bin_ns") or not tl.get("devices"):
+        return None
+    names = {d.device_id: device_label(d) for d in inp.analysis.summary.time}
+    devices = [(int(d["device_id"]), names.get(int(d["device_id"]), f"device {d['device_id']}"), d["busy"])
+               for d in tl["devices"]]
+    ops = list(inp.ops)[:MAX_TIMELINE_OPS]
+    total = int(ops[0]["total"]) if ops else 0
+    return TimelineData(int(tl["t0_ns"]), float(tl["bin_ns"]), devices, ops, total,
+                        [g for g in inp.gaps if g.get("device_id") is not None])
+
+
+def _mfu(sec: Mapping[str, Any] | None) -> MfuView | None:
+    """analyze's `mfu` section as tables: rates over the device span, per range name, and the peaks."""
+    if not sec or not sec.get("devices"):
+        return None
+
+    def row(name: str, r: Mapping[str, Any]) -> MfuRow:
+        return MfuRow(name, fmt_ns(r.get("span_ns")), f"{float(r.get('tflops') or 0):.3g}",
+                      fmt_pct(r.get("mfu_pct")), fmt_pct(r.get("modelled_pct")))
+
+    devices = tuple(row(f"device {r['device_id']}", r) for r in sec["devices"])
+    ranges = tuple(row(shorten(str(r["name"]), 80) + f" (x{int(r.get('count') or 0):,})", r)
+                   for r in (sec.get("ranges") or [])[:10])
+    peaks = tuple(Fact(f"device {p['device_id']} {p['precision']}", f"{p['peak_tflops']} TFLOP/s")
+                  for p in sec.get("peaks") or [])
+    n = int(sec.get("steps_total") or 0)
+    steps = f"{n:,} steady-state step(s)" + (f", the first {len(sec.get('steps') or [])} plotted" if n else "")
+    return MfuView(devices, ranges, peaks, steps, f"Basis: {sec.get('basis')}. Denominator: {sec.get('denominator')}.")
 
 
 def _gpu_metrics(sec: Mapping[str, Any] | None) -> GpuMetricsView | None:

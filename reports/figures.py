@@ -2,9 +2,9 @@
 
 A figure is a tuple of primitive shapes (rect, path, line, circle, label) in SVG user units; the
 template `_partials.html` draws them with autoescape on, so trace text in tooltips and labels is
-escaped by Jinja like any other text. No JavaScript, no library: a report stays a few hundred KB
-and renders offline (see docs/report-html.md for why not plotly). Colours are CSS classes chosen
-here from a fixed palette, never taken from data.
+escaped by Jinja like any other text. These are the static figures: what the page shows with scripts
+off, and until plotly has drawn the interactive ones of `interactive.py` over them (docs/report-html.md).
+Colours are CSS classes chosen here from a fixed palette, never taken from data.
 """
 
 from __future__ import annotations

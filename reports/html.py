@@ -1,4 +1,4 @@
-"""Render a report to one self-contained HTML string (no scripts, no external resources).
+"""Render a report to one self-contained HTML string (no external resources; plotly.js carried inside).
 
 Entry points: `render_run_html(inputs)` for one run and `render_diff_html(before, after, diff)`
 for a comparison page. Both go through one Jinja environment with autoescape on for every
@@ -14,11 +14,13 @@ from functools import cache
 from typing import Any
 
 import jinja2
+from markupsafe import Markup
 
 from advisor import __version__
 from advisor.api import ReportInputs
 from advisor.redact import redact
 from advisor.reports.context import RunReport, build_run_report
+from advisor.reports.interactive import LOADER_JS, loader_csp_hash, pack_plots, plotly_js_packed
 from advisor.reports.safety import script_json
 
 
@@ -45,8 +47,13 @@ def embedded_document(doc: Mapping[str, Any]) -> dict[str, Any]:
 def render_run_html(inputs: ReportInputs) -> str:
     """The HTML report for one run."""
     report = build_run_report(inputs)
+    packed = {}
+    if report.plots:  # plotly.js (about 2 MB packed) only travels with a page that has a figure to draw
+        packed = {"plots_packed": pack_plots(report.plots), "plotly_js": plotly_js_packed(),
+                  "loader_js": Markup(LOADER_JS), "loader_hash": loader_csp_hash()}  # noqa: S704 - our constant
     return environment().get_template("run.html").render(
         report=report, advisor_version=__version__, data_json=script_json(embedded_document(inputs.analysis.to_dict())),
+        **packed,
     )
 
 

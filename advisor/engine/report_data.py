@@ -5,7 +5,8 @@ The report must stay small for any trace size, so only aggregates leave DuckDB: 
 MAX_STREAMS streams per device), the MAX_GAPS longest idle gaps
 with their attributed cause, at most views.ROOFLINE_LIMIT ncu kernels for the speed-of-light scatter,
 and at most MAX_ROOFLINE_POINTS points of advisor.perf's roofline figure data (ncu kernels, or
-Kineto ops when the run has no Nsight Compute data).
+Kineto ops when the run has no Nsight Compute data), and at most MAX_TIMELINE_OPS kernels and memory
+operations for the interactive timeline (metric timeline_ops).
 """
 
 from __future__ import annotations
@@ -39,11 +40,23 @@ class ReportInputs:
     roofline_chart: Mapping[str, Any] | None = None
     # explore.stream_bins: {rows: [{device_id, stream_id, busy_ns, busy[]}], left_out: [...], per_device}
     streams: Mapping[str, Any] | None = None
+    # metric timeline_ops: the GPU operations the interactive timeline draws one by one (each row carries total)
+    ops: Sequence[Mapping[str, Any]] = ()
 
 
 TIMELINE_BINS = 240
 MAX_GAPS = 3000
 MAX_ROOFLINE_POINTS = 300
+MAX_TIMELINE_OPS = 20_000
+
+
+def timeline_ops(run: Run, limit: int = MAX_TIMELINE_OPS) -> list[dict[str, Any]]:
+    """Every kernel and memory operation up to `limit`, else the `limit` longest (metric timeline_ops): the
+    interactive timeline draws these one by one and leaves the rest to the binned busy fractions, so the
+    report stays bounded for any trace size."""
+    if not (run.count("kernels") or run.count("memops")):
+        return []
+    return metrics.query(run, "timeline_ops", limit=limit)
 
 
 def idle_gaps(run: Run, limit: int = MAX_GAPS) -> list[dict[str, Any]]:
@@ -107,16 +120,17 @@ def collect(run: Run, top: int = 10, bins: int = TIMELINE_BINS, ncu: Run | None 
         ncu_kernels=n_ncu,
         gaps=idle_gaps(run),
         roofline_chart=roofline_chart(run, profiled, n_ncu),
+        ops=timeline_ops(run),
     )
 
 
 def report_inputs(path: str | os.PathLike[str], top: int = 10, bins: int = TIMELINE_BINS,
                   ncu: str | os.PathLike[str] | None = None, nsys: str | None = None, use_cache: bool = True,
                   progress: ProgressFn = no_progress, outcomes: Outcomes | None = None,
-                  opener: Any = None) -> ReportInputs:
+                  opener: Any = None, gpu: str | None = None) -> ReportInputs:
     """Open the trace (and an --ncu report), collect the report's inputs, close both.
 
-    opener: opens the run instead of `path` (a diff side's capture); outcomes: see `collect`.
+    opener: opens the run instead of `path` (a diff side's capture); outcomes: see `collect`; gpu: --gpu NAME.
     """
     from advisor.ingest import open_run
 
@@ -128,4 +142,4 @@ def report_inputs(path: str | os.PathLike[str], top: int = 10, bins: int = TIMEL
             if ncu_run is not None:
                 ncu_run.close()
 
-    return with_run(path, work, ParseOptions(nsys=nsys, progress=progress), use_cache, opener)
+    return with_run(path, work, ParseOptions(nsys=nsys, progress=progress, gpu=gpu), use_cache, opener)

@@ -358,6 +358,27 @@ class Run:
         row = self._con.execute(f"SELECT count(*) FROM {table}").fetchone()
         return int(row[0]) if row else 0
 
+    def with_gpu_name(self, name: str) -> Run:
+        """This run as if the trace named its GPUs `name` (`--gpu NAME`): every device row without a name gets
+        it, and a device that ran kernels or memory operations but has no row gets one (Kineto without
+        deviceProperties records none). The trace's own names win. The result is uncached (entry None), so no
+        derived result computed with the assumed name is kept for a later open without it."""
+        lit = "'" + name.replace("'", "''") + "'"
+        self._con.execute("ALTER VIEW devices RENAME TO devices_recorded")
+        self._con.execute(
+            f"CREATE VIEW devices AS SELECT * REPLACE (coalesce(nullif(trim(name), ''), {lit}) AS name) "
+            "FROM devices_recorded UNION ALL BY NAME "
+            f"SELECT device_id, {lit} AS name FROM (SELECT device_id FROM kernels UNION SELECT device_id FROM memops) "
+            "WHERE device_id IS NOT NULL AND device_id NOT IN (SELECT device_id FROM devices_recorded)")
+        meta = dict(self.meta)
+        if meta.get("files"):
+            rows = self._con.execute("SELECT count(*) FROM devices").fetchone()
+            devices = dict(meta["files"]["devices"], rows=int(rows[0]) if rows else 0)
+            meta["files"] = dict(meta["files"], devices=devices)
+        out = Run(self._con, meta, None)
+        out.info = dict(self.info)
+        return out
+
     @property
     def derived_dir(self) -> Path | None:
         """Where files computed from this run's tables are kept (summary, materialized metrics), inside

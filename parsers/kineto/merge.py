@@ -309,9 +309,10 @@ def _device_ids(parts: list[FileParts]) -> dict[tuple[int, int], int]:
 
     The local ordinal is kept when it is already unique across the run (one file, or ranks that
     each use a different GPU), so `device 3` still means cuda:3; otherwise devices are numbered in
-    rank order.
+    rank order. A file that ran nothing on a GPU (CPU-side ops only, or a CUPTI-profiler capture without
+    kernel events) keeps the GPUs its deviceProperties list, so the run still says what it ran on.
     """
-    pairs = [(i, d) for i, p in enumerate(parts) for d in sorted(p.devices_seen)]
+    pairs = [(i, d) for i, p in enumerate(parts) for d in sorted(p.devices_seen or p.device_props)]
     locals_ = [d for _, d in pairs]
     if len(set(locals_)) == len(locals_):
         return {(i, d): d for i, d in pairs}

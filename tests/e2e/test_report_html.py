@@ -33,6 +33,8 @@ KINETO_FIXTURE = "hta/nccl_parser_config__nccl_data.json.gz"
 KINETO_GEMM_FIXTURE = "tracelens/h100_qwen1.5-0.5b_inference.json.gz"  # bf16 matmuls: a roofline from shapes
 LARGEST_FIXTURE = "hta/df_index_resolver__df_index_resolver.json.gz"
 SIZE_LIMIT = 5_000_000
+INTERACTIVE = ("timeline", "roofline")  # figures plotly draws (over the static SVG of the same key)
+CP001 = "kineto/CP001_fp32_gemm_without_tensor_cores_baseline/CP001_fp32_gemm_without_tensor_cores_baseline.json.gz"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--disable-extensions", "--hide-scrollbars", "--mute-audio"]
@@ -113,9 +115,12 @@ class Page:
         assert "exceptionDetails" not in r, r
         return r["result"].get("value")
 
-    def screenshot(self, path: Path, width: int = 1280, height: int = 1700) -> None:
+    def viewport(self, width: int, height: int) -> None:
         self.call("Emulation.setDeviceMetricsOverride",
                   {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}, session=True)
+
+    def screenshot(self, path: Path, width: int = 1280, height: int = 1700) -> None:
+        self.viewport(width, height)
         shot = self.call("Page.captureScreenshot", {"format": "png"}, session=True)
         path.write_bytes(base64.b64decode(shot["data"]))
 
@@ -163,9 +168,21 @@ def _report(path: Path, out: Path) -> Path:
 def _open(page: Page, html: Path) -> str:
     url = html.resolve().as_uri()
     page.open(url)
+    if page.js("document.getElementById('advisor-plotly-js') !== null"):
+        _wait_plots(page)
     problems = page.problems(url)
     assert problems == {"console": [], "exceptions": [], "dialogs": [], "requests": []}
     return url
+
+
+def _wait_plots(page: Page, timeout: float = 90.0) -> None:
+    """The loader unpacks plotly.js and draws every figure; it marks the page ready (or failed: a warning)."""
+    deadline = time.monotonic() + timeout
+    while not (state := page.js("document.documentElement.dataset.plots || ''")):
+        assert time.monotonic() < deadline, "plotly figures not drawn"
+        time.sleep(0.2)
+    assert state == "ready", state
+    page.call("Runtime.evaluate", {"expression": "1"}, session=True)  # drains late events in order
 
 
 def _verdict_expectation(doc: dict[str, Any]) -> str:
@@ -184,17 +201,23 @@ def test_real_report_renders_offline(page: Page, tmp_path: Path, fixture: str, c
     src = real_path(fixture)
     monkeypatch.chdir(src.parent)  # a relative path: no machine path in the report (or the committed screenshot)
     html = _report(Path(src.name), tmp_path / "report.html")
+    page.viewport(1280, 1700)  # plotly sizes its figures to the window they are first drawn in
     _open(page, html)
     doc = page.js("JSON.parse(document.getElementById('advisor-document').textContent)")
     verdict = page.js("document.getElementById('verdict').innerText")
     assert _verdict_expectation(doc) in verdict
-    for key in charts:
+    for key in charts:  # the static figure stays in the page (the no-script fallback); plotly draws over it
         shapes = page.js(f"document.querySelectorAll('#fig-{key} svg rect, #fig-{key} svg path, "
                          f"#fig-{key} svg circle').length")
-        box = page.js(f"JSON.stringify(document.querySelector('#fig-{key} svg').getBoundingClientRect())")
         assert shapes > 0, key
-        assert json.loads(box)["width"] > 100 and json.loads(box)["height"] > 50, key
-    assert page.js("document.querySelectorAll('script:not([type=\"application/json\"])').length") == 0
+        shown = f"#plot-{key}" if key in INTERACTIVE else f"#fig-{key} svg"
+        box = json.loads(page.js(f"JSON.stringify(document.querySelector('{shown}').getBoundingClientRect())"))
+        assert box["width"] > 100 and box["height"] > 50, key
+        if key in INTERACTIVE:  # drawn by plotly, the static one hidden
+            assert page.js(f"document.getElementById('plot-{key}').data.length") > 0, key
+            assert page.js(f"document.getElementById('static-{key}').hidden") is True, key
+    # one executable script, the loader; the rest are data blocks
+    assert page.js("document.querySelectorAll('script:not([type])').length") == 1
     if fixture == NCU_FIXTURE:  # the three int8 CUTLASS launches, latency bound, under their launch roofs
         assert page.js("document.querySelectorAll('#fig-roofline svg circle.pt-latency').length") == 3
         assert "confidence: high (Nsight Compute SOL)" in page.js("document.getElementById('roofline').innerText")
@@ -205,6 +228,9 @@ def test_real_report_renders_offline(page: Page, tmp_path: Path, fixture: str, c
         assert page.js("document.querySelectorAll('#fig-roofline svg circle').length") > 100
     if fixture == NSYS_FIXTURE and os.environ.get("ADVISOR_UPDATE_SCREENSHOT") == "1":
         page.screenshot(ROOT / "docs" / "report-screenshot.png")
+        page.js("document.getElementById('timeline').scrollIntoView()")
+        time.sleep(0.5)
+        page.screenshot(ROOT / "docs" / "report-timeline-screenshot.png", height=900)
 
 
 @pytest.mark.slow
@@ -217,7 +243,15 @@ def test_hostile_names_are_inert_in_the_browser(page: Page, tmp_path: Path) -> N
     html.write_text(render_run_html(collect(run)), encoding="utf-8")
     run.close()
     _open(page, html)
-    assert page.js("document.querySelectorAll('script').length") == 1
+    # the data blocks (document, packed figures, packed plotly.js) and the loader: nothing a name brought
+    assert page.js("Array.from(document.querySelectorAll('script')).map(s => s.type || 'code')") == [
+        "application/json", "application/octet-stream", "application/octet-stream", "code"]
+    # hovering the hostile kernel shows its name as text in plotly's label; no element comes from it
+    curve = page.js("document.getElementById('plot-timeline').data.findIndex(t => t.mode === 'lines+markers')")
+    tip = _hover(page, curve, 1)
+    assert "<script>alert(1)</script>" in tip and "[x](javascript:alert(1))" in tip
+    assert page.js("document.querySelectorAll('#plot-timeline script, #plot-timeline a, #plot-timeline iframe')"
+                   ".length") == 0
     assert page.js("document.querySelectorAll('textarea, iframe, img, a[href^=\"javascript\"]').length") == 0
     text = page.js("document.body.innerText")
     assert HOSTILE in text  # shown as text, literally
@@ -228,13 +262,31 @@ def test_hostile_names_are_inert_in_the_browser(page: Page, tmp_path: Path) -> N
 
 @pytest.mark.real
 @pytest.mark.slow
-def test_report_of_largest_fixture_stays_small(tmp_path: Path) -> None:
+def test_report_of_largest_fixture_stays_small(page: Page, tmp_path: Path) -> None:
+    """The largest real trace (22,290 GPU operations on a V100): under 5 MB with plotly.js inside, the timeline
+    bounded (the 20,000 longest operations one by one, the rest only in the bins, as the figure says), drawn
+    offline, and a zoom narrows the visible range."""
+    from advisor.reports.interactive import MAX_TIMELINE_OPS
+
     html = _report(real_path(LARGEST_FIXTURE), tmp_path / "big.html")
     size = html.stat().st_size
     assert size < SIZE_LIMIT, f"{size:,} bytes"
     text = html.read_text(encoding="utf-8")
     assert "http://" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "")
     assert "https://" not in text
+    total = len(_gpu_events(real_path(LARGEST_FIXTURE)))
+    assert total == 22_290 > MAX_TIMELINE_OPS
+    _open(page, html)
+    segments = page.js(_SEGMENTS)
+    assert len(segments) == MAX_TIMELINE_OPS
+    note = f"the {MAX_TIMELINE_OPS:,} longest of {total:,} GPU operations drawn one by one"
+    assert note in page.js("document.getElementById('plot-timeline').parentElement.innerText")
+    assert note in page.js("document.querySelector('#plot-timeline .gtitle').textContent")
+    full = page.js("document.getElementById('plot-timeline')._fullLayout.xaxis.range")
+    page.js("Plotly.relayout(document.getElementById('plot-timeline'), {'xaxis.range': [100, 100.5]})")
+    time.sleep(0.5)
+    assert page.js("document.getElementById('plot-timeline')._fullLayout.xaxis2.range") == pytest.approx([100, 100.5])
+    assert full[1] - full[0] > 1000  # ms: the whole 1.7 s run before the zoom
 
 
 @pytest.mark.slow
@@ -285,3 +337,75 @@ def test_stream_rows_and_gpu_metric_ranges_in_the_browser(page: Page, tmp_path: 
                     ["gemm", "0", "99.0%", "12.0%", "85.0%", "compute", "compute 85.0% >= 60% (sampled)", "low"]]
     doc = page.js("JSON.parse(document.getElementById('advisor-document').textContent)")
     assert [it["class"] for it in doc["gpu_metrics"]["items"]] == ["memory", "compute"]
+
+
+def _gpu_events(path: Path) -> list[dict[str, Any]]:
+    """The trace's GPU operations read straight from its JSON (kernels, copies, memsets): the independent count."""
+    import gzip
+
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        doc = json.load(f)
+    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    return [e for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+
+
+def _hover(page: Page, curve: int, point: int, key: str = "timeline") -> str:
+    """Plotly's hover label for one point (what a pointer over it shows), as text."""
+    page.js(f"Plotly.Fx.hover(document.getElementById('plot-{key}'), [{{curveNumber: {curve}, pointNumber: {point}}}])")
+    time.sleep(0.3)
+    return str(page.js(f"document.querySelector('#plot-{key} .hoverlayer').textContent"))
+
+
+_SEGMENTS = """(() => { const el = document.getElementById('plot-timeline');
+  return el.data.filter(t => t.mode === 'lines+markers').flatMap((t, c) => {
+    const out = [];
+    for (let i = 0; i + 2 < t.x.length; i += 4) out.push([t.x[i], t.x[i + 2], t.customdata[i][0], t.name]);
+    return out; }); })()"""
+
+
+@pytest.mark.slow
+def test_timeline_zooms_to_single_kernels_and_hovers(page: Page, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Our CP001 capture (12 FP32 GEMMs on one H100): every kernel is a segment of the plotly timeline; a relayout
+    to the longest kernel's window zooms both shared x axes, and hovering it names the kernel, its duration,
+    stream and device; an idle gap's hover names its cause."""
+    from advisor.reports.units import fmt_ns
+
+    monkeypatch.chdir(ROOT / "fixtures")
+    events = _gpu_events(Path(CP001))
+    html = _report(Path(CP001), tmp_path / "cp001.html")
+    page.viewport(1280, 1200)
+    _open(page, html)
+    segments = page.js(_SEGMENTS)
+    assert len(segments) == len(events) == 12
+    t0 = min(float(e["ts"]) for e in events)
+    longest = max(events, key=lambda e: float(e["dur"]))
+    a, b = (float(longest["ts"]) - t0) / 1e3, (float(longest["ts"]) + float(longest["dur"]) - t0) / 1e3
+    assert any(abs(s - a) < 1e-3 and abs(e - b) < 1e-3 and n == longest["name"] for s, e, n, _ in segments)
+    before = page.js("document.getElementById('plot-timeline')._fullLayout.xaxis.range")
+    assert before[0] <= 0.0 and before[1] >= max(e for _, e, _, _ in segments)
+    pad = (b - a) * 0.1
+    page.js(f"Plotly.relayout(document.getElementById('plot-timeline'), {{'xaxis.range': [{a - pad}, {b + pad}]}})")
+    time.sleep(0.5)
+    after = page.js("[document.getElementById('plot-timeline')._fullLayout.xaxis.range, "
+                    "document.getElementById('plot-timeline')._fullLayout.xaxis2.range]")
+    assert after[0] == pytest.approx([a - pad, b + pad]) and after[1] == pytest.approx(after[0])  # shared x
+    inside = [e for e in events if (float(e["ts"]) - t0) / 1e3 < b + pad and
+              (float(e["ts"]) + float(e["dur"]) - t0) / 1e3 > a - pad]
+    assert len([s for s in segments if s[0] < b + pad and s[1] > a - pad]) == len(inside) >= 1
+    # hover the longest kernel's middle point
+    curve, point = page.js(f"""(() => {{ const d = document.getElementById('plot-timeline').data;
+      for (let c = 0; c < d.length; c++) {{ if (d[c].mode !== 'lines+markers') continue;
+        for (let i = 1; i < d[c].x.length; i += 4) if (Math.abs(d[c].x[i] - {(a + b) / 2}) < 1e-3) return [c, i]; }}
+      return null; }})()""")
+    tip = _hover(page, curve, point)
+    ns = round(float(longest["dur"]) * 1e3)
+    assert longest["name"] in tip and fmt_ns(ns) in tip and f"stream {longest['args']['stream']}" in tip
+    gaps = page.js("document.getElementById('plot-timeline').data.map((t, c) => [c, t.name])"
+                   ".filter(x => x[1].startsWith('idle: '))")
+    assert gaps, "no idle gap traces"
+    page.js("Plotly.relayout(document.getElementById('plot-timeline'), {'xaxis.autorange': true})")
+    time.sleep(0.3)
+    tip = _hover(page, gaps[0][0], 1)
+    assert f"cause: {gaps[0][1].removeprefix('idle: ')}" in tip
+    assert page.problems(html.resolve().as_uri())["requests"] == []

@@ -30,7 +30,7 @@ def test_distribution_name_is_the_one_hints_name() -> None:
 
 def test_every_command_and_format_is_a_core_dependency() -> None:
     core = _names(PYPROJECT["dependencies"])
-    assert {"textual", "plotext", "ncu-report", "jinja2", "duckdb"} <= core
+    assert {"textual", "plotext", "ncu-report", "jinja2", "plotly", "duckdb"} <= core
     extras = PYPROJECT["optional-dependencies"]
     assert set(extras) <= {"test", "dev", "distributed", "dask"}, "extras are for tests, dev and the distributed engine"
     for name, reqs in extras.items():

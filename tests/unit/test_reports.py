@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html as html_lib
 import json
 import re
 from dataclasses import replace
@@ -83,7 +84,7 @@ def hostile_inputs() -> ReportInputs:
     finally:
         run.close()
     a = with_findings(inputs.analysis, [_finding("LA001", 500_000, HOSTILE), _finding("SY002", 100_000)])
-    return ReportInputs(a, inputs.timeline, inputs.roofline, inputs.ncu_kernels, inputs.gaps)
+    return ReportInputs(a, inputs.timeline, inputs.roofline, inputs.ncu_kernels, inputs.gaps, ops=inputs.ops)
 
 
 # ------------------------------------------------------------------ figures (pure)
@@ -283,7 +284,7 @@ def test_gpu_metric_range_names_are_inert() -> None:
     finally:
         run.close()
     html = render_run_html(inputs)
-    assert html.count("<script") == 1 and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert only_our_scripts(html) and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     md = "\n".join(md_gpu_metrics(inputs.analysis.sections.gpu_metrics))
     assert "<script>" not in md and "*bold*" not in md and "](javascript" not in md
     row = next(line for line in md.splitlines() if line.endswith("| memory | 10 |"))
@@ -293,6 +294,45 @@ def test_gpu_metric_range_names_are_inert() -> None:
 
 
 # ------------------------------------------------------------------ safety
+
+
+SCRIPT = re.compile(r"<script([^>]*)>(.*?)</script>", re.S)
+
+
+def only_our_scripts(html: str) -> bool:
+    """Every <script> is a data block (JSON or packed base64) except one: the loader, byte for byte, whose
+    sha256 the page's CSP admits (and the CSP admits no other inline script)."""
+    from advisor.reports.interactive import LOADER_JS, loader_csp_hash
+
+    scripts = SCRIPT.findall(html)
+    code = [body for attrs, body in scripts if "type=" not in attrs]
+    data = [(attrs, body) for attrs, body in scripts if "type=" in attrs]
+    assert all(('application/json' in a) or re.fullmatch(r"[A-Za-z0-9+/=]*", b) for a, b in data), data[:1]
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', html)
+    policy = html_lib.unescape(csp.group(1)) if csp else ""
+    assert "default-src 'none'" in policy
+    if not code:
+        return "script-src" not in policy
+    return code == [LOADER_JS] and f"script-src {loader_csp_hash()} 'unsafe-eval'" in policy
+
+
+def test_hover_text_of_hostile_names_is_inert(hostile_inputs: ReportInputs) -> None:
+    """Trace text reaches plotly only as hover text, with &, < and > as entities (plotly draws them back as
+    characters, never as tags); the figures travel packed, so no raw name is in the page source either."""
+    import base64
+    import gzip
+
+    from advisor.reports.interactive import hover_text
+
+    html = render_run_html(hostile_inputs)
+    packed = re.search(r'id="advisor-plots">([^<]*)<', html)
+    assert packed is not None
+    plots = json.loads(gzip.decompress(base64.b64decode(packed.group(1))))
+    assert set(plots) == {"timeline"}
+    text = json.dumps(plots, ensure_ascii=False)
+    assert HOSTILE not in text and "<script>" not in text
+    names = {v for t in plots["timeline"]["data"] for cd in t.get("customdata") or [] if cd for v in cd}
+    assert hover_text(HOSTILE) in names
 
 
 def test_script_json_cannot_close_the_script_element() -> None:
@@ -356,7 +396,7 @@ def test_missing_sections_say_why() -> None:
 
 def test_html_escapes_hostile_names(hostile_inputs: ReportInputs) -> None:
     html = render_run_html(hostile_inputs)
-    assert html.count("<script") == 1 and html.count("</script>") == 1  # only the JSON data block
+    assert only_our_scripts(html)  # the JSON data blocks and the one loader whose hash the CSP names
     assert "<script>alert" not in html and "</textarea>" not in html and "<!-- |" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html  # shown, as text
     assert not re.search(r"""<a\s[^>]*href\s*=\s*["']?javascript""", html, re.I)
@@ -379,7 +419,8 @@ def test_secrets_absent_from_every_output(hostile_inputs: ReportInputs) -> None:
 
 def test_diff_page_renders_both_runs(hostile_inputs: ReportInputs) -> None:
     html = render_diff_html(hostile_inputs, hostile_inputs)
-    assert html.count("<script") == 1 and "<script>alert" not in html
+    assert html.count("<script") == 1 and "<script>alert" not in html  # no figures to draw: no script at all
+    assert "script-src" not in html
     assert "not available: no comparison rows" in html and SECRET not in html
 
 

@@ -31,6 +31,7 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="an Nsight Compute report (.ncu-rep[.xz] or ncu CSV) of the same program: its kernels are "
                         "joined to the timeline, the ncu rules weigh their gains by each kernel's timeline time")
     p.add_argument("--nsys", help="nsys executable used to export .nsys-rep/.qdrep (default: nsys on PATH)")
+    add_gpu(p)
     add_dir_as(p)
     p.add_argument("--top", type=int, default=10, help="how many top kernels to list (default 10)")
     p.add_argument("-v", "--verbose", action="store_true",
@@ -53,6 +54,22 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="as --workers, on an existing Dask cluster (default: DASK_SCHEDULER_ADDRESS)")
 
 
+def add_gpu(p: argparse.ArgumentParser) -> None:
+    """--gpu NAME: the GPU to assume where the trace records none; shared by analyze, report, tui and diff."""
+    p.add_argument("--gpu", type=gpu_name, metavar="NAME",
+                   help="the GPU the trace ran on, where it does not record one (e.g. 'NVIDIA H100 80GB HBM3', "
+                        "'A100', 'MI300X'): its peaks come from the docs/peaks.md row the name matches; a GPU the "
+                        "trace names keeps its own name")
+
+
+def gpu_name(value: str) -> str:
+    """A --gpu value that matches a row of the peak table, else a usage error naming the rows."""
+    if api.match_peaks(value.strip()) is None:
+        names = ", ".join(row.name for row in api.PEAK_TABLE)
+        raise argparse.ArgumentTypeError(f"{value!r} matches no GPU in the peak table (docs/peaks.md): {names}")
+    return value.strip()
+
+
 def add_dir_as(p: argparse.ArgumentParser) -> None:
     """--dir-as, read as `advisor diff` reads a directory (advisor/diff/sides.py); shared by analyze, report, tui."""
     p.add_argument("--dir-as", choices=("auto", "captures", "ranks"), default="auto",
@@ -67,7 +84,7 @@ def captures(paths: list[str], args: argparse.Namespace) -> list[str]:
     from advisor.api import ParseOptions, SideOptions, resolve_side
 
     opts = SideOptions(dir_as=args.dir_as, use_cache=not args.no_cache, with_rules=False,
-                       parse=ParseOptions(nsys=args.nsys))
+                       parse=ParseOptions(nsys=args.nsys, gpu=getattr(args, "gpu", None)))
     out: list[str] = []
     for path in paths:
         out += [str(p) for p in resolve_side(path, opts)[0]] if os.path.isdir(path) else [path]
@@ -190,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
         with Progress(f"reading {path}", enabled=args.progress) as progress:
             analyses.append(analyze(path, selection(args.select, args.ignore), top=args.top, rules=not args.no_rules,
                                     rule_options=rule_options(args.rule_option), ncu=args.ncu, nsys=args.nsys,
-                                    use_cache=not args.no_cache, progress=progress,
+                                    use_cache=not args.no_cache, progress=progress, gpu=args.gpu,
                                     on_open=partial(progress.stage, f"analyzing {path}")))
     doc = document(analyses)
     if args.format == "json":

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from advisor.cli.commands.analyze import add_gpu
 from advisor.cli.output import emit, input_paths
 from advisor.cli.render import MD_LIMIT
 from advisor.cli.render_escape import clean, md_cell, md_code
@@ -45,6 +46,7 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top", type=int, default=15, help="how many kernels/ranges to list (default 15)")
     p.add_argument("--no-rules", action="store_true", help="do not run the rule engine (no findings diff)")
     p.add_argument("--nsys", help="nsys executable used to export .nsys-rep/.qdrep (default: nsys on PATH)")
+    add_gpu(p)
     p.add_argument("--no-cache", action="store_true", help="parse again instead of reusing the cache")
     p.add_argument("-o", "--output", help="write the output to this file instead of stdout")
 
@@ -59,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     if args.top < 1:
         raise InputError(f"--top {args.top}: must be >= 1", "give a positive count")
     opts = SideOptions(dir_as=args.dir_as, step_regex=args.step_range, use_cache=not args.no_cache,
-                       with_rules=not args.no_rules, parse=ParseOptions(nsys=args.nsys))
+                       with_rules=not args.no_rules, parse=ParseOptions(nsys=args.nsys, gpu=args.gpu))
     threshold = args.threshold if args.threshold is not None else DEFAULT_THRESHOLD_PCT
     sides = open_side(args.base, opts), open_side(args.new, opts)
     doc: dict[str, Any] = diff_sides(*sides, threshold_pct=threshold, top=args.top)

@@ -1,8 +1,9 @@
 """`advisor report PATH -o report.html`: one self-contained HTML report (verdict, findings, charts, facts).
 
-The file has no scripts and fetches nothing, so it can be attached to a pull request or a ticket
-and opened offline. Without -o, in a terminal, it is written to NAME.advisor.html in the current
-directory (NAME: the trace's base name), and the command says where; piped, the HTML goes to stdout.
+The file fetches nothing (plotly.js travels inside it, compressed), so it can be attached to a pull
+request or a ticket and opened offline: zoom the timeline to single kernels, hover the roofline.
+Without -o, in a terminal, it is written to NAME.advisor.html in the current directory
+(NAME: the trace's base name), and the command says where; piped, the HTML goes to stdout.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import os
 import sys
 
 from advisor import api
-from advisor.cli.commands.analyze import add_dir_as, one_capture
+from advisor.cli.commands.analyze import add_dir_as, add_gpu, one_capture
 from advisor.cli.output import emit, input_paths
 
 NAME = "report"
@@ -33,6 +34,7 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top", type=int, default=10, help="how many top kernels to list (default 10)")
     p.add_argument("--bins", type=int, default=240, help="time bins of the timeline overview (default 240)")
     p.add_argument("--nsys", help="nsys executable used to export .nsys-rep/.qdrep (default: nsys on PATH)")
+    add_gpu(p)
     add_dir_as(p)
     p.add_argument("--no-cache", action="store_true", help="parse again instead of reusing the cache")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
@@ -65,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     path = one_capture(args.path, args)
     progress = Progress(f"reading {path}", enabled=args.progress)
     inputs = report_inputs(path, top=args.top, bins=args.bins, ncu=args.ncu, nsys=args.nsys,
-                           use_cache=not args.no_cache, progress=progress)
+                           use_cache=not args.no_cache, progress=progress, gpu=args.gpu)
     progress.done()
     emit(render_run_html(inputs), args.output, input_paths(args), what="HTML report")
     return 0

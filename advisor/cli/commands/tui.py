@@ -7,9 +7,10 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 from advisor import INSTALL_HINT
-from advisor.cli.commands.analyze import add_dir_as, one_capture
+from advisor.cli.commands.analyze import add_dir_as, add_gpu, one_capture
 from advisor.errors import AdvisorError, InputError
 
 NAME = "tui"
@@ -24,8 +25,24 @@ def register(p: argparse.ArgumentParser) -> None:
                         "one PATH as `advisor analyze PATH --ncu REPORT` does: the Kernels screen shows the ncu "
                         "class of matched kernels, the Roofline screen plots the report")
     p.add_argument("--nsys", help="nsys executable used to export .nsys-rep/.qdrep (default: nsys on PATH)")
+    add_gpu(p)
     add_dir_as(p)
     p.add_argument("--no-cache", action="store_true", help="parse again instead of reusing the cache")
+
+
+def _with_gpu(opener: Any, gpu: str | None) -> Any:
+    """The TUI's opener with --gpu NAME in its parse options (the app passes them; the CLI owns the flag)."""
+    if not gpu:
+        return opener
+
+    def opened(path: str, options: Any) -> Any:
+        from dataclasses import replace
+
+        from advisor.api import ParseOptions
+
+        return opener(path, replace(options, gpu=gpu) if options is not None else ParseOptions(gpu=gpu))
+
+    return opened
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as e:
         raise AdvisorError(f"the TUI needs Textual and plotext ({e.name} is not installed)",
                            f"reinstall advisor: {INSTALL_HINT}") from None
-    app = AdvisorApp(args.paths, opener=default_opener(args.no_cache), nsys=args.nsys, ncu=args.ncu)
+    app = AdvisorApp(args.paths, opener=_with_gpu(default_opener(args.no_cache), args.gpu), nsys=args.nsys,
+                     ncu=args.ncu)
     with _quiet_stdout():
         app.run()
     if app.error:

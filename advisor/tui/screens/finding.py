@@ -33,7 +33,7 @@ def header_text(f: Finding, span_ns: int | None) -> Text:
     text.append("\nexpected gain ")
     text.append(ns(f.est_gain_ns), style="bold green")
     if span_ns:
-        text.append(f" = {fmt_pct(100.0 * f.est_gain_ns / span_ns)} of the capture span")
+        text.append(f" = {fmt_pct(100.0 * f.est_gain_ns / span_ns)} of the longest device span")
     if f.gain_basis:
         text.append(f"\nbasis: {inert(f.gain_basis)}", style="dim")
     text.append(f"\n\n{inert(f.message)}")

@@ -70,7 +70,7 @@ def first_fix_text(findings: list[dict[str, Any]], span_ns: int | None) -> Text:
         text.append("  expected gain ")
         text.append(ns(gain), style="bold green")
         if span_ns:
-            text.append(f" ({fmt_pct(100.0 * gain / span_ns)} of the capture span)", style="dim")
+            text.append(f" ({fmt_pct(100.0 * gain / span_ns)} of the longest device span)", style="dim")
     text.append(f"\n{f.get('message', '')}")
     fixes = f.get("fixes") or []
     if fixes:
@@ -92,7 +92,10 @@ class OverviewScreen(AdvisorScreen):
             yield Static("Verdict", classes="section")
             yield Static(verdict_text(doc.get("verdict")), id="verdict")
             yield Static("Do this first", classes="section")
-            yield Static(first_fix_text(doc.get("findings") or [], doc["capture"]["span_ns"]), id="first-fix")
+            # the saving's denominator, as the text, Markdown and HTML give it: the longest device span
+            spans = [d["span_ns"] for d in doc["time"] if d.get("span_ns")]
+            yield Static(first_fix_text(doc.get("findings") or [], max(spans) if spans else doc["capture"]["span_ns"]),
+                         id="first-fix")
             yield Static("Time per device (share of each device's span)", classes="section")
             yield DeviceBars(doc["time"], id="device-bars")
             facts = fact_lines(doc, lambda s, n: inert(s)[:n])
