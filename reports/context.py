@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import PurePath
 from typing import Any
 
 from advisor.api import (
@@ -27,6 +28,7 @@ from advisor.api import (
 )
 from advisor.errors import InputError
 from advisor.redact import redact
+from advisor.reports.facts import by_device, copy_bytes, copy_kind, families_line
 from advisor.reports.figures import (
     ACTIVITY,
     Ceiling,
@@ -231,6 +233,31 @@ class MfuView:
 
 
 @dataclass(frozen=True)
+class RunFactsView:
+    """Kernel time by family per device, copies by kind and the host API calls with the most time: rows of text
+    in the wording of the CLI and the TUI (reports/facts.py)."""
+
+    families: tuple[tuple[str, str], ...]  # (device, "gemm 62.1%, elementwise 20.3%, ...")
+    copies: tuple[tuple[str, str, str, str, str], ...]  # (device, kind, count, bytes, summed time)
+    api: tuple[tuple[str, str, str, str, str], ...]  # (function, kind, calls, summed time, longest)
+    api_of: str
+
+
+def _facts(a: Analysis) -> RunFactsView | None:
+    s = a.summary
+    fams = by_device([asdict(f) for f in s.families])
+    copies = [asdict(c) for c in s.copies]
+    view = RunFactsView(
+        families=tuple((f"device {d}", families_line(rows)) for d, rows in fams.items()),
+        copies=tuple((f"device {c['device_id']}", copy_kind(c), f"{c['count']:,}", copy_bytes(c),
+                      fmt_ns(c["total_ns"])) for c in copies),
+        api=tuple((x.name, x.api, f"{x.calls:,}", fmt_ns(x.total_ns), fmt_ns(x.max_ns)) for x in s.api.items),
+        api_of=s.api.of,
+    )
+    return view if view.families or view.copies or view.api else None
+
+
+@dataclass(frozen=True)
 class RunReport:
     """Everything run.html shows about one run; `*_missing` says why a section is empty."""
 
@@ -268,6 +295,12 @@ class RunReport:
     timeline_note: str = ""  # what the interactive timeline draws one by one and what it leaves to the bins
     roofline_ops_note: str = ""  # the modelled ops of analyze's `ops` section on the interactive roofline
     mfu: MfuView | None = None  # only when analyze has an `mfu` section
+    facts: RunFactsView | None = None  # kernel families, copies and host API calls (reports/facts.py)
+
+
+def report_title(path: str | None) -> str:
+    """The input's base name: a report travels (PR comments, attachments), a local absolute path must not."""
+    return PurePath(path).name or str(path) if path else "trace"
 
 
 def build_run_report(inp: ReportInputs) -> RunReport:
@@ -283,7 +316,7 @@ def build_run_report(inp: ReportInputs) -> RunReport:
     ranges, ranges_of, steps = _ranges(a.summary.ranges)
     verdict = _verdict(a.verdict)
     return RunReport(
-        title=str(a.input.path or "trace"),
+        title=report_title(a.input.path),
         subtitle=_subtitle(a),
         verdict=verdict,
         verdict_missing="" if verdict else "not available: the rule engine gave no verdict for this run "
@@ -316,6 +349,7 @@ def build_run_report(inp: ReportInputs) -> RunReport:
         roofline_chart=chart,
         roofline_chart_missing=chart_missing,
         gpu_metrics=_gpu_metrics(sec.gpu_metrics),
+        facts=_facts(a),
         **_interactive(inp),
     )
 
@@ -691,7 +725,7 @@ def _subtitle(a: Analysis) -> str:
 def _capture(a: Analysis) -> tuple[Fact, ...]:
     i = a.input
     facts = [
-        ("input", i.path), ("format", i.format), ("tool", i.tool),
+        ("input", report_title(i.path)), ("format", i.format), ("tool", i.tool),
         ("tool version", i.tool_version or "not recorded in the file"),
         ("export schema", i.export_schema), ("sha256", i.sha256),
         ("size", fmt_bytes(i.bytes) if i.bytes is not None else None),

@@ -78,3 +78,27 @@ def test_kineto_copies_api_and_families_equal_json_events() -> None:
     # summed durations in microseconds with fractions: the families' nanoseconds round each kernel
     assert abs(sum(f["kernel"]["ns"] for f in doc["families"]) - sum(e["dur"] for e in kernels) * 1000) <= len(kernels)
     assert abs(sum(f["kernel"]["pct"] for f in doc["families"]) - 100.0) < 0.01
+
+
+def test_report_shows_the_facts_and_no_local_path(tmp_path: Any) -> None:
+    """The HTML report's families/copies/API tables hold the JSON's rows; its title and capture facts name
+    the file, not the absolute path it was read from (a report travels)."""
+    import html
+    import subprocess
+    import sys
+
+    doc = _doc(SAXPY)
+    out = tmp_path / "r.html"
+    subprocess.run([sys.executable, "-m", "advisor", "report", str(real_path(SAXPY)), "-o", str(out)], check=True,
+                   capture_output=True)
+    page = out.read_text()
+    section = html.unescape(re.sub(r"<[^>]+>", " ", page[page.index('id="facts"'):page.index('id="capture"')]))
+    words = " ".join(section.split())
+    assert "device 0 HtoD pageable -> device 10 2.4 GiB 186.001 ms" in words
+    assert "device 0 DtoH device -> pageable 5 1.2 GiB 98.698 ms" in words
+    for a in doc["api"]["items"]:
+        assert f"{a['name']} {a['api']} {a['calls']:,}" in words
+    name = real_path(SAXPY).name
+    assert re.search(r"<title>(.*?)</title>", page).group(1) == f"advisor report: {name}"  # type: ignore[union-attr]
+    head = page[: page.index('<script type="application/json"')]  # the embedded document is analyze's, as given
+    assert str(real_path(SAXPY).parent) not in head
