@@ -15,6 +15,7 @@ from typing import Any
 
 from advisor import __version__, interrupt
 from advisor.api import check_address_space, out_of_memory
+from advisor.cli.nopandas import without_pandas
 from advisor.cli.output import check_output
 from advisor.errors import AdvisorError
 from advisor.redact import terminal_safe
@@ -38,7 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
                             formatter_class=argparse.RawDescriptionHelpFormatter)
         sp.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks for errors")
         module.register(sp)
-        sp.set_defaults(_run=module.run, _prepare=getattr(module, "prepare", None))
+        sp.set_defaults(
+            _run=module.run, _prepare=getattr(module, "prepare", None), _no_pandas=getattr(module, "NO_PANDAS", False)
+        )
     return p
 
 
@@ -105,7 +108,8 @@ def _main(args: argparse.Namespace, fmt: str) -> int:
         if args._prepare is not None:  # e.g. report's default -o in a terminal, checked like a given one
             args._prepare(args)
         check_output(args)  # before any work: a bad -o path fails in a second, not after the analysis
-        code = int(args._run(args))  # a damaged cache entry is retried where runs open (advisor.api)
+        with without_pandas(args._no_pandas):  # pyarrow and DuckDB would load it only to probe (cli/nopandas.py)
+            code = int(args._run(args))  # a damaged cache entry is retried where runs open (advisor.api)
         interrupt.raise_if_interrupted()  # a swallowed signal still must not pass for a result
         _keep_cache_in_limit(args)
         return code

@@ -15,6 +15,7 @@ from advisor.cli.output import emit, input_paths
 
 NAME = "analyze"
 HELP = "analyze one or more traces"
+NO_PANDAS = True  # pyarrow and DuckDB would load pandas only to probe for it (advisor/cli/nopandas.py)
 EXAMPLES = [
     "advisor analyze TRACE",
     "advisor analyze TRACE --format md -o advice.md",
