@@ -471,6 +471,9 @@ def _too_little_work(run: Run) -> Verdict | None:
             "Nsight Systems that captured it); capture the training/inference steps with a current profiler"
         )
         return Verdict("unknown", cause, NAME_BASIS, "low", ())
+    lost = _lost_kernels(run, n) if n < MIN_KERNELS else None
+    if lost is not None:
+        return lost
     if n < MIN_KERNELS and busy < MIN_WORK_NS:
         cause = (
             f"no bottleneck to name: the trace holds {n} kernel(s), {busy / 1e3:.1f} us of GPU work in all (kernels "
@@ -479,6 +482,31 @@ def _too_little_work(run: Run) -> Verdict | None:
         )
         return Verdict("none", cause, NAME_BASIS, "high", ())
     return None
+
+
+def _lost_kernels(run: Run, n: int) -> Verdict | None:
+    """`unknown` when the host recorded launching far more kernels than the trace holds: the profiler lost the
+    kernel records (a program built for a newer CUDA than the Nsight Systems that captured it records NVTX but
+    almost no kernels), so a verdict on the few left would describe the capture, not the program."""
+    ev = metrics.query(run, "launch_evidence")[0]
+    launches, ops = int(ev["launches"]), int(ev["framework_ops"])
+    if not (launches >= MIN_KERNELS and launches >= LOST_RATIO * max(n, 1)
+            or ops >= MIN_FRAMEWORK_OPS and ops >= OPS_PER_KERNEL * max(n, 1)):
+        return None
+    cause = (
+        f"cannot judge: the kernel record is incomplete: {n} kernel(s) recorded while the host recorded "
+        f"{launches:,} kernel launch call(s) and {ops:,} PyTorch op range(s). The profiler lost the kernels (for "
+        "example a program built for a newer CUDA than the Nsight Systems that captured it); capture again with a "
+        "profiler that supports the program's CUDA version"
+    )
+    return Verdict("unknown", cause, NAME_BASIS, "low", ())
+
+
+# A trace lost its kernels when launch calls outnumber kernels LOST_RATIO to 1, or PyTorch op ranges outnumber
+# them OPS_PER_KERNEL to 1 (many ops launch nothing: views, transposes; most launch one or more kernels).
+LOST_RATIO = 10
+MIN_FRAMEWORK_OPS = 100
+OPS_PER_KERNEL = 20
 
 
 def _no_evidence() -> Verdict:

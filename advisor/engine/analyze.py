@@ -102,10 +102,12 @@ LATENCY_FIXES = ("ME003", "ME006")
 
 def headline(verdict: Verdict, ranked: str) -> str:
     """The rule report's "do this first" line, unless the verdict names no bottleneck to fix."""
-    if verdict.class_ != "none":
+    cannot = verdict.class_ == "unknown" and str(verdict.cause or "").startswith("cannot judge")
+    if verdict.class_ != "none" and not cannot:
         return ranked
     reason = str(verdict.cause or "").split(":")[0]
-    return f"nothing to do first: {reason} (verdict none; findings below are facts, not priorities)"
+    return (f"nothing to do first: {reason} (verdict {verdict.class_}; findings below are facts, not "
+            "priorities)")
 
 
 def headline_note(verdict: Verdict, findings: tuple[Finding, ...]) -> str | None:
