@@ -175,3 +175,19 @@ def test_scheduler_and_workers_as_processes(
         for p in reversed(procs):
             p.terminate()
             p.wait(timeout=10)
+
+
+def test_cli_analyze_and_diff_on_workers(run_dir: Path, expected: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """`advisor analyze RUN_DIR --workers 2` prints the single-process findings, verdict and headline, with the
+    per-rank verdicts; `advisor diff RUN_DIR RUN_DIR --workers 2` matches every finding to itself."""
+    from advisor.cli.main import main
+
+    assert main(["analyze", str(run_dir), "--workers", "2", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)["runs"][0]
+    want = expected["analysis"]
+    assert {k: doc[k] for k in ANALYSIS} == {k: want[k] for k in ANALYSIS}
+    assert sorted(r for rs in doc["rank_verdicts"].values() for r in rs) == list(range(RANKS))
+    assert main(["diff", str(run_dir), str(run_dir), "--workers", "2"]) == 0
+    diff = json.loads(capsys.readouterr().out)
+    assert diff["findings"]["new"] == diff["findings"]["resolved"] == diff["findings"]["changed"] == []
+    assert diff["findings"]["unchanged"] == len(want["findings"])
