@@ -18,6 +18,7 @@ from advisor.tui.screens.findings import FindingsScreen
 from advisor.tui.screens.kernels import KernelsScreen
 from advisor.tui.screens.overview import OverviewScreen
 from advisor.tui.screens.ranges import RangesScreen
+from advisor.tui.screens.ranks import RanksScreen
 from advisor.tui.screens.roofline import RooflineScreen
 from advisor.tui.screens.timeline import TimelineScreen
 from advisor.tui.session import Opener, Session, load
@@ -46,6 +47,7 @@ class AdvisorApp(App[None]):
         "timeline": TimelineScreen,
         "ranges": RangesScreen,
         "roofline": RooflineScreen,
+        "ranks": RanksScreen,
         "diff": DiffScreen,
     }
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -55,6 +57,7 @@ class AdvisorApp(App[None]):
         Binding("t", "goto('timeline')", "Timeline"),
         Binding("r", "goto('ranges')", "Ranges"),
         Binding("l", "goto('roofline')", "Roofline"),
+        Binding("n", "goto('ranks')", "Ranks", show=False),  # in the help panel (?): the footer fits 80 columns
         Binding("d", "goto('diff')", "Diff"),
         Binding("question_mark", "toggle_help", "Help", key_display="?"),
         Binding("q", "quit", "Quit"),
