@@ -105,8 +105,8 @@ __all__ = ["Analysis", "AnalysisDiff", "CacheEntry", "DEFAULT_THRESHOLD_PCT", "D
            "default_cache_dir", "diff", "diff_sides", "document", "dumps", "entries", "evict", "explain",
            "from_analysis", "get_rule", "gpu_window", "idle_gaps", "kernel_instances", "kernel_table", "list_rules",
            "max_bytes", "open_capture", "open_run", "open_side", "out_of_memory", "parse_size", "range_tree",
-           "rank_view", "report_inputs", "resolve_side", "retried", "roofline", "sections", "select_rules", "side_from_runs",
-           "stream_bins", "table_names", "trace_suffixes", "verify", "with_run", "work_bytes"]
+           "rank_view", "report_inputs", "resolve_side", "retried", "roofline", "sections", "select_rules",
+           "side_from_runs", "stream_bins", "table_names", "trace_suffixes", "verify", "with_run", "work_bytes"]
 
 
 _RENAMED = {"resolve_side": "resolve", "CacheEntry": "Entry", "FORMATS_HELP": "HELP"}  # api name -> module's
