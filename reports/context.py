@@ -42,6 +42,7 @@ from advisor.reports.figures import (
     roofline_figure,
     timeline_figure,
 )
+from advisor.reports.rank_figures import RankFigures, rank_figures
 from advisor.reports.units import fmt_bytes, fmt_hz, fmt_ns, fmt_pct, fmt_value
 
 NCU_HINT = ("capture with: ncu --set full -o profile python train.py (or --section SpeedOfLight), "
@@ -232,6 +233,7 @@ class RunReport:
     roofline_chart: Figure | None = None  # log-log roofline (ncu counters, or Kineto op FLOPs), key "roofline"
     roofline_chart_missing: str = ""
     gpu_metrics: GpuMetricsView | None = None  # only when the run has nsys GPU metrics samples
+    ranks: RankFigures | None = None  # only for ranks matched across collectives (reports/rank_figures.py)
 
 
 def build_run_report(inp: ReportInputs) -> RunReport:
@@ -280,6 +282,7 @@ def build_run_report(inp: ReportInputs) -> RunReport:
         roofline_chart=chart,
         roofline_chart_missing=chart_missing,
         gpu_metrics=_gpu_metrics(sec.gpu_metrics),
+        ranks=rank_figures(inp.ranks),
     )
 
 

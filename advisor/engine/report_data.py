@@ -18,6 +18,7 @@ from typing import Any
 from advisor import metrics
 from advisor.engine.analyze import Outcomes, analyze_run
 from advisor.engine.explore import MAX_STREAMS, stream_bins
+from advisor.engine.rank_view import rank_view
 from advisor.engine.result import Analysis
 from advisor.engine.runs import with_run
 from advisor.engine.views import roofline_points, timeline_bins
@@ -39,6 +40,8 @@ class ReportInputs:
     roofline_chart: Mapping[str, Any] | None = None
     # explore.stream_bins: {rows: [{device_id, stream_id, busy_ns, busy[]}], left_out: [...], per_device}
     streams: Mapping[str, Any] | None = None
+    # engine.rank_view: ranks x steps heat maps and the straggler's collectives ({available: False} without ranks)
+    ranks: Mapping[str, Any] | None = None
 
 
 TIMELINE_BINS = 240
@@ -107,6 +110,7 @@ def collect(run: Run, top: int = 10, bins: int = TIMELINE_BINS, ncu: Run | None 
         ncu_kernels=n_ncu,
         gaps=idle_gaps(run),
         roofline_chart=roofline_chart(run, profiled, n_ncu),
+        ranks=rank_view(run),
     )
 
 
