@@ -49,6 +49,9 @@ def measure(run_dir: Path, workers: int) -> dict[str, Any]:
     def progress(done: float, total: float, what: str) -> None:
         if done == total:
             stages[what.split()[0]] = round(_rss_mb())
+        if done == total or int(done) % 64 == 0:  # a long run's rate and driver RSS as it goes (stderr)
+            print(f"{time.monotonic() - t0:.0f} s {what.split()[0]} {done:.0f}/{total:.0f} driver {_rss_mb():.0f} MB",
+                  file=sys.stderr, flush=True)
 
     with tempfile.TemporaryDirectory() as tmp:
         t1 = time.monotonic()
