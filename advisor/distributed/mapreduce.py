@@ -172,7 +172,8 @@ def _seeds(con: duckdb.DuckDBPyConnection, maps: Sequence[RankMap], devs: Mappin
            out_dir: Path, balance_cols: list[str], plan: Callable[..., RankPlan]) -> list[RankPlan]:
     """Each rank's seeds (rankrun.SEEDED): its collective instances, plus the others' rows of the instances it
     arrived last in (no device: only its net wait reads them); every rank's rank_comm, rank_clocks and
-    device_balance rows. One partitioned write for the per-rank cut, one file each for the shared ones."""
+    device_balance rows. One partitioned write for the per-rank cut (one pass, not one scan per rank: the
+    driver's work stays linear in the ranks), one file each for the shared ones."""
     seeds = out_dir / "seeds"
     seeds.mkdir(parents=True, exist_ok=True)
     keep = ", ".join(c for c in balance_cols if c != "file_idx") or "NULL AS device_id"
@@ -198,12 +199,16 @@ def _seeds(con: duckdb.DuckDBPyConnection, maps: Sequence[RankMap], devs: Mappin
     ends = [m.trace[1] for m in maps if m.trace[1] is not None]
     row = {"world_size": world, "ranks": ranks, "trace_start_ns": min(starts, default=None),
            "trace_end_ns": max(ends, default=None)}
+    cut = seeds / "instances"  # one pass writes every rank's cut: file_idx=<i>/data_0.parquet
+    con.execute(f"COPY inst_seed TO '{_quote(cut)}' (FORMAT parquet, PARTITION_BY (file_idx))")
+    empty = seeds / "no_instances.parquet"
+    con.execute(f"COPY (SELECT * EXCLUDE (file_idx) FROM inst_seed WHERE false) TO '{_quote(empty)}' (FORMAT parquet)")
     plans = []
     for m in maps:
         own = seeds / f"{m.index:06d}"
         own.mkdir(exist_ok=True)
-        con.execute(f"COPY (SELECT * EXCLUDE (file_idx) FROM inst_seed WHERE file_idx = {m.index}) "
-                    f"TO '{_quote(own / 'collective_instances.parquet')}' (FORMAT parquet)")
+        part = cut / f"file_idx={m.index}" / "data_0.parquet"
+        (own / "collective_instances.parquet").symlink_to(part if part.exists() else empty)
         for name in shared:
             (own / f"{name}.parquet").symlink_to(seeds / f"{name}.parquet")
         plans.append(plan(path=m.path, devices=devs[m.index], seeds=str(own), runs_row=row))
