@@ -49,6 +49,7 @@ if TYPE_CHECKING:  # each name is imported on first use (module __getattr__ belo
     )
     from advisor.engine.findings import explain, list_rules
     from advisor.engine.perfetto import chrome_trace
+    from advisor.engine.rank_view import rank_view
     from advisor.engine.report_data import ReportInputs, report_inputs
     from advisor.engine.result import Analysis, DeviceTime, RangesSummary, Summary, TopKernels, document, dumps
     from advisor.engine.runs import retried, with_run
@@ -89,6 +90,7 @@ _LAZY = {
     "resolve_side": "advisor.diff.sides",
     "verify": "advisor.diff.verify",
     "chrome_trace": "advisor.engine.perfetto",
+    "rank_view": "advisor.engine.rank_view",
     **dict.fromkeys(("CacheEntry", "entries", "evict", "max_bytes", "parse_size", "work_bytes"),
                     "advisor.model.cache_admin"),
     "default_cache_dir": "advisor.model.store",
@@ -118,9 +120,9 @@ __all__ = ["Analysis", "AnalysisDiff", "CacheEntry", "Cost", "DEFAULT_THRESHOLD_
            "diff", "diff_sides", "document", "dumps", "entries", "evict", "explain", "from_analysis", "gemm_cost",
            "get_rule", "gpu_roofs", "gpu_window", "idle_gaps", "kernel_instances", "kernel_table", "list_rules",
            "match_peaks", "max_bytes", "model_for", "op_cost", "open_capture", "open_run", "open_side",
-           "out_of_memory", "parse_size", "range_tree", "report_inputs", "resolve_side", "retried", "roofline",
-           "sections", "select_rules", "side_from_runs", "stream_bins", "table_names", "trace_suffixes", "verify",
-           "with_run", "work_bytes"]
+           "out_of_memory", "parse_size", "range_tree", "rank_view", "report_inputs", "resolve_side", "retried",
+           "roofline", "sections", "select_rules", "side_from_runs", "stream_bins", "table_names", "trace_suffixes",
+           "verify", "with_run", "work_bytes"]
 
 
 _RENAMED = {"resolve_side": "resolve", "CacheEntry": "Entry", "FORMATS_HELP": "HELP", "OP_MODELS": "MODELS",

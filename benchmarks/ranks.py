@@ -15,7 +15,10 @@ rewritten, on a model with known answers:
   instance whose ordinal is a multiple of I);
 - every rank leaves it together, at the last arrival plus T_i (plus under 1 us of end jitter), so each rank
   waits max(arrival) - its arrival;
-- every event of rank r is then shifted by its clock offset o_r, seeded in [-offset, offset] us (rank 0: 0).
+- every event of rank r is then shifted by its clock offset o_r, seeded in [-offset, offset] us (rank 0: 0);
+- each rank is its own process, as in a real run: the template's host process ids (those of its CPU ops,
+  runtime calls and annotations) become pid + r, so a directory read never takes two ranks' host threads for
+  one process.
 
 `generate` returns the truth (per rank: offset, transfer, wait, what its late arrivals cost the others),
 which the tests compare with what the advisor recovers.
@@ -57,6 +60,14 @@ class Spec:
 def _is_comm(e: dict[str, Any]) -> bool:
     name = str(e.get("name", "")).lower()
     return e.get("cat") == "kernel" and ("nccl" in name or "rccl" in name)
+
+
+HOST_CATS = ("cpu_op", "cuda_runtime", "cuda_driver", "python_function", "user_annotation", "Trace")
+
+
+def _host_pids(events: list[dict[str, Any]]) -> set[int]:
+    """The template's host process ids (GPU events' pid is the device)."""
+    return {e["pid"] for e in events if e.get("cat") in HOST_CATS and isinstance(e.get("pid"), int)}
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -107,15 +118,16 @@ def generate(template: Path, out: Path, spec: Spec) -> Truth:
     ends = [max(a) + t for a, t in zip(arrivals, transfers, strict=True)]
     out.mkdir(parents=True, exist_ok=True)
     index = {id(k): i for i, k in enumerate(comm)}
+    host = _host_pids(events)
     for r in range(spec.ranks):
-        _write_rank(out / f"rank{r:05d}.json.gz", doc, spec, r, (arrivals, ends, offsets, index), integer, rng)
+        _write_rank(out / f"rank{r:05d}.json.gz", doc, spec, r, (arrivals, ends, offsets, index, host), integer, rng)
     return _truth(spec, arrivals, transfers, offsets)
 
 
 def _write_rank(
     path: Path, doc: dict[str, Any], spec: Spec, r: int, plan: tuple[Any, ...], integer: bool, rng: random.Random
 ) -> None:
-    arrivals, ends, offsets, index = plan
+    arrivals, ends, offsets, index, host = plan
     fmt = (lambda x: round(x)) if integer else (lambda x: round(x, 3))
     evs = []
     for e0 in doc["traceEvents"]:
@@ -127,6 +139,8 @@ def _write_rank(
             e["ts"], e["dur"] = fmt(start + offsets[r]), fmt(end - start)
         elif "ts" in e and isinstance(e["ts"], int | float):
             e["ts"] = fmt(float(e["ts"]) + offsets[r])
+        if e.get("pid") in host:
+            e["pid"] = e["pid"] + r
         evs.append(e)
     info = dict(doc.get("distributedInfo") or {}, rank=r, world_size=spec.ranks)
     out = {k: v for k, v in doc.items() if k not in ("traceEvents", "baseTimeNanoseconds")}

@@ -53,6 +53,7 @@ from advisor.reports.interactive import (
     roofline_plot,
     timeline_plot,
 )
+from advisor.reports.rank_figures import RankFigures, rank_figures
 from advisor.reports.units import fmt_bytes, fmt_hz, fmt_ns, fmt_pct, fmt_value
 
 NCU_HINT = ("capture with: ncu --set full -o profile python train.py (or --section SpeedOfLight), "
@@ -296,6 +297,7 @@ class RunReport:
     roofline_ops_note: str = ""  # the modelled ops of analyze's `ops` section on the interactive roofline
     mfu: MfuView | None = None  # only when analyze has an `mfu` section
     facts: RunFactsView | None = None  # kernel families, copies and host API calls (reports/facts.py)
+    ranks: RankFigures | None = None  # only for ranks matched across collectives (reports/rank_figures.py)
 
 
 def report_title(path: str | None) -> str:
@@ -351,6 +353,7 @@ def build_run_report(inp: ReportInputs) -> RunReport:
         gpu_metrics=_gpu_metrics(sec.gpu_metrics),
         facts=_facts(a),
         **_interactive(inp),
+        ranks=rank_figures(inp.ranks),
     )
 
 

@@ -278,23 +278,37 @@ def _in_steps(ns: Mapping[str, int], span_ns: int, of: str) -> Verdict:
     return replace(v, basis=v.basis + STEP_NOTE)
 
 
+# (range name, instances, total window time, class times): one range name's sums, before its verdict
+RangeGroup = tuple[str, int, int, dict[str, int]]
+
+
 def _ranges(run: Run, max_ranges: int, max_depth: int, ncu_shift: Shift | None) -> tuple[RangeVerdict, ...]:
+    return range_verdicts(range_groups(run, max_ranges, max_depth, ncu_shift))
+
+
+def range_groups(run: Run, max_ranges: int, max_depth: int, ncu_shift: Shift | None) -> list[RangeGroup]:
+    """Per range name (the `max_ranges` names with most host time), its instances, window time and class times:
+    sums, so the groups of several ranks add up to the groups of the run they make (advisor.distributed)."""
     if not run.count("ranges"):
-        return ()
+        return []
     if ncu_shift is None:  # per-name sums straight from DuckDB: a trace may hold millions of range instances
-        groups = [
+        return [
             (g.label, g.n_instances, g.span_ns, g.ns)
             for g in metrics.shares_by_label(run, "windows_ranges", max_names=max_ranges, max_depth=max_depth)
         ]
-    else:  # the shift works per window
-        windows = ncu_shift(metrics.shares(run, "windows_ranges", max_names=max_ranges, max_depth=max_depth))
-        by_name: dict[str, list[metrics.WindowTimes]] = {}
-        for w in windows:
-            by_name.setdefault(w.label, []).append(w)
-        groups = [
-            (name, len({w.extra.get("range_id") for w in ws}), sum(w.span_ns for w in ws), _sum_ns(w.ns for w in ws))
-            for name, ws in by_name.items()
-        ]
+    # the shift works per window
+    windows = ncu_shift(metrics.shares(run, "windows_ranges", max_names=max_ranges, max_depth=max_depth))
+    by_name: dict[str, list[metrics.WindowTimes]] = {}
+    for w in windows:
+        by_name.setdefault(w.label, []).append(w)
+    return [
+        (name, len({w.extra.get("range_id") for w in ws}), sum(w.span_ns for w in ws), _sum_ns(w.ns for w in ws))
+        for name, ws in by_name.items()
+    ]
+
+
+def range_verdicts(groups: Iterable[RangeGroup]) -> tuple[RangeVerdict, ...]:
+    """Each range name's verdict over its class times, the names with most window time first."""
     out = []
     for name, count, total, ns in groups:
         of = f"total time of the {count} '{name}' range instance(s) on the devices they feed"
@@ -302,6 +316,15 @@ def _ranges(run: Run, max_ranges: int, max_depth: int, ncu_shift: Shift | None) 
         v = replace(v, basis=v.basis + RANGE_NOTE, confidence="low")
         out.append(RangeVerdict(name, count, total, v))
     return tuple(sorted(out, key=lambda r: (-r.total_ns, r.name)))
+
+
+def measured_shift(run: Run) -> tuple[Shift | None, str | None]:
+    """The per-op roofline's shift of the timeline classes and its basis, where the trace recorded shapes
+    (classify's `measured` without Nsight Compute); (None, None) where it did not."""
+    from advisor.rules.roof_verdict import roof_classes
+
+    measured = roof_classes(run)
+    return (measured.shift, measured.basis) if measured is not None else (None, None)
 
 
 def _sum_ns(parts: Iterable[Mapping[str, int]]) -> dict[str, int]:

@@ -37,11 +37,16 @@ def rank_table(ctx: Context) -> list[dict[str, Any]]:
     ]
 
 
+# Context cache key of each device's own verdict class: computed from the run here, or given by a caller that
+# has them already (a Dask reduce, whose run holds only the per-rank rows: advisor.distributed.combine)
+DEVICE_CLASSES = "_ranks_device_classes"
+
+
 def _device_classes(ctx: Context) -> dict[int, str]:
     """device_id -> its own verdict class (the same device verdicts the run's verdict reports)."""
     from advisor.rules.classify import classify
 
-    key = "_ranks_device_classes"
+    key = DEVICE_CLASSES
     if key not in ctx._cache:
         ctx._cache[key] = {d.device_id: d.verdict.class_ for d in classify(ctx.run, max_ranges=0).devices}
     return dict(ctx._cache[key])

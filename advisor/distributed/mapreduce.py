@@ -1,17 +1,25 @@
-"""Map one rank per Dask task, reduce the cross-rank collective analysis in DuckDB over per-rank Parquet.
+"""Map one rank per Dask task, reduce the cross-rank analysis in DuckDB over per-rank Parquet.
 
-The map task opens one rank file (through the same cache as `advisor analyze`) and writes its compact
-table: its communication kernels (the `collectives` rows of source kernel), on the run clock a directory
-read would give it (the file's baseTimeNanoseconds against the run's earliest). The reduce loads every
-rank's Parquet into one DuckDB database and runs the same metric SQL (`collective_instances`,
-`rank_clocks`, `rank_comm`) the single-process path runs, so both paths give identical rows. A rank whose
-task fails is reported by file name with its error; the others are reduced without it.
+Two maps and two reduces, each map one task per rank:
+
+1. `map_rank` opens one rank file (through the same cache as `advisor analyze`) and writes its compact
+   tables: its communication kernels (the `collectives` rows of source kernel, on the run clock a directory
+   read would give it: the file's baseTimeNanoseconds against the run's earliest) and its `device_balance`
+   rows (work, exposed communication and idle per device: durations only), and returns its devices.
+2. `reduce_ranks` numbers the devices as a directory read does (parsers.kineto.merge.device_ids), loads
+   every rank's Parquet into one DuckDB database and runs the same metric SQL (`collective_instances`,
+   `rank_clocks`, `rank_comm`) the single-process path runs, so both paths give identical rows; it writes
+   each rank's seeds (advisor.distributed.rankrun).
+3. `rankrun.analyze_rank` runs that rank's rules and verdict on its slice of the run, seeded.
+4. `advisor.distributed.combine` makes the run's report and verdict from the per-rank outcomes.
+
+A rank whose task fails is reported by file name with its error; the others are reduced without it.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +27,8 @@ from typing import Any
 import duckdb
 
 from advisor import metrics
+from advisor.distributed.rankrun import RankOutcome, RankPlan, analyze_rank
+from advisor.parsers.base import ProgressFn, no_progress
 
 CROSS_RANK = ("collective_instances", "rank_clocks", "rank_comm")
 COLUMNS = "rank, device_id, stream_id, start_ns, end_ns, kind, bytes, dtype, communicator, group_size, name_id, source"
@@ -26,38 +36,183 @@ COLUMNS = "rank, device_id, stream_id, start_ns, end_ns, kind, bytes, dtype, com
 
 @dataclass
 class RankResult:
-    """What the reduce returns: each cross-rank metric's rows, and the ranks (file names) that failed."""
+    """What the reduce returns: each cross-rank metric's rows, the ranks (file names) that failed, and, where
+    the rules ran, each rank's outcome (file order) and the run's report (advisor.distributed.combine)."""
 
     tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)  # file name -> error
+    outcomes: list[RankOutcome] = field(default_factory=list)
+    analysis: Any = None  # combine.RanksAnalysis
 
 
-def map_rank(path: str, out_dir: str, shift_ns: int, cache_dir: str | None = None) -> str:
-    """One rank: parse (or reuse the cache), write its communication kernels to Parquet; returns the file."""
+@dataclass(frozen=True)
+class RankMap:
+    """What the first map returns for one rank: its Parquet files, rank, devices (local ordinals), trace span."""
+
+    index: int
+    path: str
+    collectives: str
+    balance: str
+    rank: int | None
+    world_size: int | None
+    devices: tuple[int, ...]
+    trace: tuple[int | None, int | None]  # trace_start_ns, trace_end_ns on the run clock
+
+
+def map_rank(path: str, out_dir: str, shift_ns: int, cache_dir: str | None = None, index: int = 0) -> RankMap:
+    """One rank: parse (or reuse the cache), write its communication kernels and device balance to Parquet."""
     from advisor.ingest import open_run
 
     run = open_run(path, cache_dir=Path(cache_dir) if cache_dir else None)
-    target = Path(out_dir) / (Path(path).name + ".collectives.parquet")
-    shift = int(shift_ns)
-    cols = COLUMNS.replace("start_ns, end_ns", f"start_ns + {shift} AS start_ns, end_ns + {shift} AS end_ns")
-    run.sql(f"COPY (SELECT {cols} FROM collectives WHERE source = 'kernel') TO '{_quote(target)}' (FORMAT parquet)")
-    return str(target)
+    try:
+        stem = Path(out_dir) / f"{index:06d}"
+        shift = int(shift_ns)
+        cols = COLUMNS.replace("start_ns, end_ns", f"start_ns + {shift} AS start_ns, end_ns + {shift} AS end_ns")
+        coll = f"{stem}.collectives.parquet"
+        run.sql(f"COPY (SELECT {index} AS file_idx, {cols} FROM collectives WHERE source = 'kernel') "
+                f"TO '{_quote(Path(coll))}' (FORMAT parquet)")
+        balance = ""
+        if run.count("kernels") or run.count("memops"):
+            rows = [{"file_idx": index} | r for r in metrics.query(run, "device_balance")]
+            if rows:
+                import pyarrow as pa
+                import pyarrow.parquet as pq
+
+                balance = f"{stem}.balance.parquet"
+                pq.write_table(pa.Table.from_pylist(rows), balance)
+        devices = tuple(sorted(int(r[0]) for r in run.sql_rows("SELECT device_id FROM devices")))
+        info = run.info
+        rank = info.get("ranks")
+        span = (_plus(info.get("trace_start_ns"), shift), _plus(info.get("trace_end_ns"), shift))
+        return RankMap(index, path, coll, balance, int(rank) if rank and str(rank).isdigit() else None,
+                       info.get("world_size"), devices, span)
+    finally:
+        run.close()
 
 
-def reduce_ranks(parquet: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
-    """The cross-rank metrics over the per-rank Parquet files, by the metric SQL of the single-process path."""
-    con = duckdb.connect()
-    files = ", ".join(f"'{_quote(Path(p))}'" for p in parquet)
-    con.execute(f"CREATE TEMP TABLE collectives AS SELECT * FROM read_parquet([{files}])")
-    out: dict[str, list[dict[str, Any]]] = {}
-    for name in CROSS_RANK:
-        m = metrics.get(name)
-        con.execute(f"CREATE TEMP TABLE {m.table} AS {m.sql.strip().rstrip(';')}")
-        cur = con.execute(f"SELECT * FROM {m.table}")
-        cols = [d[0] for d in cur.description]
-        out[name] = [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
-    con.close()
+def _plus(v: Any, shift: int) -> int | None:
+    return int(v) + shift if v is not None else None
+
+
+def _body(sql: str) -> str:
+    return "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--")).strip().rstrip(";")
+
+
+@dataclass
+class Reduced:
+    """The first reduce: cross-rank metric rows, the run's device ids, and each rank's plan for its rules."""
+
+    tables: dict[str, list[dict[str, Any]]]
+    plans: list[RankPlan]
+
+
+def device_map(maps: Sequence[RankMap]) -> dict[int, dict[int, int]]:
+    """file index -> (local ordinal -> the run's device_id), numbered as a directory read numbers them."""
+    from advisor.parsers.kineto.merge import device_ids
+
+    ids = device_ids([set(m.devices) for m in maps])
+    out: dict[int, dict[int, int]] = {m.index: {} for m in maps}
+    for (i, local), dev in ids.items():
+        out[maps[i].index][local] = dev
     return out
+
+
+def reduce_ranks(maps: Sequence[RankMap], out_dir: Path, plan: Callable[..., RankPlan] | None = None) -> Reduced:
+    """The cross-rank metrics over the per-rank Parquet files (the metric SQL of the single-process path), and,
+    with `plan`, each rank's seeds written under out_dir and its plan."""
+    maps = sorted(maps, key=lambda m: m.index)
+    devs = device_map(maps)
+    con = duckdb.connect()
+    try:
+        con.execute("CREATE TEMP TABLE devmap (file_idx INTEGER, local_id INTEGER, device_id INTEGER)")
+        rows = [(i, loc, d) for i, m in devs.items() for loc, d in m.items()]
+        if rows:
+            con.executemany("INSERT INTO devmap VALUES (?, ?, ?)", rows)
+        _load(con, "collectives", [m.collectives for m in maps])  # every map writes one, rows or not
+        cols = [c[0] for c in con.execute("DESCRIBE balance_raw").fetchall()] if _load(
+            con, "balance_raw", [m.balance for m in maps if m.balance]) else []
+        out: dict[str, list[dict[str, Any]]] = {}
+        for name in CROSS_RANK:
+            m = metrics.get(name)
+            con.execute(f"CREATE TEMP TABLE {m.table} AS {_body(m.sql)}")
+            out[name] = _dicts(con, f"SELECT * FROM {m.table}")
+        plans = _seeds(con, maps, devs, out_dir, cols, plan) if plan is not None else []
+    finally:
+        con.close()
+    return Reduced(out, plans)
+
+
+def _load(con: duckdb.DuckDBPyConnection, table: str, files: Sequence[str]) -> bool:
+    """Per-rank Parquet into `table` with device ids of the run (False: no files, no table).
+
+    The files are read with pyarrow and handed to DuckDB as one contiguous Arrow table: DuckDB's own
+    read_parquet over thousands of small files keeps about 120 KB per file after the scan (measured: 164 MB
+    at 64 files, 277 MB at 1,024, against 164 and 172 MB this way), which would make the driver grow with the
+    number of ranks instead of with their rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if not files:
+        return False
+    rows = pa.concat_tables([pq.read_table(p) for p in files], promote_options="permissive").combine_chunks()
+    con.register("_ranks_in", rows)
+    con.execute(f"CREATE TEMP TABLE {table} AS SELECT t.* REPLACE (coalesce(d.device_id, t.device_id) AS device_id) "
+                "FROM _ranks_in t LEFT JOIN devmap d ON d.file_idx = t.file_idx AND d.local_id = t.device_id")
+    con.unregister("_ranks_in")
+    return True
+
+
+def _dicts(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
+    cur = con.execute(sql)
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+
+
+def _seeds(con: duckdb.DuckDBPyConnection, maps: Sequence[RankMap], devs: Mapping[int, dict[int, int]],
+           out_dir: Path, balance_cols: list[str], plan: Callable[..., RankPlan]) -> list[RankPlan]:
+    """Each rank's seeds (rankrun.SEEDED): its collective instances, plus the others' rows of the instances it
+    arrived last in (no device: only its net wait reads them); every rank's rank_comm, rank_clocks and
+    device_balance rows. One partitioned write for the per-rank cut (one pass, not one scan per rank: the
+    driver's work stays linear in the ranks), one file each for the shared ones."""
+    seeds = out_dir / "seeds"
+    seeds.mkdir(parents=True, exist_ok=True)
+    keep = ", ".join(c for c in balance_cols if c != "file_idx") or "NULL AS device_id"
+    where = "" if balance_cols else " WHERE false"
+    shared = {
+        "rank_comm": "SELECT * FROM m_rank_comm",
+        "rank_clocks": "SELECT * FROM m_rank_clocks",
+        "device_balance": f"SELECT {keep} FROM balance_raw{where} ORDER BY device_id" if balance_cols else
+        "SELECT NULL::INTEGER AS device_id WHERE false",
+    }
+    for name, sql in shared.items():
+        con.execute(f"COPY ({sql}) TO '{_quote(seeds / f'{name}.parquet')}' (FORMAT parquet)")
+    con.execute("""CREATE TEMP TABLE inst_seed AS
+        SELECT m.file_idx, i.* FROM m_collective_instances i JOIN devmap m USING (device_id)
+        UNION ALL
+        SELECT m.file_idx, o.* REPLACE (NULL::INTEGER AS device_id)
+        FROM m_collective_instances l JOIN devmap m USING (device_id)
+        JOIN m_collective_instances o ON o.comm_key = l.comm_key AND o.seq = l.seq AND o.rank <> l.rank
+        WHERE l.last_arrival""")
+    world = max((m.world_size for m in maps if m.world_size is not None), default=len(maps) if len(maps) > 1 else None)
+    ranks = ",".join(str(r) for r in sorted({m.rank for m in maps if m.rank is not None})) or None
+    starts = [m.trace[0] for m in maps if m.trace[0] is not None]
+    ends = [m.trace[1] for m in maps if m.trace[1] is not None]
+    row = {"world_size": world, "ranks": ranks, "trace_start_ns": min(starts, default=None),
+           "trace_end_ns": max(ends, default=None)}
+    cut = seeds / "instances"  # one pass writes every rank's cut: file_idx=<i>/data_0.parquet
+    con.execute(f"COPY inst_seed TO '{_quote(cut)}' (FORMAT parquet, PARTITION_BY (file_idx))")
+    empty = seeds / "no_instances.parquet"
+    con.execute(f"COPY (SELECT * EXCLUDE (file_idx) FROM inst_seed WHERE false) TO '{_quote(empty)}' (FORMAT parquet)")
+    plans = []
+    for m in maps:
+        own = seeds / f"{m.index:06d}"
+        own.mkdir(exist_ok=True)
+        part = cut / f"file_idx={m.index}" / "data_0.parquet"
+        (own / "collective_instances.parquet").symlink_to(part if part.exists() else empty)
+        for name in shared:
+            (own / f"{name}.parquet").symlink_to(seeds / f"{name}.parquet")
+        plans.append(plan(path=m.path, devices=devs[m.index], seeds=str(own), runs_row=row))
+    return plans
 
 
 def _quote(p: Path) -> str:
@@ -89,29 +244,89 @@ def client_for(workers: int | None, scheduler: str | None) -> Any:
     return Client(cluster)  # type: ignore[no-untyped-call]
 
 
-def analyze_ranks(files: Sequence[Path], out_dir: Path, client: Any, cache_dir: Path | None = None) -> RankResult:
-    """Map every rank file on `client`'s workers (one task per rank), reduce in this process."""
+def _gather(futures: Mapping[Any, str], progress: ProgressFn, what: str) -> tuple[list[Any], dict[str, str]]:
+    """Every task's result as it completes (progress per rank); a failed task is named (its file) with its
+    error, never fatal. Each future is released once read, so the workers do not keep the results."""
     from dask.distributed import as_completed
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    cache = str(cache_dir) if cache_dir else None
-    futures = {
-        client.submit(map_rank, str(f), str(out_dir), s, cache, key=f"rank-{f.name}", pure=False): f.name
-        for f, s in zip(files, shifts(files), strict=True)
-    }
-    done: list[str] = []
+    done: list[Any] = []
     failed: dict[str, str] = {}
-    for fut in as_completed(list(futures)):  # type: ignore[no-untyped-call]
+    for n, fut in enumerate(as_completed(list(futures)), 1):  # type: ignore[no-untyped-call]
         try:
             done.append(fut.result())
         except Exception as e:  # a failed rank is reported by name; the others are still reduced
             failed[futures[fut]] = f"{type(e).__name__}: {e}"
-    return RankResult(reduce_ranks(sorted(done)) if done else {}, failed)
+        fut.release()
+        progress(n, len(futures), f"{what} {futures[fut]}")
+    return done, failed
 
 
-def analyze_local(files: Sequence[Path], out_dir: Path, cache_dir: Path | None = None) -> RankResult:
-    """The same map and reduce in this process, one rank after another (no Dask)."""
+def analyze_ranks(
+    files: Sequence[Path],
+    out_dir: Path,
+    client: Any,
+    cache_dir: Path | None = None,
+    rules: bool = False,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    select: set[str] | None = None,
+    progress: ProgressFn = no_progress,
+) -> RankResult:
+    """Map every rank file on `client`'s workers (one task per rank), reduce in this process; with `rules`, a
+    second map runs each rank's rules and verdict and the run's report is combined here. `progress` is called
+    after each rank's task (done, total, what) and once per reduce."""
     out_dir.mkdir(parents=True, exist_ok=True)
     cache = str(cache_dir) if cache_dir else None
-    done = [map_rank(str(f), str(out_dir), s, cache) for f, s in zip(files, shifts(files), strict=True)]
-    return RankResult(reduce_ranks(sorted(done)))
+    futures = {
+        client.submit(map_rank, str(f), str(out_dir), s, cache, i, key=f"rank-{f.name}", pure=False): f.name
+        for i, (f, s) in enumerate(zip(files, shifts(files), strict=True))
+    }
+    maps, failed = _gather(futures, progress, "read")
+    if not maps:
+        return RankResult({}, failed)
+    shift = dict(zip([str(f) for f in files], shifts(files), strict=True))
+    red = reduce_ranks(maps, out_dir, _planner(shift, cache, options, select) if rules else None)
+    progress(1, 1, "cross-rank reduce")
+    if not rules:
+        return RankResult(red.tables, failed)
+    names = {p.path: Path(p.path).name for p in red.plans}
+    outs, failed2 = _gather({client.submit(analyze_rank, p, key=f"rules-{names[p.path]}", pure=False): names[p.path]
+                             for p in red.plans}, progress, "rules")
+    res = _combined(red, outs, failed | failed2, options)
+    progress(1, 1, "combine")
+    return res
+
+
+def _planner(shift: Mapping[str, int], cache: str | None, options: Mapping[str, Mapping[str, Any]] | None,
+             select: set[str] | None) -> Callable[..., RankPlan]:
+    def plan(path: str, devices: dict[int, int], seeds: str, runs_row: dict[str, Any]) -> RankPlan:
+        return RankPlan(path, shift[path], devices, seeds, runs_row, cache, options,
+                        frozenset(select) if select else None)
+
+    return plan
+
+
+def _combined(red: Reduced, outs: list[RankOutcome], failed: dict[str, str],
+              options: Mapping[str, Mapping[str, Any]] | None) -> RankResult:
+    from advisor.distributed.combine import combine
+
+    order = {p.path: i for i, p in enumerate(red.plans)}
+    outs = sorted(outs, key=lambda o: order[o.path])
+    seeds = Path(red.plans[0].seeds) if red.plans else None
+    select = set(red.plans[0].select) if red.plans and red.plans[0].select else None
+    analysis = combine(outs, seeds, options, select) if outs and seeds is not None else None
+    return RankResult(red.tables, failed, outs, analysis)
+
+
+def analyze_local(files: Sequence[Path], out_dir: Path, cache_dir: Path | None = None, rules: bool = False,
+                  options: Mapping[str, Mapping[str, Any]] | None = None, select: set[str] | None = None
+                  ) -> RankResult:
+    """The same maps and reduces in this process, one rank after another (no Dask)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cache = str(cache_dir) if cache_dir else None
+    sh = shifts(files)
+    maps = [map_rank(str(f), str(out_dir), s, cache, i) for i, (f, s) in enumerate(zip(files, sh, strict=True))]
+    shift = dict(zip([str(f) for f in files], sh, strict=True))
+    red = reduce_ranks(maps, out_dir, _planner(shift, cache, options, select) if rules else None)
+    if not rules:
+        return RankResult(red.tables)
+    return _combined(red, [analyze_rank(p) for p in red.plans], {}, options)

@@ -270,6 +270,21 @@ def run_rules(
     rules run on it, weighted by the timeline through `joined` (computed here when not given).
     before_each: called with each rule before it runs (progress on a surface; a cold stage takes seconds).
     """
+    results = rule_results(run, options, select, strict, ncu, joined, before_each)
+    return finish(results, run, ncu)
+
+
+def rule_results(
+    run: Run,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    select: set[str] | None = None,
+    strict: bool = False,
+    ncu: Run | None = None,
+    joined: JoinResult | None = None,
+    before_each: Callable[[type[Rule]], None] | None = None,
+) -> list[RuleResult]:
+    """Each selected rule's result on `run`, its findings as the rule made them (not capped, not merged across
+    ranks): run_rules' first half, which a Dask worker runs on one rank (advisor.distributed)."""
     rules = select_rules(select)
     resolved = resolve_options(rules, options)
     captured = captured_tables(run)
@@ -286,12 +301,28 @@ def run_rules(
             results.append(_run_one(r, ncu, resolved[r.code], ncu_captured, strict, joined))
         else:
             results.append(_run_one(r, run, resolved[r.code], captured, strict))
+    return results
+
+
+def finish(results: list[RuleResult], run: Run, ncu: Run | None = None) -> RuleReport:
+    """The report of `results` on `run`: findings capped at their device's span, merged across ranks, ranked."""
+    spans = device_span_ns(run) if [f for res in results for f in res.findings] else {}
+    if ncu is not None and not run_span_ns(run):
+        spans = {}
+    return ranked(results, spans, device_ranks(run), run_span(run))
+
+
+def ranked(
+    results: list[RuleResult], spans: Mapping[int, int], ranks: Mapping[int, int], span: tuple[int, str]
+) -> RuleReport:
+    """Findings capped at `spans` (device -> span; empty: not capped), one per pattern across `ranks`, ranked by
+    gain: the same whether the results come from one run or from each rank of a Dask map."""
     found = [f for res in results for f in res.findings]
-    if found and not (ncu is not None and not run_span_ns(run)):
-        found = capped(found, device_span_ns(run))
-    found = across_ranks(found, device_ranks(run))  # one finding per pattern across ranks (advisor.engine.ranks)
+    if found and spans:
+        found = capped(found, spans)
+    found = across_ranks(found, ranks)  # one finding per pattern across ranks (advisor.engine.ranks)
     findings = sorted(found, key=lambda f: (-f.est_gain_ns, f.code, f.location))
-    return RuleReport(tuple(results), tuple(findings), *run_span(run))
+    return RuleReport(tuple(results), tuple(findings), *span)
 
 
 def device_span_ns(run: Run) -> dict[int, int]:

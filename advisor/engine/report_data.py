@@ -19,6 +19,7 @@ from typing import Any
 from advisor import metrics
 from advisor.engine.analyze import Outcomes, analyze_run
 from advisor.engine.explore import MAX_STREAMS, stream_bins
+from advisor.engine.rank_view import rank_view
 from advisor.engine.result import Analysis
 from advisor.engine.runs import with_run
 from advisor.engine.views import roofline_points, timeline_bins
@@ -42,6 +43,8 @@ class ReportInputs:
     streams: Mapping[str, Any] | None = None
     # metric timeline_ops: the GPU operations the interactive timeline draws one by one (each row carries total)
     ops: Sequence[Mapping[str, Any]] = ()
+    # engine.rank_view: ranks x steps heat maps and the straggler's collectives ({available: False} without ranks)
+    ranks: Mapping[str, Any] | None = None
 
 
 TIMELINE_BINS = 240
@@ -121,6 +124,7 @@ def collect(run: Run, top: int = 10, bins: int = TIMELINE_BINS, ncu: Run | None 
         gaps=idle_gaps(run),
         roofline_chart=roofline_chart(run, profiled, n_ncu),
         ops=timeline_ops(run),
+        ranks=rank_view(run),
     )
 
 

@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from advisor.metrics import derived
@@ -158,10 +159,30 @@ def code_key() -> str:
     return derived.fingerprint(*(root.joinpath(f"{n}.sql").read_text() for n in names()))
 
 
+def seed(run: Run, name: str, parquet: Path) -> None:
+    """Give metric `name` on `run` the rows another process computed (a Parquet file of its columns): the
+    cross-rank metrics a Dask reduce computed over every rank, handed to one rank's run (advisor.distributed).
+    A materialized metric becomes its temp table, so the metrics that use it read the seeded rows; any other
+    is answered from the rows. Only for a run that is not a cache entry: seeded rows are never kept."""
+    if run.entry is not None:
+        raise ValueError("seed() is for in-memory runs: a cache entry must keep what its own trace gives")
+    metric = get(name)
+    source = "read_parquet('" + str(parquet).replace("'", "''") + "')"
+    if metric.materialize:
+        derived.drop(run, metric.table)
+        run.sql(f"CREATE TEMP TABLE {metric.table} AS SELECT * FROM {source}")
+        session(run).built.add(name)
+    else:
+        session(run).memo[f"seed:{name}"] = run.sql_dicts(f"SELECT * FROM {source}")
+
+
 def query(run: Run, name: str, /, *, windows: WindowSet | None = None, **params: Any) -> list[dict[str, Any]]:
     """Rows of metric `name` on `run`; `params` may hold extra keys the SQL does not use. A metric that clips
     to windows (reads `m_windows`) needs the window set as `windows`."""
     metric = get(name)
+    seeded = session(run).memo.get(f"seed:{name}")
+    if seeded is not None:
+        return list(seeded)
     if metric.materialize:
         ensure(run, name)
         return run.sql_dicts(f"SELECT * FROM {metric.table}")

@@ -1,15 +1,10 @@
 -- metric: windows_ranges
--- doc: One window per (range instance, device it feeds) for the $max_names range names with the most total time at depth <= $max_depth; ProfilerStep#N instances share the name 'ProfilerStep#*' and per-op suffixes (', op_id = N', ', seq = N', ', sizes = ...') are dropped. Host ranges map to devices through device_pids, GPU annotations through their device_id.
--- uses: device_pids
-WITH names AS (  -- the suffix regexp runs once per distinct name, not once per range
-    SELECT string_id, value LIKE 'ProfilerStep#%' AS step,
-        regexp_replace(coalesce(value, ''), ',? *(op_id|seq|sizes|stream) *=.*$', '') AS name
-    FROM strings WHERE string_id IN (SELECT DISTINCT name_id FROM ranges)
-),
-r AS (
+-- doc: One window per (range instance, device it feeds) for the $max_names range names with the most total time at depth <= $max_depth; names grouped as metric range_names groups them. Host ranges map to devices through device_pids, GPU annotations through their device_id.
+-- uses: device_pids, range_names
+WITH r AS (
     SELECT r.range_id, r.pid, r.device_id, r.start_ns, r.end_ns, r.source, r.depth,
         CASE WHEN r.source = 'profiler_step' OR s.step THEN 'ProfilerStep#*' ELSE coalesce(s.name, '') END AS name
-    FROM ranges r LEFT JOIN names s ON s.string_id = r.name_id
+    FROM ranges r LEFT JOIN m_range_names s ON s.string_id = r.name_id
     WHERE r.end_ns > r.start_ns AND r.depth <= $max_depth
 ),
 top AS (

@@ -19,6 +19,7 @@ from advisor.tui.screens.kernels import KernelsScreen
 from advisor.tui.screens.mfu import MfuScreen
 from advisor.tui.screens.overview import OverviewScreen
 from advisor.tui.screens.ranges import RangesScreen
+from advisor.tui.screens.ranks import RanksScreen
 from advisor.tui.screens.roofline import RooflineScreen
 from advisor.tui.screens.timeline import TimelineScreen
 from advisor.tui.session import Opener, Session, load
@@ -48,6 +49,7 @@ class AdvisorApp(App[None]):
         "ranges": RangesScreen,
         "roofline": RooflineScreen,
         "mfu": MfuScreen,
+        "ranks": RanksScreen,
         "diff": DiffScreen,
     }
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -59,6 +61,7 @@ class AdvisorApp(App[None]):
         Binding("l", "goto('roofline')", "Roofline"),
         # off the footer (it fills 80 columns); the help panel lists it and the Roofline screen names it
         Binding("u", "goto('mfu')", "MFU", show=False),
+        Binding("n", "goto('ranks')", "Ranks", show=False),  # in the help panel (?): the footer fits 80 columns
         Binding("d", "goto('diff')", "Diff"),
         Binding("question_mark", "toggle_help", "Help", key_display="?"),
         Binding("q", "quit", "Quit"),

@@ -305,14 +305,19 @@ def _tail_text(f: Path, limit: int) -> bytes:
 
 
 def _device_ids(parts: list[FileParts]) -> dict[tuple[int, int], int]:
-    """(file index, local ordinal) -> run-unique device_id.
+    return device_ids([p.devices_seen or set(p.device_props) for p in parts])
+
+
+def device_ids(seen: list[set[int]]) -> dict[tuple[int, int], int]:
+    """(file index, local ordinal) -> run-unique device_id, from each file's devices in file order (a Dask map
+    gets them from its tasks: advisor.distributed).
 
     The local ordinal is kept when it is already unique across the run (one file, or ranks that
     each use a different GPU), so `device 3` still means cuda:3; otherwise devices are numbered in
     rank order. A file that ran nothing on a GPU (CPU-side ops only, or a CUPTI-profiler capture without
     kernel events) keeps the GPUs its deviceProperties list, so the run still says what it ran on.
     """
-    pairs = [(i, d) for i, p in enumerate(parts) for d in sorted(p.devices_seen or p.device_props)]
+    pairs = [(i, d) for i, devs in enumerate(seen) for d in sorted(devs)]
     locals_ = [d for _, d in pairs]
     if len(set(locals_)) == len(locals_):
         return {(i, d): d for i, d in pairs}

@@ -70,20 +70,20 @@ class DataloaderStall(Rule):
             return Clean("no DataLoader ops recorded")
         per_pid = self._per_process(ctx)
         findings = []
-        for i, r in enumerate(rows):
+        for r in rows:
             denom_ns = int(r["step_ns"] or (r["end_ns"] - r["start_ns"]))
             denom = "ProfilerStep time of this process" if r["step_ns"] else "span of the DataLoader ops"
             share = pct(r["loader_ns"], denom_ns)
             g = per_pid.get(r["pid"], _ProcessGain())
             if share < float(ctx.opt("min_step_pct")) or (per_pid and not g.cap):
                 continue  # with a GPU timeline, loader time that never overlapped GPU idle stalls nothing
-            findings.append(self._finding(r, i, share, denom, g))
+            findings.append(self._finding(r, share, denom, g))
         if not findings:
             idle = sum(g.idle for g in per_pid.values())
             return Clean("DataLoader time below the threshold", (Evidence("gpu_idle_on_input", idle, "ns"),))
         return Fired(tuple(findings))
 
-    def _finding(self, r: dict[str, Any], i: int, share: float, denom: str, g: _ProcessGain) -> Finding:
+    def _finding(self, r: dict[str, Any], share: float, denom: str, g: _ProcessGain) -> Finding:
         gain, basis = g.gain()
         return self.finding(
             f"process {r['pid']} spent {ms(r['loader_ns'])} in {r['n_calls']} DataLoader calls, {share}% of "
@@ -107,7 +107,7 @@ class DataloaderStall(Rule):
                     "safe",
                 ),
             ),
-            location=f"loader={r['top_name']}|process={i}",
+            location=f"loader={r['top_name']}|process={r['pid']}",  # the process, not its row: stable across reads
         )
 
     def _per_process(self, ctx: Context) -> dict[Any, _ProcessGain]:

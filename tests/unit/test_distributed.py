@@ -1,11 +1,14 @@
-"""The Dask map/reduce of the cross-rank analysis gives the same rows as the single-process path: a real
-LocalCluster of 2 worker processes, and a scheduler with 2 workers started as separate processes (the
-`dask scheduler` / `dask worker` command lines) on localhost. A damaged rank file is reported by name and
+"""The Dask map/reduce gives the same analysis as the single-process path (the cross-rank rows, and with the
+rules the findings, verdict, headline and each rule's outcome): a real LocalCluster of 2 worker processes, and
+a scheduler with 2 workers started as separate processes (the `dask scheduler` / `dask worker` command lines)
+on localhost; the in-process map on the real 8-rank DLRM capture. A damaged rank file is reported by name and
 the other ranks are still reduced."""
 
 from __future__ import annotations
 
+import gzip
 import importlib.util
+import json
 import os
 import shutil
 import socket
@@ -20,6 +23,7 @@ import pytest
 pytest.importorskip("dask.distributed")
 
 from advisor import metrics  # noqa: E402
+from advisor.api import analyze  # noqa: E402
 from advisor.distributed import mapreduce  # noqa: E402
 from advisor.ingest import open_run  # noqa: E402
 
@@ -50,21 +54,41 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+ANALYSIS = ("verdict", "headline", "headline_note", "findings")
+
+
+def _analysis(path: Path) -> dict[str, Any]:
+    """The single-process analysis of a directory: the parts the Dask path must give identically, and each
+    rule's outcome kind."""
+    doc = analyze(path).to_dict()
+    return {k: doc[k] for k in ANALYSIS} | {"rules": {r["code"]: r["outcome"] for r in doc["rules"]}}
+
+
 @pytest.fixture(scope="module")
-def expected(run_dir: Path) -> dict[str, list[dict[str, Any]]]:
+def expected(run_dir: Path) -> dict[str, Any]:
     run = open_run(run_dir)
-    return {n: _strip(metrics.query(run, n)) for n in ("rank_clocks", "rank_comm")}
+    return {n: _strip(metrics.query(run, n)) for n in ("rank_clocks", "rank_comm")} | {"analysis": _analysis(run_dir)}
 
 
 def _files(d: Path) -> list[Path]:
     return sorted(d.glob("*.json.gz"))
 
 
-def _same(res: mapreduce.RankResult, expected: dict[str, list[dict[str, Any]]]) -> None:
+def _same(res: mapreduce.RankResult, expected: dict[str, Any]) -> None:
     assert not res.failed
-    for name, rows in expected.items():
-        assert _strip(res.tables[name]) == rows
+    for name in ("rank_clocks", "rank_comm"):
+        assert _strip(res.tables[name]) == expected[name]
     assert max(res.tables["rank_comm"], key=lambda r: r["cost_ns"])["rank"] == 2
+    if res.analysis is not None:
+        _same_analysis(res, expected["analysis"])
+
+
+def _same_analysis(res: mapreduce.RankResult, want: dict[str, Any]) -> None:
+    got = json.loads(json.dumps(res.analysis.to_dict(), default=str))
+    for key in ANALYSIS:
+        assert got[key] == want[key], key
+    assert {r["code"]: r["outcome"] for r in got["rules"]} == want["rules"]
+    assert want["findings"] and want["verdict"]["devices"]  # something to compare: findings and device verdicts
 
 
 def test_local_cluster_matches_single_process(run_dir: Path, expected: Any, tmp_path: Path) -> None:
@@ -74,19 +98,38 @@ def test_local_cluster_matches_single_process(run_dir: Path, expected: Any, tmp_
     client = mapreduce.client_for(2, None)
     try:
         assert len(client.scheduler_info()["workers"]) == 2
-        _same(mapreduce.analyze_ranks(_files(run_dir), tmp_path / "pq", client, tmp_path / "cache"), expected)
+        _same(mapreduce.analyze_ranks(_files(run_dir), tmp_path / "pq", client, tmp_path / "cache", rules=True),
+              expected)
         # a damaged rank is reported by name, the others are still reduced
-        res = mapreduce.analyze_ranks(_files(damaged), tmp_path / "pq2", client, tmp_path / "cache")
+        res = mapreduce.analyze_ranks(_files(damaged), tmp_path / "pq2", client, tmp_path / "cache", rules=True)
     finally:
         cluster = client.cluster
         client.close()
         cluster.close()
     assert list(res.failed) == ["rank00009.json.gz"]
     assert len(res.tables["rank_comm"]) == RANKS
+    assert res.analysis is not None and len(res.outcomes) == RANKS
 
 
 def test_in_process_path_matches(run_dir: Path, expected: Any, tmp_path: Path) -> None:
     _same(mapreduce.analyze_local(_files(run_dir), tmp_path / "pq", tmp_path / "cache"), expected)
+
+
+def test_real_8rank_analysis_matches(tmp_path: Path) -> None:
+    """param/dlrm_8rank (8 real ranks, distinct processes, no process group recorded): the per-rank map with
+    the reduce gives the directory read's findings, verdict and headline."""
+    from tests.conftest import REAL
+
+    d = REAL / "param" / "dlrm_8rank"
+    if not d.is_dir():
+        pytest.skip("shared real fixtures absent")
+    want = _analysis(d)
+    res = mapreduce.analyze_local(_files(d), tmp_path / "pq", tmp_path / "cache", rules=True)
+    assert not res.failed and len(res.outcomes) == 8
+    _same_analysis(res, want)
+    # independent read: 8 device verdicts, one per file's distributedInfo.rank
+    ranks = sorted(json.loads(gzip.decompress(f.read_bytes()))["distributedInfo"]["rank"] for f in _files(d))
+    assert sorted(d["rank"] for d in res.analysis.to_dict()["verdict"]["devices"]) == ranks == list(range(8))
 
 
 def _port() -> int:
@@ -109,25 +152,42 @@ def _wait_for_port(port: int, timeout: float = 60.0) -> None:
 def test_scheduler_and_workers_as_processes(
     run_dir: Path, expected: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    dask = shutil.which("dask")
-    if dask is None:
+    if subprocess.run([sys.executable, "-m", "dask", "--help"], capture_output=True).returncode != 0:
         pytest.skip("dask command line not installed")
+    dask = [sys.executable, "-m", "dask"]  # this interpreter: the workers import this checkout's advisor
     addr = f"tcp://127.0.0.1:{_port()}"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", addr.rsplit(":", 1)[1],
+    procs = [subprocess.Popen([*dask, "scheduler", "--host", "127.0.0.1", "--port", addr.rsplit(":", 1)[1],
                                "--no-dashboard"], env=env, stderr=subprocess.DEVNULL)]
     try:
         _wait_for_port(int(addr.rsplit(":", 1)[1]))
-        procs += [subprocess.Popen([dask, "worker", addr, "--nthreads", "1", "--no-dashboard"], env=env,
+        procs += [subprocess.Popen([*dask, "worker", addr, "--nthreads", "1", "--no-dashboard"], env=env,
                                    stderr=subprocess.DEVNULL) for _ in range(2)]
         monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", addr)
         client = mapreduce.client_for(None, None)
         client.wait_for_workers(2, timeout=120)
         try:
-            _same(mapreduce.analyze_ranks(_files(run_dir), tmp_path / "pq", client, tmp_path / "cache"), expected)
+            _same(mapreduce.analyze_ranks(_files(run_dir), tmp_path / "pq", client, tmp_path / "cache",
+                                          rules=True), expected)
         finally:
             client.close()
     finally:
         for p in reversed(procs):
             p.terminate()
             p.wait(timeout=10)
+
+
+def test_cli_analyze_and_diff_on_workers(run_dir: Path, expected: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """`advisor analyze RUN_DIR --workers 2` prints the single-process findings, verdict and headline, with the
+    per-rank verdicts; `advisor diff RUN_DIR RUN_DIR --workers 2` matches every finding to itself."""
+    from advisor.cli.main import main
+
+    assert main(["analyze", str(run_dir), "--workers", "2", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)["runs"][0]
+    want = expected["analysis"]
+    assert {k: doc[k] for k in ANALYSIS} == {k: want[k] for k in ANALYSIS}
+    assert sorted(r for rs in doc["rank_verdicts"].values() for r in rs) == list(range(RANKS))
+    assert main(["diff", str(run_dir), str(run_dir), "--workers", "2"]) == 0
+    diff = json.loads(capsys.readouterr().out)
+    assert diff["findings"]["new"] == diff["findings"]["resolved"] == diff["findings"]["changed"] == []
+    assert diff["findings"]["unchanged"] == len(want["findings"])

@@ -49,9 +49,18 @@ def register(p: argparse.ArgumentParser) -> None:
     add_gpu(p)
     p.add_argument("--no-cache", action="store_true", help="parse again instead of reusing the cache")
     p.add_argument("-o", "--output", help="write the output to this file instead of stdout")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="BASE and NEW directories of rank traces analyzed as `analyze --workers N` does (Dask, "
+                        "one rank per task); findings matched by fingerprint, JSON out")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="as --workers, on an existing Dask cluster (default: DASK_SCHEDULER_ADDRESS)")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.workers or args.scheduler:
+        from advisor.distributed.cli import diff_ranks
+
+        return diff_ranks(args)
     from advisor.api import DEFAULT_THRESHOLD_PCT, ParseOptions, SideOptions, diff_sides, open_side, verify
     from advisor.errors import InputError
 
