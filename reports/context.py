@@ -391,7 +391,7 @@ def _timeline_data(inp: ReportInputs) -> TimelineData | None:
     ops = list(inp.ops)[:MAX_TIMELINE_OPS]
     total = int(ops[0]["total"]) if ops else 0
     return TimelineData(int(tl["t0_ns"]), float(tl["bin_ns"]), devices, ops, total,
-                        [g for g in inp.gaps if g.get("device_id") is not None])
+                        [g for g in inp.gaps if g.get("device_id") is not None], list(inp.ranges))
 
 
 def _mfu(sec: Mapping[str, Any] | None) -> MfuView | None:

@@ -110,6 +110,7 @@ class TimelineData:
     ops: Sequence[Mapping[str, Any]]  # metric timeline_ops rows
     ops_total: int
     gaps: Sequence[Mapping[str, Any]]  # {device_id, start_ns, end_ns, cause}
+    ranges: Sequence[Mapping[str, Any]] = ()  # metric timeline_ranges rows: {lane: steps|ranges, name, start_ns, ...}
 
 
 def ops_note(drawn: int, total: int) -> str:
@@ -127,7 +128,7 @@ def timeline_plot(d: TimelineData) -> Plot | None:
     if not d.devices:
         return None
     lanes = _lanes(d)
-    traces = _busy_traces(d) + _op_traces(d, lanes) + _gap_traces(d, lanes)
+    traces = _busy_traces(d) + _range_traces(d, lanes) + _op_traces(d, lanes) + _gap_traces(d, lanes)
     n = max(len(lanes), 1)
     height = BUSY_PX + n * LANE_PX + MARGIN_PX
     split = 1.0 - BUSY_PX / height
@@ -148,16 +149,47 @@ def timeline_plot(d: TimelineData) -> Plot | None:
 
 
 def _lanes(d: TimelineData) -> list[tuple[int, int | None, str]]:
-    """Rows from the top: per device its idle-gap row (stream None), then its streams that carry drawn ops."""
+    """Rows from the top: the steps and NVTX-range lanes (host side; pseudo devices RANGE_LANES), then per device
+    its idle-gap row (stream None) and its streams that carry drawn ops."""
     streams: dict[int, set[int]] = {}
     for o in d.ops:
         streams.setdefault(int(o["device_id"]), set()).add(_sid(o.get("stream_id")))
-    out: list[tuple[int, int | None, str]] = []
+    shown = {str(r["lane"]) for r in d.ranges}
+    out: list[tuple[int, int | None, str]] = [(dev, None, label) for lane, (dev, label) in RANGE_LANES.items()
+                                             if lane in shown]
     for dev, label, _ in d.devices:
         out.append((dev, None, f"{label} idle gaps"))
         out += [(dev, s, f"{label} · " + ("no stream id" if s < 0 else f"stream {s}"))
                 for s in sorted(streams.get(dev, ()))]
     return out
+
+
+# the host-side lanes above the GPU rows: a pseudo device id (below any real one) and the row label
+RANGE_LANES = {"steps": (-2, "steps (ProfilerStep)"), "ranges": (-1, "NVTX / annotations (top level)")}
+RANGE_COLOUR = "#6b7b8c"
+
+
+def _range_traces(d: TimelineData, lanes: Sequence[tuple[int, int | None, str]]) -> list[Plot]:
+    """The steps and top-level ranges as segments on their lanes, hover for the name and duration; the legend
+    says how many the trace has in the window when only the longest are drawn."""
+    if not d.ranges:
+        return []
+    row = {dev: i for i, (dev, sid, _) in enumerate(lanes) if sid is None}
+    xs: list[Any] = []
+    ys: list[Any] = []
+    cd: list[Any] = []
+    for r in sorted(d.ranges, key=lambda r: int(r["start_ns"])):
+        dev = RANGE_LANES[str(r["lane"])][0]
+        s, e = int(r["start_ns"]), int(r["end_ns"])
+        info = [hover_text(r["name"]), fmt_ns(e - s)]
+        xs += [_ms(s, d.t0_ns), _ms((s + e) / 2, d.t0_ns), _ms(e, d.t0_ns), None]
+        ys += [row[dev]] * 3 + [None]
+        cd += [info, info, info, None]
+    total = int(d.ranges[0]["total"])
+    name = "steps / ranges" + ("" if total <= len(d.ranges) else f" (the {len(d.ranges):,} longest of {total:,})")
+    return [{"type": "scatter", "mode": "lines", "x": xs, "y": ys, "customdata": cd, "name": name,
+             "line": {"width": LANE_PX - 8, "color": RANGE_COLOUR}, "connectgaps": False, "opacity": 0.8,
+             "hovertemplate": "%{customdata[0]}<br>%{customdata[1]}<extra>range</extra>"}]
 
 
 def _sid(v: object) -> int:

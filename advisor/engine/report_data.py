@@ -43,6 +43,8 @@ class ReportInputs:
     streams: Mapping[str, Any] | None = None
     # metric timeline_ops: the GPU operations the interactive timeline draws one by one (each row carries total)
     ops: Sequence[Mapping[str, Any]] = ()
+    # metric timeline_ranges: steps and top-level NVTX ranges over the timeline window (each row carries total)
+    ranges: Sequence[Mapping[str, Any]] = ()
     # engine.rank_view: ranks x steps heat maps and the straggler's collectives ({available: False} without ranks)
     ranks: Mapping[str, Any] | None = None
 
@@ -51,6 +53,7 @@ TIMELINE_BINS = 240
 MAX_GAPS = 3000
 MAX_ROOFLINE_POINTS = 300
 MAX_TIMELINE_OPS = 20_000
+MAX_TIMELINE_RANGES = 2_000
 
 
 def timeline_ops(run: Run, limit: int = MAX_TIMELINE_OPS) -> list[dict[str, Any]]:
@@ -60,6 +63,16 @@ def timeline_ops(run: Run, limit: int = MAX_TIMELINE_OPS) -> list[dict[str, Any]
     if not (run.count("kernels") or run.count("memops")):
         return []
     return metrics.query(run, "timeline_ops", limit=limit)
+
+
+def timeline_ranges(run: Run, timeline: Mapping[str, Any], limit: int = MAX_TIMELINE_RANGES) -> list[dict[str, Any]]:
+    """ProfilerStep instances and top-level NVTX ranges over the timeline window, the `limit` longest (metric
+    timeline_ranges): the step/NVTX lane above the streams, so a reader sees which step or phase a gap is in."""
+    if timeline.get("t0_ns") is None or not timeline.get("bin_ns") or not run.count("ranges"):
+        return []
+    t0 = int(timeline["t0_ns"])
+    t1 = t0 + round(float(timeline["bin_ns"]) * int(timeline["bins"]))
+    return metrics.query(run, "timeline_ranges", t0=t0, t1=t1, limit=limit)
 
 
 def idle_gaps(run: Run, limit: int = MAX_GAPS) -> list[dict[str, Any]]:
@@ -124,6 +137,7 @@ def collect(run: Run, top: int = 10, bins: int = TIMELINE_BINS, ncu: Run | None 
         gaps=idle_gaps(run),
         roofline_chart=roofline_chart(run, profiled, n_ncu),
         ops=timeline_ops(run),
+        ranges=timeline_ranges(run, timeline or {}),
         ranks=rank_view(run),
     )
 
