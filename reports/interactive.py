@@ -165,7 +165,7 @@ def _lanes(d: TimelineData) -> list[tuple[int, int | None, str]]:
 
 
 # the host-side lanes above the GPU rows: a pseudo device id (below any real one) and the row label
-RANGE_LANES = {"steps": (-2, "steps (ProfilerStep)"), "ranges": (-1, "NVTX / annotations (top level)")}
+RANGE_LANES = {"steps": (-2, "ProfilerStep"), "ranges": (-1, "NVTX (top level)")}
 RANGE_COLOUR = "#6b7b8c"
 
 

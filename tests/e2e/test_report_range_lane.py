@@ -43,7 +43,7 @@ def test_steps_drawn_in_their_lane(tmp_path: Path) -> None:
     assert steps == ["ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3"]
     drawn = {name for name, _ in _lane(tl)}  # host marks and their GPU-side annotations share the lane
     assert {n for n in drawn if n.startswith("ProfilerStep#")} == set(steps)
-    assert tl["layout"]["yaxis"]["ticktext"][0] == "steps (ProfilerStep)"
+    assert tl["layout"]["yaxis"]["ticktext"][0] == "ProfilerStep"
 
 
 def test_top_level_annotations_drawn(tmp_path: Path) -> None:
@@ -56,7 +56,7 @@ def test_top_level_annotations_drawn(tmp_path: Path) -> None:
     names = sorted(name for name, _ in _lane(tl))
     assert len(ann) == 90 and len(names) <= len(ann)
     assert set(names) <= {e["name"] for e in ann}
-    assert "NVTX / annotations (top level)" in tl["layout"]["yaxis"]["ticktext"]
+    assert "NVTX (top level)" in tl["layout"]["yaxis"]["ticktext"]
 
 
 def test_diff_report_shows_both_timelines(tmp_path: Path) -> None:
