@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from textual.widgets import DataTable, Input, Static, Tree
+from textual.widgets import DataTable, Input, Markdown, Static, Tree
 
 from advisor.tui.app import AdvisorApp
 from advisor.tui.screens.finding import FindingScreen
@@ -64,7 +64,9 @@ def test_findings_list_and_detail(full: Session) -> None:
         assert [str(c) for c in evidence.get_row_at(0)] == ["launches", "3", "count", "[red"]
         fixes = static_text(app, "#fixes")
         assert "risk: safe" in fixes and "risk: changes-numerics" in fixes
-        assert static_text(app, "#rule-doc")  # the rule's documentation, or the note that it has none
+        doc = app.screen.query_one("#rule-doc", Markdown)  # the rule's documentation, rendered as Markdown
+        assert doc.source.startswith("# LA001 ") and "## Why it costs time" in doc.source
+        assert doc.query("MarkdownH2")  # headings are drawn as headings, not as '## ' text
         await pilot.press("escape")
         await settle(app, pilot)
         assert app.screen.query_one("#findings", DataTable)

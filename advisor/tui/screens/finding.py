@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Header, Static
+from textual.widgets import DataTable, Header, Markdown, Static
 
 from advisor.api import Finding, Fix
 from advisor.tui.format import fmt_pct, inert, ns
@@ -77,9 +77,12 @@ class FindingScreen(Screen[None]):
             yield Static("Fixes", classes="section")
             yield Static(fixes_text(f.fixes), id="fixes")
             yield Static("Rule documentation", classes="section")
-            doc = rule_doc(f.code)
-            yield Static(Text(doc) if doc else Text(f"`advisor explain {f.code}` has no text for "
-                                                    "this rule in this build.", style="dim"), id="rule-doc")
+            doc = rule_doc(f.code)  # our own text (the rule's docstring), rendered as the Markdown it is
+            if doc:
+                yield Markdown(doc, id="rule-doc")
+            else:
+                yield Static(Text(f"`advisor explain {f.code}` has no text for this rule in this build.",
+                                  style="dim"), id="rule-doc")
         yield app_footer()
 
     def on_mount(self) -> None:
