@@ -63,6 +63,7 @@ class AdvisorApp(App[None]):
         Binding("u", "goto('mfu')", "MFU", show=False),
         Binding("n", "goto('ranks')", "Ranks", show=False),  # in the help panel (?): the footer fits 80 columns
         Binding("d", "goto('diff')", "Diff"),
+        Binding("b", "toggle_side", "Base/New", show=False),  # `tui BASE NEW` only; in the help panel (?)
         Binding("question_mark", "toggle_help", "Help", key_display="?"),
         Binding("q", "quit", "Quit"),
     ]
@@ -119,11 +120,38 @@ class AdvisorApp(App[None]):
 
     def on_session_ready(self, message: SessionReady) -> None:
         self.session = message.session
-        paths = [Path(s.path).name for s in (message.session.base, message.session.new) if s is not None]
-        self.sub_title = " → ".join(paths)
+        self._name_sides()
         self.switch_mode("diff" if message.session.base is not None else "overview")
 
+    def _name_sides(self) -> None:
+        s = self.session
+        if s is None:
+            return
+        paths = [Path(x.path).name for x in (s.base, s.new) if x is not None]
+        self.sub_title = " → ".join(paths)
+        if s.base is not None:
+            self.sub_title += f"  ·  showing {'BASE' if s.showing_base else 'NEW'} (b: switch)"
+
+    async def action_toggle_side(self) -> None:
+        """`tui BASE NEW`: the screens other than Diff switch between the two runs. Their screens are built
+        again for the run now shown (Diff compares both and stays as it is)."""
+        if self.session is None or self.session.base is None:
+            return
+        self.session.showing_base = not self.session.showing_base
+        self._name_sides()
+        back = self.current_mode
+        if back != "diff":
+            await self.switch_mode("diff")
+        for mode in self.MODES:
+            if mode != "diff":
+                await self.remove_mode(mode)
+                self.add_mode(mode, self.MODES[mode])
+        if back != "diff":
+            await self.switch_mode(back)
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "toggle_side":
+            return self.session is not None and self.session.base is not None
         if action != "goto":
             return True
         if self.session is None:

@@ -44,23 +44,29 @@ class Session:
     ncu_run: Run | None = None  # `--ncu REPORT`, joined to `new` by analyze (doc["ncu"])
     ncu_path: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    showing_base: bool = False  # `tui BASE NEW`: the screens other than Diff show BASE (key b toggles)
+
+    @property
+    def shown(self) -> OpenedRun:
+        """The run the screens show: NEW, or BASE while toggled to it."""
+        return self.base if self.showing_base and self.base is not None else self.new
 
     @property
     def run(self) -> Run:
-        return self.new.run
+        return self.shown.run
 
     @property
     def doc(self) -> dict[str, Any]:
-        return self.new.doc
+        return self.shown.doc
 
     @property
     def analysis(self) -> Analysis:
-        return self.new.analysis
+        return self.shown.analysis
 
     @property
     def findings(self) -> tuple[Finding, ...]:
         """The shown run's findings, ranked (typed: the screens make their text inert as they draw it)."""
-        return self.new.analysis.findings
+        return self.shown.analysis.findings
 
     @property
     def ncu_classes(self) -> dict[str, str]:
@@ -78,7 +84,7 @@ class Session:
     def query(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Call `fn(run, *args, **kwargs)` with the connection to ourselves; trace text comes back inert."""
         with self.lock:
-            return sanitize(fn(self.new.run, *args, **kwargs))
+            return sanitize(fn(self.shown.run, *args, **kwargs))
 
     def close(self) -> None:
         with self.lock:

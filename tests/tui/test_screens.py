@@ -12,7 +12,7 @@ from advisor.tui.screens.finding import FindingScreen
 from advisor.tui.screens.kernel import KernelScreen
 from advisor.tui.session import Session
 from advisor.tui.widgets.busy_strips import BusyStrips
-from tests.tui.helpers import GEMM, MARKUP_NAMES, NCCL, drive, screen_text, settle
+from tests.tui.helpers import GEMM, MARKUP_NAMES, NCCL, drive, screen_text, settle, synthetic_session
 
 SIZES = [(80, 24), (200, 50)]
 
@@ -354,3 +354,33 @@ def test_markup_names_do_not_crash_any_screen(full: Session) -> None:
         assert "[bold]evil_kernel[/]" in screen_text(app)
 
     drive(app, (200, 50), script)
+
+
+def test_base_new_toggle_switches_the_shown_run() -> None:
+    """`tui BASE NEW`: key b shows BASE on every screen but Diff (the overview's run line and findings follow),
+    the subtitle says which run is shown, and b again returns to NEW."""
+    session = synthetic_session(diff=True)
+    app = AdvisorApp(session=session)
+
+    async def script(pilot: Any) -> None:
+        await settle(app, pilot)
+        await pilot.press("o")
+        await settle(app, pilot)
+        assert "showing NEW" in app.sub_title
+        new_line, new_fix = static_text(app, "#run-line"), static_text(app, "#first-fix")
+        await pilot.press("b")
+        await settle(app, pilot)
+        assert app.current_mode == "overview" and "showing BASE" in app.sub_title
+        base_span = session.base.doc["capture"]["span_ns"] if session.base else None
+        assert base_span != session.new.doc["capture"]["span_ns"]
+        line = static_text(app, "#run-line")
+        assert line != new_line and f"{base_span / 1e6:.1f} ms" in line
+        assert static_text(app, "#first-fix") != new_fix  # the base run has no findings of its own
+        await pilot.press("d")
+        await settle(app, pilot)
+        assert app.screen.query_one("#diff-summary", Static)  # the comparison itself is unchanged
+        await pilot.press("b", "o")
+        await settle(app, pilot)
+        assert static_text(app, "#run-line") == new_line and "showing NEW" in app.sub_title
+
+    drive(app, (120, 40), script)
