@@ -2,7 +2,9 @@
 straggler against the fastest rank, as plain SVG shapes (templates/_ranks.html draws them; autoescaped).
 
 Pure functions of what `advisor.api.rank_view` returns (ReportInputs.ranks), kept apart from figures.py so the
-report's other figures can change their drawing library without touching this one.
+report's other figures can change their drawing library without touching this one. Cells carry their colour
+inline (`Rect.fill`, a shade of the map's scale), so they are not figures.Rect (a CSS class); labels are
+figures.Label.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from advisor.reports.figures import Label
 from advisor.reports.units import fmt_ns
 
 # light to dark: a cell's share of the largest value of its map (5 steps, the TUI's shades)
@@ -27,14 +30,6 @@ class Rect:
     h: float
     fill: str
     tip: str
-
-
-@dataclass(frozen=True)
-class Label:
-    x: float
-    y: float
-    text: str
-    anchor: str = "start"
 
 
 @dataclass(frozen=True)
@@ -75,13 +70,13 @@ def heatmap(view: Mapping[str, Any], key: str, title: str) -> HeatMap:
     for i, (rank, row) in enumerate(zip(view["ranks"], rows, strict=True)):
         y = TOP + i * CELL_H
         tag = " (straggler)" if rank == view["straggler"] else " (fastest)" if rank == view["fastest"] else ""
-        labels.append(Label(LABEL_W - 6, y + CELL_H - 3, f"rank {rank}{tag}", "end"))
+        labels.append(Label(LABEL_W - 6, y + CELL_H - 3, f"rank {rank}{tag}", anchor="end"))
         for j, (step, v) in enumerate(zip(view["steps"], row, strict=True)):
             if v is not None:
                 cells.append(Rect(LABEL_W + j * CELL_W, y, CELL_W - 1, CELL_H - 1, fill(v, top),
                                   f"rank {rank}, step {step}: {fmt_ns(v)}"))
     for j, step in enumerate(view["steps"]):
-        labels.append(Label(LABEL_W + j * CELL_W + CELL_W / 2, TOP - 5, str(step), "middle"))
+        labels.append(Label(LABEL_W + j * CELL_W + CELL_W / 2, TOP - 5, str(step), anchor="middle"))
     legend = tuple((c, f"< {fmt_ns(int(top * (i + 1) / len(PALETTE)))}") for i, c in enumerate(PALETTE))
     return HeatMap(key, title, LABEL_W + max(len(view["steps"]), 1) * CELL_W + 10, TOP + len(rows) * CELL_H + 4,
                    tuple(cells), tuple(labels), legend)
@@ -98,7 +93,7 @@ def timeline(view: Mapping[str, Any]) -> tuple[tuple[Rect, ...], tuple[Label, ..
     bars, labels = [], []
     for i, who in enumerate(("straggler", "fastest")):
         y = TOP + i * (ROW_H + 6)
-        labels.append(Label(LABEL_W - 6, y + ROW_H - 5, f"rank {view[who]} ({who})", "end"))
+        labels.append(Label(LABEL_W - 6, y + ROW_H - 5, f"rank {view[who]} ({who})", anchor="end"))
         for c in tl[who]:
             wait_end = min(c["start_ns"] + c["wait_ns"], c["end_ns"])
             for a, b, cls, what in ((c["start_ns"], wait_end, "wait", "waiting for peers"),
@@ -107,7 +102,7 @@ def timeline(view: Mapping[str, Any]) -> tuple[tuple[Rect, ...], tuple[Label, ..
                     bars.append(Rect(LABEL_W + (a - t0) * scale, y, max((b - a) * scale, 0.5), ROW_H, cls,
                                      f"{c['kind']} #{c['seq']}: {what} {fmt_ns(b - a)}"))
     labels += [Label(LABEL_W, TOP + 2 * (ROW_H + 6) + 10, "0"),
-               Label(TIMELINE_W, TOP + 2 * (ROW_H + 6) + 10, fmt_ns(t1 - t0), "end")]
+               Label(TIMELINE_W, TOP + 2 * (ROW_H + 6) + 10, fmt_ns(t1 - t0), anchor="end")]
     return tuple(bars), tuple(labels)
 
 
