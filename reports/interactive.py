@@ -182,14 +182,21 @@ def _range_traces(d: TimelineData, lanes: Sequence[tuple[int, int | None, str]])
         dev = RANGE_LANES[str(r["lane"])][0]
         s, e = int(r["start_ns"]), int(r["end_ns"])
         info = [hover_text(r["name"]), fmt_ns(e - s)]
-        xs += [_ms(s, d.t0_ns), _ms((s + e) / 2, d.t0_ns), _ms(e, d.t0_ns), None]
-        ys += [row[dev]] * 3 + [None]
-        cd += [info, info, info, None]
+        _segment((xs, ys, cd), s, e, d.t0_ns, row[dev], info)
     total = int(d.ranges[0]["total"])
     name = "steps / ranges" + ("" if total <= len(d.ranges) else f" (the {len(d.ranges):,} longest of {total:,})")
     return [{"type": "scatter", "mode": "lines", "x": xs, "y": ys, "customdata": cd, "name": name,
              "line": {"width": LANE_PX - 8, "color": RANGE_COLOUR}, "connectgaps": False, "opacity": 0.8,
              "hovertemplate": "%{customdata[0]}<br>%{customdata[1]}<extra>range</extra>"}]
+
+
+def _segment(acc: tuple[list[Any], list[Any], list[Any]], s: int, e: int, t0: int, y: int, info: list[str]) -> None:
+    """One segment of a lines trace: start, middle (a hover target away from the ends of a long one), end, and a
+    None that breaks the line before the next; the hover data repeats for the three points."""
+    xs, ys, cd = acc
+    xs += [_ms(s, t0), _ms((s + e) / 2, t0), _ms(e, t0), None]
+    ys += [y, y, y, None]
+    cd += [info, info, info, None]
 
 
 def _sid(v: object) -> int:
@@ -225,12 +232,9 @@ def _op_traces(d: TimelineData, lanes: Sequence[tuple[int, int | None, str]]) ->
         sid = _sid(o.get("stream_id"))
         y = row[(int(o["device_id"]), sid)]
         s, e = int(o["start_ns"]), int(o["end_ns"])
-        xs, ys, cd = acc.setdefault(str(o["cls"]), ([], [], []))
         info = [hover_text(o["name"]), fmt_ns(e - s), "no stream id" if sid < 0 else f"stream {sid}",
                 f"device {o['device_id']}"]
-        xs += [_ms(s, d.t0_ns), _ms((s + e) / 2, d.t0_ns), _ms(e, d.t0_ns), None]
-        ys += [y, y, y, None]
-        cd += [info, info, info, None]
+        _segment(acc.setdefault(str(o["cls"]), ([], [], [])), s, e, d.t0_ns, y, info)
     return [
         {"type": "scatter", "mode": "lines+markers", "x": xs, "y": ys, "customdata": cd, "name": cls,
          "line": {"width": LANE_PX - 6, "color": CLASS_COLOURS.get(cls, "#4a90c2")}, "connectgaps": False,
@@ -264,11 +268,8 @@ def _gap_traces(d: TimelineData, lanes: Sequence[tuple[int, int | None, str]]) -
             continue
         cause = str(g.get("cause") or "unknown")
         s, e = int(g["start_ns"]), int(g["end_ns"])
-        xs, ys, cd = acc.setdefault(cause, ([], [], []))
         info = [fmt_ns(e - s), f"device {dev}"]
-        xs += [_ms(s, d.t0_ns), _ms((s + e) / 2, d.t0_ns), _ms(e, d.t0_ns), None]
-        ys += [row[dev]] * 3 + [None]
-        cd += [info, info, info, None]
+        _segment(acc.setdefault(cause, ([], [], [])), s, e, d.t0_ns, row[dev], info)
     return [
         {"type": "scatter", "mode": "lines", "x": xs, "y": ys, "customdata": cd,
          "name": hover_text(f"idle: {cause}"), "line": {"width": LANE_PX - 8, "color": colours[cause]},
