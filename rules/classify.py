@@ -205,8 +205,23 @@ def classify(
 
         measured = roof_classes(run)
     if measured is not None:
-        return _with_basis(_classify(run, max_ranges, max_range_depth, measured.shift), measured.basis)
-    return _classify(run, max_ranges, max_range_depth, None)
+        return _filtered(run, _with_basis(_classify(run, max_ranges, max_range_depth, measured.shift), measured.basis))
+    return _filtered(run, _classify(run, max_ranges, max_range_depth, None))
+
+
+def _filtered(run: Run, v: RunVerdict) -> RunVerdict:
+    """The run verdict says so, at low confidence, where the host record is filtered (metric host_record): the
+    ops kept are only those that issued GPU work, so the idle gaps were left unattributed and not judged."""
+    rows = [r for r in metrics.query(run, "host_record") if r["filtered"]]
+    if not rows:
+        return v
+    ops, issued = sum(int(r["ops"]) for r in rows), sum(int(r["ops_with_call"]) for r in rows)
+    note = (
+        f"; the host record is filtered: {issued:,} of its {ops:,} framework ops issued GPU work (a complete record "
+        "holds many that issue none: views, allocations), so what the host did between launches was removed, as by "
+        "event sampling, and its idle time is not judged: capture again without sampling or filtering"
+    )
+    return replace(v, run=replace(v.run, cause=v.run.cause + note, confidence="low"))
 
 
 def _with_basis(v: RunVerdict, basis: str) -> RunVerdict:

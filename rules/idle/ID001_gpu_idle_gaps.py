@@ -54,6 +54,11 @@ CAPTURE_UNKNOWN = (
     "add NVTX ranges and trace OS runtime and CPU samples (nsys --trace=cuda,nvtx,osrt --sample=cpu; Kineto: "
     "record_function ranges or with_stack=True) so the gaps can be attributed"
 )
+# Not a fix either: a filtered host record (metric host_record) lost the ops between launches, and maybe GPU work.
+CAPTURE_FILTERED = (
+    "every recorded framework op issued GPU work, so the trace was sampled or filtered (ops that launch nothing, and "
+    "what the host did between launches, were removed): capture the full trace to judge the idle time"
+)
 
 
 # ID001 prices only the gaps metric idle_claims gives it (rule 'ID001': launch, host, wait, host-side
@@ -156,9 +161,11 @@ class GpuIdleGaps(Rule):
         named: dict[int, list[dict[str, Any]]] = {}
         for r in ctx.metric("idle_by_range", min_gap_ns=ctx.ns("min_gap_us")):
             named.setdefault(int(r["device_id"]), []).append(r)
+        filtered = any(r["filtered"] for r in ctx.metric("host_record"))
         findings = [
             self._finding(
-                dev, causes, spans[dev], after_sync.get(dev, 0), between_graphs.get(dev, 0), named.get(dev, [])
+                dev, causes, spans[dev], after_sync.get(dev, 0), between_graphs.get(dev, 0), named.get(dev, []),
+                filtered,
             )
             for dev, causes in sorted(per.items())
             if pct(sum(c["idle_ns"] for c in causes), spans[dev]["span_ns"]) >= float(ctx.opt("min_idle_pct"))
@@ -183,6 +190,7 @@ class GpuIdleGaps(Rule):
         after_sync: int,
         between_graphs: int,
         named: list[dict[str, Any]],
+        filtered: bool,
     ) -> Finding:
         causes = _by_cause(rows)
         idle = sum(causes.values())
@@ -211,7 +219,7 @@ class GpuIdleGaps(Rule):
         split = ", ".join(f"{c} {pct(v, idle)}%" for c, v in causes.items())
         return self.finding(
             f"device {dev} idled {ms(idle)} ({pct(idle, span['span_ns'])}% of the {of}) in {n_gaps} gaps; "
-            f"by host activity: {split}{_ranges_said(named, idle)}{_not_priced_said(causes, idle)}",
+            f"by host activity: {split}{_ranges_said(named, idle)}{_not_priced_said(causes, idle, filtered)}",
             window=Window(device_id=dev, start_ns=int(span["start_ns"]), end_ns=int(span["end_ns"])),
             evidence=evidence,
             est_gain_ns=residual,
@@ -222,7 +230,7 @@ class GpuIdleGaps(Rule):
             "time after syncs: LA002, "
             "between torch.compile graphs: LA012) is left to it, and one-time start-up, compilation and idle with "
             "no recorded host cause are priced by no rule; an upper bound reached only if the host kept the GPU fed",
-            fixes=_fixes(causes),
+            fixes=_fixes(causes, filtered),
             location=f"device={dev}",
         )
 
@@ -235,8 +243,10 @@ def _by_cause(rows: list[dict[str, Any]]) -> dict[str, int]:
     return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def _fixes(causes: dict[str, int]) -> tuple[Fix, ...]:
+def _fixes(causes: dict[str, int], filtered: bool) -> tuple[Fix, ...]:
     fixes = tuple(FIXES[c] for c in causes if c in FIXES)[:3]
+    if not fixes and filtered:
+        return (Fix("capture again without event sampling (capture advice, not a fix)", CAPTURE_FILTERED, "safe"),)
     if not fixes and "unknown" in causes:
         return (Fix("record what the host does (capture advice, not a fix)", CAPTURE_UNKNOWN, "safe"),)
     return fixes
@@ -250,11 +260,12 @@ def _ranges_said(named: list[dict[str, Any]], idle: int) -> str:
     return f"; inside host ranges: {said}"
 
 
-def _not_priced_said(causes: dict[str, int], idle: int) -> str:
+def _not_priced_said(causes: dict[str, int], idle: int, filtered: bool) -> str:
     said = [f"{why} ({pct(causes[c], idle)}%)" for c, why in NOT_PRICED.items() if causes.get(c)]
     if not said:
         return ""
-    hint = f"; to attribute the unrecorded part, {CAPTURE_UNKNOWN}" if causes.get("unknown") else ""
+    capture = CAPTURE_FILTERED if filtered else f"to attribute the unrecorded part, {CAPTURE_UNKNOWN}"
+    hint = f"; {capture}" if causes.get("unknown") else ""
     return f"; not priced as a fix: {', '.join(said)}{hint}"
 
 
