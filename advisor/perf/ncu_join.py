@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from advisor import metrics
 from advisor.model.store import Run
 from advisor.perf.kernel_class import ClassifiedKernel, classify_run
 
@@ -366,23 +367,15 @@ def _weighted(
 # ------------------------------------------------------------------------------------------------
 def ncu_speedups(run: Run) -> dict[int, list[dict[str, Any]]]:
     """Nsight Compute's rule results that carry an estimated speedup, by ncu_id."""
-    rows = run.sql_dicts(
-        """SELECT ncu_id, rule, est_speedup_pct, speedup_type, message FROM ncu_rule_results
-           WHERE est_speedup_pct IS NOT NULL AND est_speedup_pct > 0"""
-    )
     out: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    for r in rows:
+    for r in metrics.query(run, "ncu_rule_speedups"):
         out[int(r["ncu_id"])].append(r)
     return dict(out)
 
 
 def timeline_kernels(run: Run) -> list[TimelineKernel]:
     """Every kernel of a timeline run (nsys or Kineto) in start order, with its NVTX/annotation context."""
-    rows = run.sql_dicts(
-        """SELECT k.device_id, k.start_ns, k.end_ns, k.correlation_id, k.pid, s.value AS name,
-                  k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z
-           FROM kernels k JOIN strings s ON s.string_id = k.name_id ORDER BY k.start_ns, k.device_id"""
-    )
+    rows = metrics.query(run, "timeline_kernel_list")
     contexts = launch_contexts(run)
     return [
         TimelineKernel(
@@ -404,17 +397,7 @@ def launch_contexts(run: Run) -> dict[tuple[Any, Any], str]:
 
     Same spelling as ncu_kernels.nvtx_context (outermost first), so the two compare directly.
     """
-    rows = run.sql_rows(
-        """SELECT a.pid, a.correlation_id, string_agg(s.value, ' > ' ORDER BY r.depth, r.start_ns)
-           FROM api_calls a
-           JOIN ranges r ON r.source IN ('nvtx', 'user_annotation') AND r.start_ns <= a.start_ns
-                AND a.start_ns <= r.end_ns AND r.tid IS NOT DISTINCT FROM a.tid
-                AND (r.pid IS NULL OR r.pid = a.pid)
-           JOIN strings s ON s.string_id = r.name_id
-           WHERE a.correlation_id IS NOT NULL
-           GROUP BY a.pid, a.correlation_id"""
-    )
-    return {(pid, corr): ctx for pid, corr, ctx in rows}
+    return {(r["pid"], r["correlation_id"]): r["context"] for r in metrics.query(run, "launch_contexts")}
 
 
 # ------------------------------------------------------------------------------------------------

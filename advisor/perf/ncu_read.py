@@ -158,16 +158,12 @@ class NcuLaunch:
 def read_launches(run: Run) -> list[NcuLaunch]:
     """Every ncu_kernels row of the run with the metrics this package uses, in launch order."""
     metrics.ensure(run, "kernel_families")
-    kernels = run.sql_dicts(
-        """SELECT k.*, s.value AS name, f.family FROM ncu_kernels k JOIN strings s ON s.string_id = k.name_id
-           LEFT JOIN m_kernel_families f ON f.string_id = k.name_id
-           ORDER BY coalesce(k.launch_index, k.ncu_id), k.ncu_id"""
-    )
+    kernels = metrics.query(run, "ncu_launch_rows")
     values = _metric_values(run, wanted_metrics())
     units: dict[int, list[tuple[str, str, float]]] = {}
     for r in metrics.query(run, "ncu_sol_units"):
         units.setdefault(int(r["ncu_id"]), []).append((str(r["side"]), str(r["metric"]), float(r["value"])))
-    devices = {d["device_id"]: d for d in run.sql_dicts("SELECT * FROM devices")}
+    devices = {d["device_id"]: d for d in metrics.query(run, "device_list")}
     return [
         _launch(k, values.get(k["ncu_id"], {}), devices.get(k["device_id"], {}), tuple(units.get(k["ncu_id"], ())))
         for k in kernels
@@ -176,15 +172,9 @@ def read_launches(run: Run) -> list[NcuLaunch]:
 
 def _metric_values(run: Run, names: Iterable[str]) -> dict[int, dict[str, float]]:
     """Values of `names`, plus every per-path tensor op counter (TENSOR_OPS), by ncu_id."""
-    rows = run.sql_rows(
-        """SELECT ncu_id, metric, value FROM ncu_metrics WHERE value IS NOT NULL
-           AND (list_contains($names, metric) OR (starts_with(metric, $prefix)
-                AND (suffix(metric, '.sum') OR suffix(metric, '.sum.peak_sustained'))))""",
-        {"names": list(names), "prefix": TENSOR_OPS_PREFIX},
-    )
     out: dict[int, dict[str, float]] = {}
-    for ncu_id, metric, value in rows:
-        out.setdefault(int(ncu_id), {})[metric] = float(value)
+    for r in metrics.query(run, "ncu_metric_values", names=list(names), prefix=TENSOR_OPS_PREFIX):
+        out.setdefault(int(r["ncu_id"]), {})[r["metric"]] = float(r["value"])
     return out
 
 

@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from advisor import metrics
 from advisor.model.store import Run
 from advisor.perf.kernel_class import KernelClass, by_roofline
 from advisor.perf.peaks import PRECISION_LABEL, RoofSet, roofs_for
@@ -123,7 +124,7 @@ def _roof_src(op: OpRoofline) -> str:
 # ------------------------------------------------------------------------------------------------
 def kineto_op_rooflines(run: Run) -> list[OpRoofline]:
     """Every op with FLOPs (recorded or from shapes) that launched kernels, with its roofline."""
-    devices = {d["device_id"]: d for d in run.sql_dicts("SELECT * FROM devices")}
+    devices = {d["device_id"]: d for d in metrics.query(run, "device_list")}
     out = []
     for r in _ops_with_kernels(run):
         recorded = bool(r["flop"])
@@ -152,16 +153,7 @@ def kineto_op_rooflines(run: Run) -> list[OpRoofline]:
 
 
 def _ops_with_kernels(run: Run) -> list[dict[str, Any]]:
-    return run.sql_dicts(
-        """SELECT c.op_id, s.value AS name, c.flop, c.input_shapes, c.input_dtypes,
-                  min(k.device_id) AS device_id, sum(k.end_ns - k.start_ns) AS kernel_ns,
-                  bool_or(regexp_matches(ks.value, $tf32)) AS tf32_kernels
-           FROM cpu_ops c JOIN strings s ON s.string_id = c.name_id
-           JOIN kernels k ON k.external_id = c.external_id JOIN strings ks ON ks.string_id = k.name_id
-           WHERE c.external_id IS NOT NULL AND (c.flop > 0 OR c.input_shapes IS NOT NULL)
-           GROUP BY ALL ORDER BY c.op_id""",
-        {"tf32": TF32_KERNEL_PATTERN},
-    )
+    return metrics.query(run, "ops_with_kernels", tf32=TF32_KERNEL_PATTERN)
 
 
 def _json_list(text: str | None) -> list[Any]:
@@ -315,15 +307,7 @@ class RangeMetrics:
 
 def range_gpu_metrics(run: Run, sources: tuple[str, ...] = ("nvtx",)) -> list[RangeMetrics]:
     """Mean of each sampled GPU metric per (range, device) over the range's time span."""
-    rows = run.sql_rows(
-        """SELECT r.range_id, s.value, g.device_id, g.metric, avg(g.value), count(*)
-           FROM ranges r JOIN strings s ON s.string_id = r.name_id
-           JOIN gpu_metrics g ON g.timestamp_ns BETWEEN r.start_ns AND r.end_ns
-                AND (r.device_id IS NULL OR r.device_id = g.device_id)
-           WHERE list_contains($sources, r.source) AND g.value IS NOT NULL
-           GROUP BY ALL ORDER BY r.range_id, g.device_id""",
-        {"sources": list(sources)},
-    )
+    rows = [tuple(r.values()) for r in metrics.query(run, "range_gpu_metric_means", sources=list(sources))]
     means: dict[tuple[int, int], dict[str, float]] = {}
     names: dict[tuple[int, int], str] = {}
     counts: dict[tuple[int, int], int] = {}
@@ -335,25 +319,6 @@ def range_gpu_metrics(run: Run, sources: tuple[str, ...] = ("nvtx",)) -> list[Ra
     return [RangeMetrics(k[0], names[k], k[1], counts[k], m) for k, m in means.items()]
 
 
-_BY_NAME_SQL = """
-WITH r AS (
-  SELECT r.range_id, s.value AS name, r.start_ns, r.end_ns, r.device_id
-  FROM ranges r JOIN strings s ON s.string_id = r.name_id
-  WHERE list_contains($sources, r.source) AND r.end_ns > r.start_ns
-),
-tot AS (SELECT name, count(*) AS instances, sum(end_ns - start_ns)::BIGINT AS total_ns, min(range_id) AS first_id
-        FROM r GROUP BY name),
-m AS (
-  SELECT r.name, g.device_id, g.metric, avg(g.value) AS mean, count(*) AS n
-  FROM r JOIN gpu_metrics g ON g.timestamp_ns BETWEEN r.start_ns AND r.end_ns
-       AND (r.device_id IS NULL OR r.device_id = g.device_id)
-  WHERE g.value IS NOT NULL GROUP BY ALL
-)
-SELECT tot.first_id, m.name, m.device_id, m.metric, m.mean, m.n, tot.instances, tot.total_ns
-FROM m JOIN tot USING (name) ORDER BY tot.total_ns DESC, m.name, m.device_id, m.metric
-"""
-
-
 def range_name_gpu_metrics(run: Run, sources: tuple[str, ...] = ("nvtx",)) -> list[RangeMetrics]:
     """Per (range name, device): each metric's mean over the samples inside any instance of that name.
 
@@ -363,9 +328,8 @@ def range_name_gpu_metrics(run: Run, sources: tuple[str, ...] = ("nvtx",)) -> li
     means: dict[tuple[str, int], dict[str, float]] = {}
     meta: dict[tuple[str, int], tuple[int, int, int]] = {}
     counts: dict[tuple[str, int], int] = {}
-    for first_id, name, device_id, metric, mean, n, instances, total_ns in run.sql_rows(
-        _BY_NAME_SQL, {"sources": list(sources)}
-    ):
+    for r in metrics.query(run, "range_name_gpu_metric_means", sources=list(sources)):
+        first_id, name, device_id, metric, mean, n, instances, total_ns = r.values()
         key = (str(name), int(device_id))
         means.setdefault(key, {})[metric] = float(mean)
         meta[key] = (int(first_id), int(instances), int(total_ns))

@@ -98,7 +98,7 @@ class Fp32GemmWithoutTensorCores(Rule):
     def check(self, ctx: Context) -> Outcome:
         rows = [r for r in ctx.metric("gemm_precision") if _has_tensor_cores(r)]
         override = float(ctx.opt("expected_speedup"))
-        devices = {int(d["device_id"]): d for d in ctx.run.sql_dicts("SELECT * FROM devices")}
+        devices = {int(d["device_id"]): d for d in ctx.metric("device_list")}
         fired = [
             self._finding(
                 r,

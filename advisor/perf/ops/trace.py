@@ -77,7 +77,7 @@ class OpGroup:
 
 def op_groups(run: Run) -> list[OpGroup]:
     """Every (device, op, arguments) group that launched kernels, priced where a model applies."""
-    devices = {d["device_id"]: d for d in run.sql_dicts("SELECT * FROM devices")}
+    devices = {d["device_id"]: d for d in metrics.query(run, "device_list")}
     roofs: dict[Any, RoofSet] = {}
     out = []
     for r in metrics.query(run, "op_kernels"):
@@ -116,7 +116,7 @@ class GroupRoof:
 def group_roofs(run: Run) -> dict[tuple[Any, ...], GroupRoof]:
     """Per op_kernels group with recorded shapes and a model (args_key): FLOPs, the roofline bound and the peak
     of the op's precision. Groups without a model are left out (never guessed)."""
-    devices = {d["device_id"]: d for d in run.sql_dicts("SELECT * FROM devices")}
+    devices = {d["device_id"]: d for d in metrics.query(run, "device_list")}
     roofs: dict[Any, RoofSet] = {}
     out: dict[tuple[Any, ...], GroupRoof] = {}
     for r in metrics.query(run, "op_kernels"):
