@@ -75,8 +75,8 @@ SHARE_TEXT = {
     "idle_wait": "GPU idle while the host was blocked in OS waits",
     "idle_launch": "GPU idle while the host was in CUDA API calls (launch overhead)",
     "idle_host": "GPU idle while the host ran framework ops",
-    "idle_unknown": "GPU idle with no recorded host activity covering it, its work already issued (a dependency, "
-    "event or peer wait) or its host cause not captured",
+    "idle_unknown": "GPU idle that recorded host activity does not explain: its next work already issued (a "
+    "dependency, event or peer wait) or its host cause not captured",
     "idle_late": "GPU idle until the host issued the next operation (host-side work the trace does not record)",
     "idle_alloc": "GPU idle while the host allocated or freed device memory (calls of 1 ms or more)",
     "idle_comm": "GPU idle while the host was inside a communication range (MPI, collectives on the host)",
@@ -465,7 +465,8 @@ def _aside(one_time: int, unrecorded: int, span_ns: int) -> str:
     if pct(one_time, span_ns) >= 1:
         said.append(f"one-time start-up/compile {pct(one_time, span_ns)}% left out")
     if pct(unrecorded, span_ns) >= 1:
-        said.append(f"GPU idle with the host's cause unrecorded {pct(unrecorded, span_ns)}% not scored")
+        said.append(f"GPU idle the host does not explain (work already queued, or its cause not captured) "
+                    f"{pct(unrecorded, span_ns)}% not scored")
     return f" ({'; '.join(said)})" if said else ""
 
 

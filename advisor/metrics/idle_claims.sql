@@ -1,5 +1,5 @@
 -- metric: idle_claims
--- doc: Every GPU idle gap (idle_gaps) with its final cause, the host range that names it, and the rule that prices it: the one definition of an idle gap's cause that the timeline, the verdict and the rules share. idle_gaps' host-activity cause is refined by what the host was inside: a host range (NVTX, user annotation) of a feeding process covering at least half of the gap, named like JIT compilation, start-up (init, set-up, warm-up), loading or reading data, or host-side communication, gives 'compile', 'startup', 'io' or 'comm' and its name (range_name) (the range says which phase the host was in); else a host API call of 1 ms or more covering at least half of the gap is one-time start-up when it loads modules, creates a context, stream, event or handle, allocates pinned memory, or launches a kernel that long (lazy module loading), a blocking copy when it copies, an allocation when it allocates or frees device memory ('startup' / 'sync' / 'alloc'; allocation before the process's second iteration, marked by ProfilerStep ranges or else DataLoader calls, is the caching allocator growing: 'startup'); else a gap in which a feeding process took a unified-memory CPU page fault, or that a demand unified-memory page migration (cause fault or speculative prefetch) closes, is 'um' (the host's loop stalls on page migration); else a gap with no recorded host activity whose closing operation the host issued in its second half or later is 'late' (the GPU waited on the host, whatever the host did), and one whose work was issued earlier stays 'unknown' (queued work waiting on a dependency, an event or a peer, or host activity the capture did not record). A device fed by a process whose host record is filtered (metric host_record: every recorded op issued GPU work, as after event sampling) keeps every such gap 'unknown': what the host did between the ops kept was removed. Only gaps attributed to launch, host, wait or nothing recorded are refined: input, sync and OS-read gaps keep their cause. rule: IO005 (input), LA002 (sync), LA004 (alloc), IO003 (io from OS reads), ME007 (um: unified-memory page migration), ID001 (launch, host, wait, late, comm, io named by a range); NULL where no fix is priced: startup and compile are one-time costs, unknown means the cause was not recorded.
+-- doc: Every GPU idle gap (idle_gaps) with its final cause, the host range that names it, and the rule that prices it: the one definition of an idle gap's cause that the timeline, the verdict and the rules share. idle_gaps' host-activity cause is refined by what the host was inside: a host range (NVTX, user annotation) of a feeding process covering at least half of the gap, named like JIT compilation, start-up (init, set-up, warm-up), loading or reading data, or host-side communication, gives 'compile', 'startup', 'io' or 'comm' and its name (range_name) (the range says which phase the host was in); else a host API call of 1 ms or more covering at least half of the gap is one-time start-up when it loads modules, creates a context, stream, event or handle, allocates pinned memory, or launches a kernel that long (lazy module loading), a blocking copy when it copies, an allocation when it allocates or frees device memory ('startup' / 'sync' / 'alloc', the last two only where the GPU was not already holding its next work: see below; allocation before the process's second iteration, marked by ProfilerStep ranges or else DataLoader calls, is the caching allocator growing: 'startup'); else a gap attributed to launch, host, OS wait or a sync whose closing operations were all issued before it opened is 'unknown' (the GPU had its next work queued and waited on a dependency, another stream's event or a peer, not on the host, whatever the host was inside); else a gap in which a feeding process took a unified-memory CPU page fault, or that a demand unified-memory page migration (cause fault or speculative prefetch) closes, is 'um' (the host's loop stalls on page migration); else a gap with no recorded host activity whose closing operation the host issued in its second half or later is 'late' (the GPU waited on the host, whatever the host did), and one whose work was issued earlier stays 'unknown' (queued work waiting on a dependency, an event or a peer, or host activity the capture did not record). A device fed by a process whose host record is filtered (metric host_record: every recorded op issued GPU work, as after event sampling) keeps every such gap 'unknown': what the host did between the ops kept was removed. Only gaps attributed to launch, host, wait or nothing recorded are refined: input, sync and OS-read gaps keep their cause. rule: IO005 (input), LA002 (sync), LA004 (alloc), IO003 (io from OS reads), ME007 (um: unified-memory page migration), ID001 (launch, host, wait, late, comm, io named by a range); NULL where no fix is priced: startup and compile are one-time costs, unknown means the cause was not recorded.
 -- materialize: true
 -- uses: idle_gaps, device_pids, dataloader_ops, host_record
 -- The 1 ms and 50% bounds are properties of the data, not tuning knobs: a launch or create call that takes a
@@ -105,6 +105,18 @@ late AS (  -- unattributed gaps: how long after the gap opened the host issued t
     WHERE g.cause = 'unknown' AND a.api IS DISTINCT FROM 'osrt'
     GROUP BY ALL
 ),
+queued AS (  -- gaps the host is said to cause (launch, host, OS wait, sync) whose closing operations were all issued
+             -- before the gap opened: the GPU had that work queued and waited on a dependency (another stream's
+             -- event, a peer), not on the host, whatever the host was doing meanwhile
+    SELECT g.device_id, g.start_ns
+    FROM m_idle_gaps g
+    JOIN gpu_ops o ON o.device_id = g.device_id AND o.start_ns = g.end_ns
+    JOIN api_calls a ON a.correlation_id = o.correlation_id AND a.start_ns <= o.start_ns
+    JOIN m_device_pids p ON p.device_id = g.device_id AND p.pid = a.pid
+    WHERE g.cause IN ('launch', 'host', 'wait', 'sync') AND a.api IS DISTINCT FROM 'osrt'
+    GROUP BY ALL
+    HAVING max(a.start_ns) < g.start_ns
+),
 um AS (  -- unrefined gaps in which the host touched unified (managed) memory: a CPU page fault of a feeding
           -- process inside the gap, or the gap closed by a page migration (the GPU's next activity is the driver
           -- moving pages the host faulted, not work the host issued). The host's loop is stalled on page
@@ -127,6 +139,8 @@ refined AS (
             WHEN g.device_id IN (SELECT device_id FROM filtered) AND g.cause IN ('launch', 'host', 'wait', 'unknown')
                 THEN 'unknown'
             WHEN r.ns * 2 >= g.gap_ns THEN r.c
+            WHEN c.ns * 2 >= g.gap_ns AND c.c = 'startup' THEN c.c
+            WHEN q.start_ns IS NOT NULL THEN 'unknown'
             WHEN c.ns * 2 >= g.gap_ns THEN c.c
             WHEN u.start_ns IS NOT NULL THEN 'um'
             WHEN g.cause = 'unknown' AND l.host_late_ns * 2 >= g.gap_ns THEN 'late'
@@ -138,6 +152,7 @@ refined AS (
     LEFT JOIN by_range r USING (device_id, start_ns)
     LEFT JOIN late l USING (device_id, start_ns)
     LEFT JOIN um u USING (device_id, start_ns)
+    LEFT JOIN queued q USING (device_id, start_ns)
 )
 SELECT f.device_id, f.start_ns, f.end_ns, f.gap_ns, f.cause, f.host_cause, s.value AS range_name,
     CASE

@@ -97,3 +97,29 @@ def test_none_for_a_few_microseconds_of_gpu_work() -> None:
         run.close()
     assert (v.class_, v.classes) == ("none", ())
     assert "1 kernel(s)" in v.cause
+
+
+def test_gaps_with_queued_work_are_not_blamed_on_the_host() -> None:
+    """TorchRec rank 0 (HTA negative_queue_length): the host blocks in a pageable DtoH copy while the GPU, its next
+    work already queued by CUDA graph launches ~66 ms earlier, sits idle: the gap waits on a dependency, not on the
+    host, so no host rule (LA002, ID001) prices it."""
+    path = real_path("hta/negative_queue_length_values_check__rank0.json.gz")
+    gpu: dict[int, int] = {}  # GPU op start (ns) -> correlation id
+    launches: dict[int, tuple[str, int]] = {}  # correlation id -> (runtime call, start ns)
+    for e in _events(path):
+        if e.get("ph") != "X" or not isinstance(e.get("args"), dict) or "correlation" not in e["args"]:
+            continue
+        ns = e["ts"] * 1000 if isinstance(e["ts"], int) else round(e["ts"] * 1000)  # integer us: exact
+        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
+            gpu[ns] = int(e["args"]["correlation"])
+        elif e.get("cat") == "cuda_runtime":
+            launches[int(e["args"]["correlation"])] = (str(e["name"]), ns)
+    rows = _claims(path)
+    requeued = [r for r in rows if r["cause"] == "unknown" and r["host_cause"] != "unknown"]
+    longest = sorted(requeued, key=lambda r: -int(r["gap_ns"]))[:4]
+    for r in longest:
+        name, issued = launches[gpu[int(r["end_ns"])]]
+        assert name == "cudaGraphLaunch" and issued < int(r["start_ns"])  # queued before the gap opened
+        assert 63_000_000 < int(r["gap_ns"]) < 65_000_000
+        assert (r["cause"], r["rule"]) == ("unknown", None)
+    assert sum(int(r["gap_ns"]) for r in requeued) > 400_000_000  # of ~1.23 s: most of the idle the host was said to cause before
