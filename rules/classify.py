@@ -526,12 +526,21 @@ def _too_little_work(run: Run) -> Verdict | None:
 def _lost_kernels(run: Run, n: int) -> Verdict | None:
     """`unknown` when the host recorded launching far more kernels than the trace holds: the profiler lost the
     kernel records (a program built for a newer CUDA than the Nsight Systems that captured it records NVTX but
-    almost no kernels), so a verdict on the few left would describe the capture, not the program."""
+    almost no kernels), so a verdict on the few left would describe the capture, not the program. `none` where
+    the launches were made inside stream-capture windows: recorded into graphs, they never ran as kernels."""
     ev = metrics.query(run, "launch_evidence")[0]
     launches, ops = int(ev["launches"]), int(ev["framework_ops"])
     if not (launches >= MIN_KERNELS and launches >= LOST_RATIO * max(n, 1)
             or ops >= MIN_FRAMEWORK_OPS and ops >= OPS_PER_KERNEL * max(n, 1)):
         return None
+    if int(ev["captures"]):
+        cause = (
+            f"no steady-state bottleneck: the trace records CUDA/HIP graph capture ({int(ev['captures'])} stream "
+            f"capture window(s)): the {launches:,} launch call(s) inside were recorded into graphs, not run, so "
+            f"{n} kernel(s) ran. Capture is one-time start-up; profile the graph replay (the serving or training "
+            "steps) to judge the workload"
+        )
+        return Verdict("none", cause, NAME_BASIS, "medium", ())
     cause = (
         f"cannot judge: the kernel record is incomplete: {n} kernel(s) recorded while the host recorded "
         f"{launches:,} kernel launch call(s) and {ops:,} PyTorch op range(s). The profiler lost the kernels (for "

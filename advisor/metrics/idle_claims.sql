@@ -1,7 +1,7 @@
 -- metric: idle_claims
--- doc: Every GPU idle gap (idle_gaps) with its final cause, the host range that names it, and the rule that prices it: the one definition of an idle gap's cause that the timeline, the verdict and the rules share. idle_gaps' host-activity cause is refined by what the host was inside: a host range (NVTX, user annotation) of a feeding process covering at least half of the gap, named like JIT compilation, start-up (init, set-up, warm-up), loading or reading data, or host-side communication, gives 'compile', 'startup', 'io' or 'comm' and its name (range_name) (the range says which phase the host was in); else a host API call of 1 ms or more covering at least half of the gap is one-time start-up when it loads modules, creates a context, stream, event or handle, allocates pinned memory, or launches a kernel that long (lazy module loading), a blocking copy when it copies, an allocation when it allocates or frees device memory ('startup' / 'sync' / 'alloc', the last two only where the GPU was not already holding its next work: see below; allocation before the process's second iteration, marked by ProfilerStep ranges or else DataLoader calls, is the caching allocator growing: 'startup'); else a gap attributed to launch, host, OS wait or a sync whose closing operations were all issued before it opened is 'unknown' (the GPU had its next work queued and waited on a dependency, another stream's event or a peer, not on the host, whatever the host was inside); else a gap in which a feeding process took a unified-memory CPU page fault, or that a demand unified-memory page migration (cause fault or speculative prefetch) closes, is 'um' (the host's loop stalls on page migration); else a gap with no recorded host activity whose closing operation the host issued in its second half or later is 'late' (the GPU waited on the host, whatever the host did), and one whose work was issued earlier stays 'unknown' (queued work waiting on a dependency, an event or a peer, or host activity the capture did not record). A device fed by a process whose host record is filtered (metric host_record: every recorded op issued GPU work, as after event sampling) keeps every such gap 'unknown': what the host did between the ops kept was removed. Only gaps attributed to launch, host, wait or nothing recorded are refined: input, sync and OS-read gaps keep their cause. rule: IO005 (input), LA002 (sync), LA004 (alloc), IO003 (io from OS reads), ME007 (um: unified-memory page migration), ID001 (launch, host, wait, late, comm, io named by a range); NULL where no fix is priced: startup and compile are one-time costs, unknown means the cause was not recorded.
+-- doc: Every GPU idle gap (idle_gaps) with its final cause, the host range that names it, and the rule that prices it: the one definition of an idle gap's cause that the timeline, the verdict and the rules share. idle_gaps' host-activity cause is refined by what the host was inside: a host range (NVTX, user annotation) of a feeding process covering at least half of the gap, named like JIT compilation, start-up (init, set-up, warm-up), loading or reading data, or host-side communication, gives 'compile', 'startup', 'io' or 'comm' and its name (range_name) (the range says which phase the host was in); else a host API call of 1 ms or more covering at least half of the gap is one-time start-up when it loads modules, creates a context, stream, event or handle, allocates pinned memory, or launches a kernel that long (lazy module loading), a blocking copy when it copies, an allocation when it allocates or frees device memory ('startup' / 'sync' / 'alloc', the last two only where the GPU was not already holding its next work: see below; allocation before the process's second iteration, marked by ProfilerStep ranges or else DataLoader calls, is the caching allocator growing: 'startup'); a stream-capture window (metric capture_windows: launches recorded into a CUDA/HIP graph, not run) covering at least half of the gap is 'startup' too, and so is every such gap of a device fed by a process that captured graphs and launched none (a trace of the capture phase); else a gap attributed to launch, host, OS wait or a sync whose closing operations were all issued before it opened is 'unknown' (the GPU had its next work queued and waited on a dependency, another stream's event or a peer, not on the host, whatever the host was inside); else a gap in which a feeding process took a unified-memory CPU page fault, or that a demand unified-memory page migration (cause fault or speculative prefetch) closes, is 'um' (the host's loop stalls on page migration); else a gap with no recorded host activity whose closing operation the host issued in its second half or later is 'late' (the GPU waited on the host, whatever the host did), and one whose work was issued earlier stays 'unknown' (queued work waiting on a dependency, an event or a peer, or host activity the capture did not record). A device fed by a process whose host record is filtered (metric host_record: every recorded op issued GPU work, as after event sampling) keeps every such gap 'unknown': what the host did between the ops kept was removed. Only gaps attributed to launch, host, wait or nothing recorded are refined: input, sync and OS-read gaps keep their cause. rule: IO005 (input), LA002 (sync), LA004 (alloc), IO003 (io from OS reads), ME007 (um: unified-memory page migration), ID001 (launch, host, wait, late, comm, io named by a range); NULL where no fix is priced: startup and compile are one-time costs, unknown means the cause was not recorded.
 -- materialize: true
--- uses: idle_gaps, device_pids, dataloader_ops, host_record
+-- uses: idle_gaps, device_pids, dataloader_ops, host_record, capture_windows
 -- The 1 ms and 50% bounds are properties of the data, not tuning knobs: a launch or create call that takes a
 -- millisecond is loading code or building state (a launch costs microseconds), and idle_gaps attributes a gap to
 -- the activity covering at least half of it in the same way.
@@ -33,6 +33,8 @@ long_calls AS (  -- host API calls of 1 ms or more, by what such a long call mea
     FROM api_calls a JOIN (SELECT string_id, lower(value) AS ln FROM strings) s ON s.string_id = a.name_id
     LEFT JOIN second_iteration i ON i.pid = a.pid
     WHERE a.end_ns - a.start_ns >= 1000000 AND a.api IS DISTINCT FROM 'osrt' AND a.pid IS NOT NULL
+    UNION ALL  -- a stream-capture window: launches inside it are recorded into a graph, not run (one-time start-up)
+    SELECT pid, start_ns, end_ns, 'startup' FROM m_capture_windows
 ),
 range_names AS (  -- host range names classified once (a trace may hold millions of instances of a few names)
     SELECT name_id,
@@ -133,6 +135,13 @@ filtered AS (  -- devices fed by a process whose host record is filtered (metric
                -- activity between the ops kept, and perhaps GPU work, was removed, so no gap of theirs is attributed
     SELECT DISTINCT p.device_id FROM m_device_pids p JOIN m_host_record h USING (pid) WHERE h.filtered
 ),
+capture_only AS (  -- devices fed by a process that captured graphs and launched none in the trace: a trace of the
+                   -- capture phase (one graph per batch size, say), all of it one-time start-up
+    SELECT DISTINCT p.device_id FROM m_device_pids p
+    WHERE p.pid IN (SELECT pid FROM m_capture_windows)
+      AND p.pid NOT IN (SELECT a.pid FROM api_calls a JOIN strings s ON s.string_id = a.name_id
+                        WHERE regexp_matches(s.value, '^(cuda|cu|hip)GraphLaunch') AND a.pid IS NOT NULL)
+),
 refined AS (
     SELECT g.device_id, g.start_ns, g.end_ns, g.gap_ns, g.cause AS host_cause,
         CASE
@@ -140,6 +149,8 @@ refined AS (
                 THEN 'unknown'
             WHEN r.ns * 2 >= g.gap_ns THEN r.c
             WHEN c.ns * 2 >= g.gap_ns AND c.c = 'startup' THEN c.c
+            WHEN g.device_id IN (SELECT device_id FROM capture_only) AND g.cause IN ('launch', 'host', 'wait', 'unknown')
+                THEN 'startup'
             WHEN q.start_ns IS NOT NULL THEN 'unknown'
             WHEN c.ns * 2 >= g.gap_ns THEN c.c
             WHEN u.start_ns IS NOT NULL THEN 'um'
