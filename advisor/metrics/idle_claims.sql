@@ -59,8 +59,10 @@ named AS (
     FROM ranges r JOIN range_names n USING (name_id)
     WHERE n.c IS NOT NULL AND r.device_id IS NULL AND r.pid IS NOT NULL AND r.end_ns > r.start_ns
 ),
-open_gaps AS (  -- gaps whose cause may be refined, once per feeding process; keys put the pid in the high bits
-                -- so each overlap join is two inequalities (an IEJoin), as in idle_in_steps
+open_gaps AS NOT MATERIALIZED (  -- gaps whose cause may be refined, once per feeding process; keys put the pid in
+                                 -- the high bits so each overlap join is two inequalities (an IEJoin), as in
+                                 -- idle_in_steps. Not materialized: DuckDB plans no IEJoin in a query that holds
+                                 -- a materialized CTE (a piecewise merge join instead, n x m)
     SELECT g.device_id, g.start_ns, g.end_ns, p.pid,
         (p.pid::HUGEINT << 64) + g.start_ns AS ks, (p.pid::HUGEINT << 64) + g.end_ns AS ke
     FROM m_idle_gaps g JOIN m_device_pids p USING (device_id)

@@ -470,12 +470,27 @@ def no_progress_bar(con: duckdb.DuckDBPyConnection) -> None:
         con.execute("SET enable_progress_bar = false")
 
 
+def keep_range_joins(con: duckdb.DuckDBPyConnection) -> None:
+    """Turn off DuckDB's common-subplan optimizer on an analysis connection.
+
+    Why: DuckDB (1.5) plans no IEJoin in a query that holds a materialized CTE: every two-inequality
+    overlap join in it becomes a piecewise merge join, which compares each row of one side with most
+    rows of the other (n x m). The common-subplan optimizer turns any subquery a statement repeats
+    into such a CTE, so a metric whose overlap joins are written for an IEJoin (keys with the device,
+    process or thread in the high bits) silently grew with the square of the trace: idle_claims spent
+    3.5 s of CPU on 284k gaps x 2k long calls at 1 GB, ~100x that at 10 GB. Metrics that share a
+    CTE with such a join say `NOT MATERIALIZED`; this keeps DuckDB from adding a CTE of its own.
+    """
+    con.execute("SET disabled_optimizers = 'common_subplan'")
+
+
 def _connect(spill: Path | None = None) -> duckdb.DuckDBPyConnection:
     """A private in-memory DuckDB. With `spill` (cached runs), its memory is capped like the parse's
     ($ADVISOR_DUCKDB_MEMORY, advisor/model/limits.py) and it spills there, inside the cache; the
     directory goes when the process ends. DuckDB creates it only if it spills."""
     con = duckdb.connect(":memory:", config=duckdb_config())
     no_progress_bar(con)
+    keep_range_joins(con)
     if spill is not None:
         con.execute(memory_sql())
         con.execute(f"SET temp_directory = '{str(spill).replace(chr(39), chr(39) * 2)}'")
