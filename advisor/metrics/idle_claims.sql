@@ -92,7 +92,7 @@ by_range AS (  -- the named range covering most of each gap (ties: the earlier r
     )
     GROUP BY ALL
 ),
-gpu_ops AS (  -- GPU operations with the correlation id of their launching call
+gpu_ops AS NOT MATERIALIZED (  -- GPU operations with the correlation id of their launching call (read twice)
     SELECT device_id, start_ns, correlation_id FROM kernels WHERE correlation_id IS NOT NULL
     UNION ALL
     SELECT device_id, start_ns, correlation_id FROM memops WHERE correlation_id IS NOT NULL AND device_id IS NOT NULL
