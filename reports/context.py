@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
@@ -246,12 +246,10 @@ class RunFactsView:
 
 def _facts(a: Analysis) -> RunFactsView | None:
     s = a.summary
-    fams = by_device([asdict(f) for f in s.families])
-    copies = [asdict(c) for c in s.copies]
     view = RunFactsView(
-        families=tuple((f"device {d}", families_line(rows)) for d, rows in fams.items()),
-        copies=tuple((f"device {c['device_id']}", copy_kind(c), f"{c['count']:,}", copy_bytes(c),
-                      fmt_ns(c["total_ns"])) for c in copies),
+        families=tuple((f"device {d}", families_line(rows)) for d, rows in by_device(s.families).items()),
+        copies=tuple((f"device {c.device_id}", copy_kind(c), f"{c.count:,}", copy_bytes(c), fmt_ns(c.total_ns))
+                     for c in s.copies),
         api=tuple((x.name, x.api, f"{x.calls:,}", fmt_ns(x.total_ns), fmt_ns(x.max_ns)) for x in s.api.items),
         api_of=s.api.of,
     )

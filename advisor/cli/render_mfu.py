@@ -4,6 +4,7 @@ section (graph replay and serving steps by phase: advisor/perf/serving.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from advisor.cli.render_escape import clean
@@ -17,7 +18,7 @@ def _row(r: dict[str, Any]) -> str:
     return f"{mfu:>7} {tf:>9} {cov:>8} {fmt_ns(r['span_ns']):>11}"
 
 
-def text_mfu(sec: dict[str, Any] | None, limit: int = 5) -> list[str]:
+def text_mfu(sec: Mapping[str, Any] | None, limit: int = 5) -> list[str]:
     if not sec:
         return []
     peaks = ", ".join(f"{p['precision']} {p['peak_tflops']:g} TFLOP/s" for p in sec["peaks"][:4])
@@ -38,7 +39,7 @@ def text_mfu(sec: dict[str, Any] | None, limit: int = 5) -> list[str]:
     return out
 
 
-def text_serving(sec: dict[str, Any] | None, limit: int = 5) -> list[str]:
+def text_serving(sec: Mapping[str, Any] | None, limit: int = 5) -> list[str]:
     if not sec:
         return []
     g = sec["graphs"]

@@ -98,8 +98,8 @@ class OverviewScreen(AdvisorScreen):
                          id="first-fix")
             yield Static("Time per device (share of each device's span)", classes="section")
             yield DeviceBars(doc["time"], id="device-bars")
-            facts = fact_lines(doc, lambda s, n: inert(s)[:n])
+            facts = fact_lines(self.session.analysis.summary, lambda s, n: s[:n])
             if facts:
                 yield Static("Kernel families, copies, host API", classes="section")
-                yield Static(Text("\n".join(facts)), id="facts")
+                yield Static(Text(inert("\n".join(facts))), id="facts")
         yield app_footer()
