@@ -58,7 +58,6 @@ if TYPE_CHECKING:  # each name is imported on first use (module __getattr__ belo
         FamilyTime,
         RangesSummary,
         Summary,
-        TimeShare,
         TopKernels,
         document,
         dumps,
@@ -78,10 +77,12 @@ if TYPE_CHECKING:  # each name is imported on first use (module __getattr__ belo
     from advisor.perf.ops.conv import cost as conv_cost
     from advisor.perf.ops.gemm import cost as gemm_cost
     from advisor.perf.peaks import PEAK_TABLE, PRECISION_LABEL, match_peaks
+    from advisor.perf.serving import Serving
     from advisor.rules.base import Finding, Fix, NotApplicable, Window
     from advisor.rules.catalog import sections
     from advisor.rules.classify import RunVerdict, Verdict
     from advisor.rules.registry import get_rule, select_rules
+    from advisor.vocab import TimeShare
 
 # name -> the core module it comes from, imported on first use
 _LAZY = {
@@ -93,8 +94,9 @@ _LAZY = {
                      "kernel_table", "range_tree", "roofline", "stream_bins"), "advisor.engine.explore"),
     **dict.fromkeys(("RuleReport", "RuleResult", "explain", "list_rules"), "advisor.engine.findings"),
     **dict.fromkeys(("ReportInputs", "report_inputs"), "advisor.engine.report_data"),
-    **dict.fromkeys(("Analysis", "CopyStat", "DeviceTime", "FamilyTime", "RangesSummary", "Summary", "TimeShare",
-                     "TopKernels", "document", "dumps"), "advisor.engine.result"),
+    **dict.fromkeys(("Analysis", "CopyStat", "DeviceTime", "FamilyTime", "RangesSummary", "Summary", "TopKernels",
+                     "document", "dumps"), "advisor.engine.result"),
+    "TimeShare": "advisor.vocab",
     **dict.fromkeys(("retried", "with_run"), "advisor.engine.runs"),
     **dict.fromkeys(("Table", "Window", "table_names"), "advisor.engine.tables"),
     "open_run": "advisor.ingest",
@@ -116,6 +118,7 @@ _LAZY = {
     "conv_cost": "advisor.perf.ops.conv",
     "gemm_cost": "advisor.perf.ops.gemm",
     "PRECISION_LABEL": "advisor.perf.peaks",
+    "Serving": "advisor.perf.serving",
     **dict.fromkeys(("Finding", "Fix", "NotApplicable", "Window"), "advisor.rules.base"),
     "sections": "advisor.rules.catalog",
     **dict.fromkeys(("PEAK_TABLE", "match_peaks"), "advisor.perf.peaks"),
@@ -126,8 +129,8 @@ _LAZY = {
 __all__ = ["Analysis", "AnalysisDiff", "CacheEntry", "CopyStat", "Cost", "DEFAULT_THRESHOLD_PCT", "DeviceTime",
            "FORMATS_HELP", "FamilyTime", "Finding", "Fix", "MAX_STREAMS", "NotApplicable", "OP_MODELS", "OpCall",
            "Outcomes", "PEAK_TABLE", "PRECISION_LABEL", "ParseOptions", "ProgressFn", "RangesSummary", "ReportInputs",
-           "RooflineTime", "RuleReport", "RuleResult", "Run", "RunVerdict", "SORT_KEYS", "Side", "SideOptions",
-           "Summary", "Table", "TimeShare", "TopKernels", "Verdict", "Window", "analyze", "analyze_run",
+           "RooflineTime", "RuleReport", "RuleResult", "Run", "RunVerdict", "SORT_KEYS", "Serving", "Side",
+           "SideOptions", "Summary", "Table", "TimeShare", "TopKernels", "Verdict", "Window", "analyze", "analyze_run",
            "attention_cost", "busy_bins", "check_address_space", "chrome_trace", "conv_cost", "default_cache_dir",
            "diff", "diff_sides", "document", "dumps", "entries", "evict", "explain", "from_analysis", "gemm_cost",
            "get_rule", "gpu_roofs", "gpu_window", "idle_gaps", "kernel_instances", "kernel_table", "list_rules",

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from advisor.api import Serving
 from advisor.cli.render_escape import clean
 from advisor.reports.units import fmt_ns
 
@@ -39,20 +40,20 @@ def text_mfu(sec: Mapping[str, Any] | None, limit: int = 5) -> list[str]:
     return out
 
 
-def text_serving(sec: Mapping[str, Any] | None, limit: int = 5) -> list[str]:
-    if not sec:
+def text_serving(sec: Serving | None, limit: int = 5) -> list[str]:
+    if sec is None:
         return []
-    g = sec["graphs"]
+    g = sec.graphs
     out = ["Serving:"]
-    if g["launches"]:
-        by = ", ".join(f"'{clean(r['launched_by'], 60)}' x{r['launches']}" for r in g["launched_by"][:2])
-        out.append(f"   CUDA/HIP graphs: {g['launches']} launch(es) replayed {g['kernels']} kernels, "
-                   f"{g['share']['pct']}% of kernel time; launched by {by}")
-    for p in sec["phases"]:
-        out.append(f"   {p['phase']}: {p['steps']} step(s), GPU {fmt_ns(p['gpu_span_ns'])} (kernels "
-                   f"{fmt_ns(p['kernel_ns'])}); steady state {p['steady_steps']} step(s), mean GPU window "
-                   f"{fmt_ns(p['steady_mean_gpu_span_ns'])}")
-    for st in sec["steps"][:limit]:
-        out.append(f"   {st['phase'] or '?':<8} GPU {fmt_ns(st['gpu_span_ns']):>11} host {fmt_ns(st['host_ns']):>11} "
-                   f"graphs {st['graph_kernel_pct']}%  {clean(st['name'], 60)}")
+    if g.launches:
+        by = ", ".join(f"'{clean(r.launched_by, 60)}' x{r.launches}" for r in g.launched_by[:2])
+        out.append(f"   CUDA/HIP graphs: {g.launches} launch(es) replayed {g.kernels} kernels, "
+                   f"{g.share.pct}% of kernel time; launched by {by}")
+    for p in sec.phases:
+        out.append(f"   {p.phase}: {p.steps} step(s), GPU {fmt_ns(p.gpu_span_ns)} (kernels "
+                   f"{fmt_ns(p.kernel_ns)}); steady state {p.steady_steps} step(s), mean GPU window "
+                   f"{fmt_ns(p.steady_mean_gpu_span_ns)}")
+    for st in sec.steps[:limit]:
+        out.append(f"   {st.phase or '?':<8} GPU {fmt_ns(st.gpu_span_ns):>11} host {fmt_ns(st.host_ns):>11} "
+                   f"graphs {st.graph_kernel_pct}%  {clean(st.name, 60)}")
     return out
