@@ -4,39 +4,32 @@ section (graph replay and serving steps by phase: advisor/perf/serving.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from advisor.api import Serving
+from advisor.api import Mfu, Rate, Serving
 from advisor.cli.render_escape import clean
 from advisor.reports.units import fmt_ns
 
 
-def _row(r: dict[str, Any]) -> str:
-    tf = "n/a" if r["tflops"] is None else f"{r['tflops']:.2f}"
-    mfu = "n/a" if r["mfu_pct"] is None else f"{r['mfu_pct']:.1f}%"
-    cov = "n/a" if r["modelled_pct"] is None else f"{r['modelled_pct']:.0f}%"
-    return f"{mfu:>7} {tf:>9} {cov:>8} {fmt_ns(r['span_ns']):>11}"
+def _row(r: Rate) -> str:
+    tf = "n/a" if r.tflops is None else f"{r.tflops:.2f}"
+    mfu = "n/a" if r.mfu_pct is None else f"{r.mfu_pct:.1f}%"
+    cov = "n/a" if r.modelled_pct is None else f"{r.modelled_pct:.0f}%"
+    return f"{mfu:>7} {tf:>9} {cov:>8} {fmt_ns(r.span_ns):>11}"
 
 
-def text_mfu(sec: Mapping[str, Any] | None, limit: int = 5) -> list[str]:
-    if not sec:
+def text_mfu(sec: Mfu | None, limit: int = 5) -> list[str]:
+    if sec is None:
         return []
-    peaks = ", ".join(f"{p['precision']} {p['peak_tflops']:g} TFLOP/s" for p in sec["peaks"][:4])
+    peaks = ", ".join(f"{p.precision} {p.peak_tflops:g} TFLOP/s" for p in sec.peaks[:4])
     out = [f"MFU from recorded shapes (denominator: each op's precision peak: {peaks or 'no roof'}):",
            f"   {'MFU':>7} {'TFLOP/s':>9} {'modelled':>8} {'time':>11}  window"]
-    out += [f"   {_row(d)}  device {d['device_id']} span" for d in sec["devices"]]
-    steps = sec["steps"]
+    out += [f"   {_row(d.rate)}  device {d.device_id} span" for d in sec.devices]
+    steps = [s.rate for s in sec.steps]
     if steps:
-        span = sum(s["span_ns"] for s in steps)
-        together = {
-            "span_ns": span,
-            "tflops": sum(s["flop"] for s in steps) / span / 1e3 if span else None,
-            "mfu_pct": sum((s["mfu_pct"] or 0.0) * s["span_ns"] for s in steps) / span if span else None,
-            "modelled_pct": None,
-        }
-        out.append(f"   {_row(together)}  {len(steps)} step(s) together (of {sec['steps_total']})")
-    out += [f"   {_row(r)}  '{clean(r['name'], 60)}' (x{r['count']})" for r in sec["ranges"][:limit]]
+        span, flop = sum(s.span_ns for s in steps), sum(s.flop for s in steps)
+        together = Rate(span, flop, flop / span / 1e3 if span else None,
+                        sum((s.mfu_pct or 0.0) * s.span_ns for s in steps) / span if span else None, None)
+        out.append(f"   {_row(together)}  {len(steps)} step(s) together (of {sec.steps_total})")
+    out += [f"   {_row(r.rate)}  '{clean(r.name, 60)}' (x{r.count})" for r in sec.ranges[:limit]]
     return out
 
 

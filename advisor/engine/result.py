@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from advisor.engine.findings import RuleReport, RuleResult
+from advisor.perf.mfu import Mfu
 from advisor.perf.serving import Serving
 from advisor.rules.base import Finding
 from advisor.rules.classify import RunVerdict
@@ -209,7 +210,7 @@ class Sections:
     ncu_profile: Mapping[str, Any] | None = None  # an Nsight Compute report's launches (engine.ncu_profile)
     gpu_metrics: Mapping[str, Any] | None = None  # nsys GPU metrics per NVTX range (perf.range_verdicts)
     ops: Mapping[str, Any] | None = None  # per-op roofline from recorded shapes (perf.ops)
-    mfu: Mapping[str, Any] | None = None  # MFU and TFLOP/s per device, step and range (perf.mfu)
+    mfu: Mfu | None = None  # MFU and TFLOP/s per device, step and range (perf.mfu)
     serving: Serving | None = None  # graph replay, serving steps by phase (perf.serving)
 
 

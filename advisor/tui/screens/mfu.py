@@ -78,7 +78,7 @@ class MfuScreen(AdvisorScreen):
             info.update(Text(NOT_AVAILABLE))
             info.add_class("not-available")
             return
-        section: dict[str, Any] = sanitize(dict(raw))
+        section: dict[str, Any] = sanitize(raw.to_dict())
         info.update(Text("\n".join([peaks_line(section), "steady-state steps: " + "; ".join(steps_summary(section)),
                                     f"basis: {section['basis']}"])))
         last: Any = info
