@@ -47,11 +47,21 @@ if TYPE_CHECKING:  # each name is imported on first use (module __getattr__ belo
         roofline,
         stream_bins,
     )
-    from advisor.engine.findings import explain, list_rules
+    from advisor.engine.findings import RuleReport, RuleResult, explain, list_rules
     from advisor.engine.perfetto import chrome_trace
     from advisor.engine.rank_view import rank_view
     from advisor.engine.report_data import ReportInputs, report_inputs
-    from advisor.engine.result import Analysis, DeviceTime, RangesSummary, Summary, TopKernels, document, dumps
+    from advisor.engine.result import (
+        Analysis,
+        CopyStat,
+        DeviceTime,
+        FamilyTime,
+        RangesSummary,
+        Summary,
+        TopKernels,
+        document,
+        dumps,
+    )
     from advisor.engine.runs import retried, with_run
     from advisor.engine.tables import Table, table_names
     from advisor.ingest import open_run
@@ -61,16 +71,19 @@ if TYPE_CHECKING:  # each name is imported on first use (module __getattr__ belo
     from advisor.parsers.base import ParseOptions, ProgressFn
     from advisor.parsers.registry import HELP as FORMATS_HELP
     from advisor.parsers.registry import trace_suffixes
+    from advisor.perf.mfu import Mfu, Rate
     from advisor.perf.ops import MODELS as OP_MODELS
     from advisor.perf.ops import Cost, OpCall, RooflineTime, gpu_roofs, model_for, op_cost
     from advisor.perf.ops.attention import cost as attention_cost
     from advisor.perf.ops.conv import cost as conv_cost
     from advisor.perf.ops.gemm import cost as gemm_cost
     from advisor.perf.peaks import PEAK_TABLE, PRECISION_LABEL, match_peaks
-    from advisor.rules.base import Finding, Fix, Window
+    from advisor.perf.serving import Serving
+    from advisor.rules.base import Finding, Fix, NotApplicable, Window
     from advisor.rules.catalog import sections
-    from advisor.rules.classify import RunVerdict
+    from advisor.rules.classify import RunVerdict, Verdict
     from advisor.rules.registry import get_rule, select_rules
+    from advisor.vocab import TimeShare
 
 # name -> the core module it comes from, imported on first use
 _LAZY = {
@@ -80,10 +93,11 @@ _LAZY = {
     **dict.fromkeys(("Outcomes", "analyze_run"), "advisor.engine.analyze"),
     **dict.fromkeys(("MAX_STREAMS", "SORT_KEYS", "busy_bins", "gpu_window", "idle_gaps", "kernel_instances",
                      "kernel_table", "range_tree", "roofline", "stream_bins"), "advisor.engine.explore"),
-    **dict.fromkeys(("explain", "list_rules"), "advisor.engine.findings"),
+    **dict.fromkeys(("RuleReport", "RuleResult", "explain", "list_rules"), "advisor.engine.findings"),
     **dict.fromkeys(("ReportInputs", "report_inputs"), "advisor.engine.report_data"),
-    **dict.fromkeys(("Analysis", "DeviceTime", "RangesSummary", "Summary", "TopKernels", "document", "dumps"),
-                    "advisor.engine.result"),
+    **dict.fromkeys(("Analysis", "CopyStat", "DeviceTime", "FamilyTime", "RangesSummary", "Summary", "TopKernels",
+                     "document", "dumps"), "advisor.engine.result"),
+    "TimeShare": "advisor.vocab",
     **dict.fromkeys(("retried", "with_run"), "advisor.engine.runs"),
     **dict.fromkeys(("Table", "Window", "table_names"), "advisor.engine.tables"),
     "open_run": "advisor.ingest",
@@ -105,24 +119,27 @@ _LAZY = {
     "conv_cost": "advisor.perf.ops.conv",
     "gemm_cost": "advisor.perf.ops.gemm",
     "PRECISION_LABEL": "advisor.perf.peaks",
-    **dict.fromkeys(("Finding", "Fix", "Window"), "advisor.rules.base"),
+    "Serving": "advisor.perf.serving",
+    **dict.fromkeys(("Mfu", "Rate"), "advisor.perf.mfu"),
+    **dict.fromkeys(("Finding", "Fix", "NotApplicable", "Window"), "advisor.rules.base"),
     "sections": "advisor.rules.catalog",
     **dict.fromkeys(("PEAK_TABLE", "match_peaks"), "advisor.perf.peaks"),
-    "RunVerdict": "advisor.rules.classify",
+    **dict.fromkeys(("RunVerdict", "Verdict"), "advisor.rules.classify"),
     "get_rule": "advisor.rules.registry",
 }
 
-__all__ = ["Analysis", "AnalysisDiff", "CacheEntry", "Cost", "DEFAULT_THRESHOLD_PCT", "DeviceTime", "FORMATS_HELP",
-           "Finding", "Fix", "MAX_STREAMS", "OP_MODELS", "OpCall", "Outcomes", "PEAK_TABLE", "PRECISION_LABEL",
-           "ParseOptions", "ProgressFn", "RangesSummary", "ReportInputs", "RooflineTime", "Run", "RunVerdict",
-           "SORT_KEYS", "Side", "SideOptions", "Summary", "Table", "TopKernels", "Window", "analyze", "analyze_run",
-           "attention_cost", "busy_bins", "check_address_space", "chrome_trace", "conv_cost", "default_cache_dir",
-           "diff", "diff_sides", "document", "dumps", "entries", "evict", "explain", "from_analysis", "gemm_cost",
-           "get_rule", "gpu_roofs", "gpu_window", "idle_gaps", "kernel_instances", "kernel_table", "list_rules",
-           "match_peaks", "max_bytes", "model_for", "op_cost", "open_capture", "open_run", "open_side",
-           "out_of_memory", "parse_size", "range_tree", "rank_view", "report_inputs", "resolve_side", "retried",
-           "roofline", "sections", "select_rules", "side_from_runs", "stream_bins", "table_names", "trace_suffixes",
-           "verify", "with_run", "work_bytes"]
+__all__ = ["Analysis", "AnalysisDiff", "CacheEntry", "CopyStat", "Cost", "DEFAULT_THRESHOLD_PCT", "DeviceTime",
+           "FORMATS_HELP", "FamilyTime", "Finding", "Fix", "MAX_STREAMS", "Mfu", "NotApplicable", "OP_MODELS", "OpCall",
+           "Outcomes", "PEAK_TABLE", "PRECISION_LABEL", "ParseOptions", "ProgressFn", "Rate", "RangesSummary",
+           "ReportInputs", "RooflineTime", "RuleReport", "RuleResult", "Run", "RunVerdict", "SORT_KEYS", "Serving",
+           "Side", "SideOptions", "Summary", "Table", "TimeShare", "TopKernels", "Verdict", "Window", "analyze",
+           "analyze_run", "attention_cost", "busy_bins", "check_address_space", "chrome_trace", "conv_cost",
+           "default_cache_dir", "diff", "diff_sides", "document", "dumps", "entries", "evict", "explain",
+           "from_analysis", "gemm_cost", "get_rule", "gpu_roofs", "gpu_window", "idle_gaps", "kernel_instances",
+           "kernel_table", "list_rules", "match_peaks", "max_bytes", "model_for", "op_cost", "open_capture", "open_run",
+           "open_side", "out_of_memory", "parse_size", "range_tree", "rank_view", "report_inputs", "resolve_side",
+           "retried", "roofline", "sections", "select_rules", "side_from_runs", "stream_bins", "table_names",
+           "trace_suffixes", "verify", "with_run", "work_bytes"]
 
 
 _RENAMED = {"resolve_side": "resolve", "CacheEntry": "Entry", "FORMATS_HELP": "HELP", "OP_MODELS": "MODELS",

@@ -33,6 +33,16 @@ def share(ns: float, of_ns: float, of: str) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class TimeShare:
+    """A time figure with its denominator spelled out, so no percentage stands alone (`share`, typed)."""
+
+    ns: int
+    pct: float | None
+    of: str
+    of_ns: int
+
+
+@dataclass(frozen=True)
 class Evidence:
     """One number behind a finding or a classification. A percentage (unit '%') must say what it is a
     percentage of; `source` says where the number comes from when it is not the trace itself."""

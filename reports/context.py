@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
@@ -18,7 +18,9 @@ from advisor.api import (
     Analysis,
     DeviceTime,
     Finding,
+    Mfu,
     RangesSummary,
+    Rate,
     ReportInputs,
     RunVerdict,
     TopKernels,
@@ -246,12 +248,10 @@ class RunFactsView:
 
 def _facts(a: Analysis) -> RunFactsView | None:
     s = a.summary
-    fams = by_device([asdict(f) for f in s.families])
-    copies = [asdict(c) for c in s.copies]
     view = RunFactsView(
-        families=tuple((f"device {d}", families_line(rows)) for d, rows in fams.items()),
-        copies=tuple((f"device {c['device_id']}", copy_kind(c), f"{c['count']:,}", copy_bytes(c),
-                      fmt_ns(c["total_ns"])) for c in copies),
+        families=tuple((f"device {d}", families_line(rows)) for d, rows in by_device(s.families).items()),
+        copies=tuple((f"device {c.device_id}", copy_kind(c), f"{c.count:,}", copy_bytes(c), fmt_ns(c.total_ns))
+                     for c in s.copies),
         api=tuple((x.name, x.api, f"{x.calls:,}", fmt_ns(x.total_ns), fmt_ns(x.max_ns)) for x in s.api.items),
         api_of=s.api.of,
     )
@@ -394,23 +394,20 @@ def _timeline_data(inp: ReportInputs) -> TimelineData | None:
                         [g for g in inp.gaps if g.get("device_id") is not None], list(inp.ranges))
 
 
-def _mfu(sec: Mapping[str, Any] | None) -> MfuView | None:
+def _mfu(sec: Mfu | None) -> MfuView | None:
     """analyze's `mfu` section as tables: rates over the device span, per range name, and the peaks."""
-    if not sec or not sec.get("devices"):
+    if sec is None or not sec.devices:
         return None
 
-    def row(name: str, r: Mapping[str, Any]) -> MfuRow:
-        return MfuRow(name, fmt_ns(r.get("span_ns")), f"{float(r.get('tflops') or 0):.3g}",
-                      fmt_pct(r.get("mfu_pct")), fmt_pct(r.get("modelled_pct")))
+    def row(name: str, r: Rate) -> MfuRow:
+        return MfuRow(name, fmt_ns(r.span_ns), f"{r.tflops or 0.0:.3g}", fmt_pct(r.mfu_pct), fmt_pct(r.modelled_pct))
 
-    devices = tuple(row(f"device {r['device_id']}", r) for r in sec["devices"])
-    ranges = tuple(row(shorten(str(r["name"]), 80) + f" (x{int(r.get('count') or 0):,})", r)
-                   for r in (sec.get("ranges") or [])[:10])
-    peaks = tuple(Fact(f"device {p['device_id']} {p['precision']}", f"{p['peak_tflops']} TFLOP/s")
-                  for p in sec.get("peaks") or [])
-    n = int(sec.get("steps_total") or 0)
-    steps = f"{n:,} steady-state step(s)" + (f", the first {len(sec.get('steps') or [])} plotted" if n else "")
-    return MfuView(devices, ranges, peaks, steps, f"Basis: {sec.get('basis')}. Denominator: {sec.get('denominator')}.")
+    devices = tuple(row(f"device {r.device_id}", r.rate) for r in sec.devices)
+    ranges = tuple(row(shorten(r.name, 80) + f" (x{r.count:,})", r.rate) for r in sec.ranges[:10])
+    peaks = tuple(Fact(f"device {p.device_id} {p.precision}", f"{p.peak_tflops} TFLOP/s") for p in sec.peaks)
+    n = sec.steps_total
+    steps = f"{n:,} steady-state step(s)" + (f", the first {len(sec.steps)} plotted" if n else "")
+    return MfuView(devices, ranges, peaks, steps, f"Basis: {sec.basis}. Denominator: {sec.denominator}.")
 
 
 def _gpu_metrics(sec: Mapping[str, Any] | None) -> GpuMetricsView | None:

@@ -23,6 +23,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from advisor.api import Mfu, Rate
 from advisor.reports.units import fmt_ns, fmt_pct
 
 MAX_TIMELINE_OPS = 20_000  # GPU operations drawn one by one; the rest are only in the binned busy fractions
@@ -378,19 +379,17 @@ def _roof_line(name: str, x: list[float], y: list[float], roof: Mapping[str, Any
 # ------------------------------------------------------------------ MFU
 
 
-def mfu_plot(mfu: Mapping[str, Any] | None) -> Plot | None:
+def mfu_plot(mfu: Mfu | None) -> Plot | None:
     """MFU per steady-state step, one line per device (x: step number); None with fewer than two steps."""
-    steps = (mfu or {}).get("steps") or []
-    if len(steps) < 2:
+    if mfu is None or len(mfu.steps) < 2:
         return None
-    per_dev: dict[int, list[Mapping[str, Any]]] = {}
-    for s in steps:
-        per_dev.setdefault(int(s["device_id"]), []).append(s)
+    per_dev: dict[int, list[Rate]] = {}
+    for s in mfu.steps:
+        per_dev.setdefault(s.device_id, []).append(s.rate)
     traces = [{
         "type": "scatter", "mode": "lines+markers", "name": f"device {dev}",
-        "x": list(range(1, len(rows) + 1)), "y": [s.get("mfu_pct") for s in rows],
-        "customdata": [[fmt_ns(s.get("span_ns")), f"{float(s.get('tflops') or 0):.3g}",
-                        fmt_pct(s.get("modelled_pct"))] for s in rows],
+        "x": list(range(1, len(rows) + 1)), "y": [s.mfu_pct for s in rows],
+        "customdata": [[fmt_ns(s.span_ns), f"{s.tflops or 0.0:.3g}", fmt_pct(s.modelled_pct)] for s in rows],
         "hovertemplate": "step %{x}: MFU %{y:.1f}%, %{customdata[1]} TFLOP/s over %{customdata[0]}"
                          " (%{customdata[2]} of kernel time modelled)<extra>device " + str(dev) + "</extra>",
     } for dev, rows in sorted(per_dev.items())]

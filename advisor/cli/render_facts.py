@@ -3,21 +3,20 @@ reports/facts.py's, shared with the TUI."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from advisor.api import Summary
 from advisor.cli.render_escape import clean, md_cell
 from advisor.reports.facts import by_device, copy_bytes, copy_kind, fact_lines, families_line
 from advisor.reports.units import fmt_ns
 
 
-def text_facts(doc: dict[str, Any], limit: int = 5) -> list[str]:
-    return fact_lines(doc, clean, limit)
+def text_facts(s: Summary, limit: int = 5) -> list[str]:
+    return fact_lines(s, clean, limit)
 
 
-def md_facts(doc: dict[str, Any]) -> list[str]:
+def md_facts(s: Summary) -> list[str]:
     """The same facts as one collapsed block."""
-    copies, api = doc.get("copies") or [], (doc.get("api") or {}).get("items") or []
-    fams = by_device(doc.get("families") or [])
+    copies, api = s.copies, s.api.items
+    fams = by_device(s.families)
     if not (copies or api or fams):
         return []
     out = ["<details><summary>Kernel families, copies and host API calls</summary>", ""]
@@ -27,13 +26,13 @@ def md_facts(doc: dict[str, Any]) -> list[str]:
         out.append("")
     if copies:
         out += ["| device | kind | count | bytes | summed time |", "|---|---|---|---|---|"]
-        out += [f"| {c['device_id']} | {md_cell(copy_kind(c))} | {c['count']:,} | {copy_bytes(c)} | "
-                f"{fmt_ns(c['total_ns'])} |" for c in copies]
+        out += [f"| {c.device_id} | {md_cell(copy_kind(c))} | {c.count:,} | {copy_bytes(c)} | {fmt_ns(c.total_ns)} |"
+                for c in copies]
         out.append("")
     if api:
-        out += [f"_Host API time: {md_cell(doc['api']['of'], 200)}._", "",
+        out += [f"_Host API time: {md_cell(s.api.of, 200)}._", "",
                 "| function | kind | calls | time | longest |", "|---|---|---|---|---|"]
-        out += [f"| {md_cell(a['name'])} | {md_cell(a['api'])} | {a['calls']:,} | {fmt_ns(a['total_ns'])} | "
-                f"{fmt_ns(a['max_ns'])} |" for a in api]
+        out += [f"| {md_cell(a.name)} | {md_cell(a.api)} | {a.calls:,} | {fmt_ns(a.total_ns)} | {fmt_ns(a.max_ns)} |"
+                for a in api]
         out.append("")
     return out + ["</details>", ""]

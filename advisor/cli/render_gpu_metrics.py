@@ -3,13 +3,14 @@ from nsys GPU metrics samples (the roofline without Nsight Compute; confidence l
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from advisor.cli.render_escape import clean, md_cell
 from advisor.reports.units import fmt_ns, fmt_pct
 
 
-def text_gpu_metrics(sec: dict[str, Any] | None, limit: int = 10) -> list[str]:
+def text_gpu_metrics(sec: Mapping[str, Any] | None, limit: int = 10) -> list[str]:
     if not sec:
         return []
     if not sec["items"]:
@@ -30,7 +31,7 @@ def text_gpu_metrics(sec: dict[str, Any] | None, limit: int = 10) -> list[str]:
     return out
 
 
-def md_gpu_metrics(sec: dict[str, Any] | None) -> list[str]:
+def md_gpu_metrics(sec: Mapping[str, Any] | None) -> list[str]:
     """A collapsed block (droppable when the comment runs long), like the other detail tables."""
     if not sec:
         return []

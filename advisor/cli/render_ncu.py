@@ -7,6 +7,7 @@ for Markdown. Names are not put in code spans: GitHub shows entities inside a co
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from advisor.cli.render_escape import clean, md_cell
@@ -25,7 +26,7 @@ def _limit(k: dict[str, Any]) -> str:
     return f" ({'; '.join(parts)})" if parts else ""
 
 
-def text_ncu(sec: dict[str, Any] | None) -> list[str]:
+def text_ncu(sec: Mapping[str, Any] | None) -> list[str]:
     """The join in a few lines: match rate, covered timeline time, each profiled kernel, each miss and why."""
     if not sec:
         return []
@@ -47,7 +48,7 @@ def text_ncu(sec: dict[str, Any] | None) -> list[str]:
     return out
 
 
-def md_ncu(sec: dict[str, Any] | None) -> list[str]:
+def md_ncu(sec: Mapping[str, Any] | None) -> list[str]:
     if not sec:
         return []
     out = [
@@ -106,7 +107,7 @@ def _found(k: dict[str, Any]) -> str:
     return ", ".join(f"{f['code']} {f['name']} ({fmt_ns(f['est_gain_ns'])})" for f in k["findings"]) or "none"
 
 
-def text_ncu_profile(sec: dict[str, Any] | None) -> list[str]:
+def text_ncu_profile(sec: Mapping[str, Any] | None) -> list[str]:
     """Each profiled kernel: time, launch shape, occupancy, both SOL sides with their units, class, findings."""
     if not sec:
         return []
@@ -126,7 +127,7 @@ def text_ncu_profile(sec: dict[str, Any] | None) -> list[str]:
     return out
 
 
-def md_ncu_profile(sec: dict[str, Any] | None) -> list[str]:
+def md_ncu_profile(sec: Mapping[str, Any] | None) -> list[str]:
     if not sec:
         return []
     out = [

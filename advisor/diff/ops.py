@@ -95,8 +95,8 @@ def ops_diff(base: Sections, new: Sections, base_devices: Mapping[int, str] | No
     cuts = (_cut(base.ops), _cut(new.ops))
     rows = [_op_row(k, b.get(k), n.get(k), cuts) for k in b.keys() | n.keys()]
     rows.sort(key=lambda r: (-max((s or {}).get("gpu_ns") or 0 for s in (r["base"], r["new"])), r["name"], r["device"]))
-    bm = _keyed(list(base.mfu["devices"]) if base.mfu else [], base_devices, False)
-    nm = _keyed(list(new.mfu["devices"]) if new.mfu else [], new_devices, False)
+    bm = _keyed(base.mfu.to_dict()["devices"] if base.mfu else [], base_devices, False)
+    nm = _keyed(new.mfu.to_dict()["devices"] if new.mfu else [], new_devices, False)
     mfu = [_mfu_row(k[1], bm.get(k), nm.get(k)) for k in sorted(bm.keys() | nm.keys())]
     return {
         "basis": BASIS,

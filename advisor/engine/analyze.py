@@ -12,7 +12,7 @@ from advisor.engine.summary import input_info, summarize
 from advisor.model.store import Run
 from advisor.parsers.base import ProgressFn, no_progress
 from advisor.perf import gpu_metrics_section
-from advisor.perf.mfu import mfu_section
+from advisor.perf.mfu import Mfu, mfu_section
 from advisor.perf.ops import ops_section
 from advisor.perf.serving import serving_section
 from advisor.rules.base import Finding
@@ -85,7 +85,7 @@ def assemble(run: Run, facts: Mapping[str, Any], sections: Sections, outcomes: O
     return Analysis(load(InputFacts, input_info(run)), summary, verdict, report, line, note, sections)
 
 
-def _mfu(run: Run) -> dict[str, Any] | None:
+def _mfu(run: Run) -> Mfu | None:
     """MFU and achieved TFLOP/s per device, step and range (None: nothing modelled)."""
     from advisor.rules.steps import step_windows
 

@@ -16,8 +16,11 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from advisor.engine.findings import RuleReport, RuleResult
+from advisor.perf.mfu import Mfu
+from advisor.perf.serving import Serving
 from advisor.rules.base import Finding
 from advisor.rules.classify import RunVerdict
+from advisor.vocab import TimeShare
 
 if TYPE_CHECKING:
     from advisor.engine.tables import Table
@@ -46,16 +49,6 @@ def _value(tp: Any, v: Any) -> Any:
     if isinstance(tp, type) and is_dataclass(tp):
         return load(tp, v)
     return v
-
-
-@dataclass(frozen=True)
-class TimeShare:
-    """A time figure with its denominator spelled out, so no percentage stands alone."""
-
-    ns: int
-    pct: float | None
-    of: str
-    of_ns: int
 
 
 @dataclass(frozen=True)
@@ -217,8 +210,8 @@ class Sections:
     ncu_profile: Mapping[str, Any] | None = None  # an Nsight Compute report's launches (engine.ncu_profile)
     gpu_metrics: Mapping[str, Any] | None = None  # nsys GPU metrics per NVTX range (perf.range_verdicts)
     ops: Mapping[str, Any] | None = None  # per-op roofline from recorded shapes (perf.ops)
-    mfu: Mapping[str, Any] | None = None  # MFU and TFLOP/s per device, step and range (perf.mfu)
-    serving: Mapping[str, Any] | None = None  # graph replay, serving steps by phase (perf.serving)
+    mfu: Mfu | None = None  # MFU and TFLOP/s per device, step and range (perf.mfu)
+    serving: Serving | None = None  # graph replay, serving steps by phase (perf.serving)
 
 
 @dataclass(frozen=True)
@@ -267,7 +260,7 @@ class Analysis:
                        headline_note=self.headline_note, findings=rd["findings"], rules=rd["rules"])
         for key in ("ncu_profile", "gpu_metrics", "ops", "mfu", "serving"):
             if (section := getattr(self.sections, key)) is not None:
-                doc[key] = section
+                doc[key] = section if isinstance(section, Mapping) else section.to_dict()
         return doc
 
     def to_json(self) -> str:

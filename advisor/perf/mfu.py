@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from advisor import metrics
@@ -34,6 +34,69 @@ DENOMINATOR = (
     "the device's peak for each op's precision (docs/peaks.md): MFU = sum(op FLOPs / peak of its precision) / "
     "window time"
 )
+
+
+@dataclass(frozen=True)
+class Rate:
+    """What a window's modelled FLOPs make of its time (None: no time, no peak or no kernel time to weigh)."""
+
+    span_ns: int
+    flop: float
+    tflops: float | None
+    mfu_pct: float | None
+    modelled_pct: float | None
+
+
+@dataclass(frozen=True)
+class DeviceRate:
+    device_id: int
+    rate: Rate
+
+
+@dataclass(frozen=True)
+class StepRate:
+    device_id: int
+    start_ns: int
+    rate: Rate
+
+
+@dataclass(frozen=True)
+class RangeRate:
+    name: str
+    count: int
+    rate: Rate
+
+
+@dataclass(frozen=True)
+class Peak:
+    device_id: int | None
+    precision: str
+    peak_tflops: float
+    flop: float
+
+
+@dataclass(frozen=True)
+class Mfu:
+    """The `mfu` section of the analysis (docs/json-output.md); `to_dict` is its JSON, each row's rate flat."""
+
+    basis: str
+    denominator: str
+    peaks: tuple[Peak, ...]
+    devices: tuple[DeviceRate, ...]
+    steps_total: int
+    steps: tuple[StepRate, ...]
+    ranges: tuple[RangeRate, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        flat = [[_flat(r) for r in rows] for rows in (self.devices, self.steps, self.ranges)]
+        return {"basis": self.basis, "denominator": self.denominator, "peaks": [asdict(p) for p in self.peaks],
+                "devices": flat[0], "steps_total": self.steps_total, "steps": flat[1], "ranges": flat[2]}
+
+
+def _flat(row: DeviceRate | StepRate | RangeRate) -> dict[str, Any]:
+    d = asdict(row)
+    rate: dict[str, Any] = d.pop("rate")
+    return d | rate
 
 
 @dataclass
@@ -75,15 +138,13 @@ def _sums(d: _Device | None, start_ns: int, end_ns: int) -> tuple[float, float, 
     return d.flop[j] - d.flop[i], d.peak_s[j] - d.peak_s[i], d.kernel_ns[j] - d.kernel_ns[i]
 
 
-def _rate(flop: float, peak_s: float, span_ns: int, modelled_ns: float, kernel_ns: int) -> dict[str, Any]:
-    return {
-        "span_ns": span_ns,
-        "flop": flop,
-        "tflops": round(flop / span_ns / 1e3, 3) if span_ns else None,
+def _rate(flop: float, peak_s: float, span_ns: int, modelled_ns: float, kernel_ns: int) -> Rate:
+    return Rate(
+        span_ns, flop, round(flop / span_ns / 1e3, 3) if span_ns else None,
         # FLOPs with no peak for their precision on this device cannot be weighed: no MFU from them alone
-        "mfu_pct": round(100.0 * peak_s * 1e9 / span_ns, 2) if span_ns and (peak_s or not flop) else None,
-        "modelled_pct": round(100.0 * modelled_ns / kernel_ns, 1) if kernel_ns else None,
-    }
+        round(100.0 * peak_s * 1e9 / span_ns, 2) if span_ns and (peak_s or not flop) else None,
+        round(100.0 * modelled_ns / kernel_ns, 1) if kernel_ns else None,
+    )
 
 
 def _kernel_ns(run: Run, windows: list[tuple[int, int, int]]) -> list[int]:
@@ -96,7 +157,7 @@ def _kernel_ns(run: Run, windows: list[tuple[int, int, int]]) -> list[int]:
     return [by.get(i + 1, 0) for i in range(len(windows))]
 
 
-def mfu_section(run: Run, steps: list[tuple[int, int, int]]) -> dict[str, Any] | None:
+def mfu_section(run: Run, steps: list[tuple[int, int, int]]) -> Mfu | None:
     """The `mfu` section of the analyze document: per device, per step and per range name; None where no op
     with recorded shapes has a model (no FLOPs to count). steps: the steady-state step windows (device_id,
     start_ns, end_ns), as the rules define them (advisor.rules.steps.step_windows)."""
@@ -108,21 +169,17 @@ def mfu_section(run: Run, steps: list[tuple[int, int, int]]) -> dict[str, Any] |
         return None
     spans = [(int(r["device_id"]), int(r["start_ns"]), int(r["end_ns"])) for r in metrics.query(run, "device_spans")]
     ranges = _range_windows(run)
-    return {
-        "basis": BASIS,
-        "denominator": DENOMINATOR,
-        "peaks": _peaks(groups),
-        "devices": [dict(device_id=w[0], **r) for w, r in zip(spans, _rates(run, devs, spans), strict=True)],
-        "steps_total": len(steps),
-        "steps": [
-            dict(device_id=w[0], start_ns=w[1], **r)
-            for w, r in zip(steps[:MAX_STEPS], _rates(run, devs, steps[:MAX_STEPS]), strict=True)
-        ],
-        "ranges": _by_name(run, devs, ranges),
-    }
+    return Mfu(
+        BASIS, DENOMINATOR, _peaks(groups),
+        tuple(DeviceRate(w[0], r) for w, r in zip(spans, _rates(run, devs, spans), strict=True)),
+        len(steps),
+        tuple(StepRate(w[0], w[1], r) for w, r in zip(steps[:MAX_STEPS], _rates(run, devs, steps[:MAX_STEPS]),
+                                                      strict=True)),
+        _by_name(run, devs, ranges),
+    )
 
 
-def _rates(run: Run, devs: dict[int, _Device], windows: list[tuple[int, int, int]]) -> list[dict[str, Any]]:
+def _rates(run: Run, devs: dict[int, _Device], windows: list[tuple[int, int, int]]) -> list[Rate]:
     out = []
     for (dev, start, end), kernel_ns in zip(windows, _kernel_ns(run, windows), strict=True):
         flop, peak_s, modelled = _sums(devs.get(dev), start, end)
@@ -131,7 +188,7 @@ def _rates(run: Run, devs: dict[int, _Device], windows: list[tuple[int, int, int
 
 
 def _by_name(run: Run, devs: dict[int, _Device], ranges: list[tuple[str, tuple[int, int, int]]]
-             ) -> list[dict[str, Any]]:
+             ) -> tuple[RangeRate, ...]:
     """Per range name: its instances' FLOPs and time summed (rates over the summed time). Instances of one name
     that overlap on a device (a Kineto ProfilerStep is both a host range and a GPU annotation) count once."""
     ranges = _merged(ranges)
@@ -142,14 +199,11 @@ def _by_name(run: Run, devs: dict[int, _Device], ranges: list[tuple[str, tuple[i
         a = acc.setdefault(name, [0, 0, 0.0, 0.0, 0.0, 0])
         for i, v in enumerate((1, end - start, flop, peak_s, modelled, k_ns)):
             a[i] += v
-    rows = [
-        dict(name=name, count=int(a[0]), **_rate(a[2], a[3], int(a[1]), a[4], int(a[5])))
-        for name, a in acc.items()
-    ]
-    return sorted(rows, key=lambda r: (-r["span_ns"], r["name"]))
+    rows = [RangeRate(name, int(a[0]), _rate(a[2], a[3], int(a[1]), a[4], int(a[5]))) for name, a in acc.items()]
+    return tuple(sorted(rows, key=lambda r: (-r.rate.span_ns, r.name)))
 
 
-def _peaks(groups: dict[tuple[Any, ...], GroupRoof]) -> list[dict[str, Any]]:
+def _peaks(groups: dict[tuple[Any, ...], GroupRoof]) -> tuple[Peak, ...]:
     """The peaks the MFU is taken against: per device and precision, with the FLOPs at that precision."""
     acc: dict[tuple[Any, str], dict[str, Any]] = {}
     for key, g in groups.items():
@@ -158,7 +212,7 @@ def _peaks(groups: dict[tuple[Any, ...], GroupRoof]) -> list[dict[str, Any]]:
         row = acc.setdefault((key[0], g.precision), {"device_id": key[0], "precision": g.precision,
                                                      "peak_tflops": round(g.peak / 1e12, 1), "flop": 0.0})
         row["flop"] += g.flop
-    return sorted(acc.values(), key=lambda r: (str(r["device_id"]), -r["flop"]))
+    return tuple(Peak(**r) for r in sorted(acc.values(), key=lambda r: (str(r["device_id"]), -r["flop"])))
 
 
 def _merged(ranges: list[tuple[str, tuple[int, int, int]]]) -> list[tuple[str, tuple[int, int, int]]]:

@@ -14,10 +14,12 @@ at least MIN_STEADY steps (the first of a phase warms caches, allocator and grap
 from __future__ import annotations
 
 import re
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from advisor import metrics
 from advisor.model.store import Run
+from advisor.vocab import TimeShare, pct
 
 # Step ranges of serving engines, and how each names its phase.
 STEP_PATTERN = r"^execute_\d+_context_\d+\(.*\)_generation_\d+\(|^step\[(?i:decode|extend|prefill|mixed)"
@@ -42,7 +44,72 @@ def phase(name: str) -> str | None:
     return _SGLANG.get(m.group(1).lower()) if m else None
 
 
-def serving_section(run: Run) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class GraphLauncher:
+    """Host calls (per device) whose graph launches replayed kernels, as metric graph_replays gives them."""
+
+    device_id: int | None
+    launched_by: str
+    launches: int
+    kernels: int
+    kernel_ns: int
+
+
+@dataclass(frozen=True)
+class GraphReplays:
+    launches: int
+    kernels: int
+    kernel_ns: int
+    share: TimeShare
+    launched_by: tuple[GraphLauncher, ...]
+
+
+@dataclass(frozen=True)
+class ServingStep:
+    """One serving-engine step: its host range, the kernels its calls launched and their GPU window."""
+
+    name: str
+    phase: str | None
+    device_id: int | None
+    start_ns: int
+    host_ns: int
+    gpu_start_ns: int
+    gpu_span_ns: int
+    kernels: int
+    kernel_ns: int
+    graph_kernels: int
+    graph_launches: int
+    graph_kernel_pct: float | None
+
+
+@dataclass(frozen=True)
+class ServingPhase:
+    """Steps of one phase summed, over all of them and over the steady state (first step left out)."""
+
+    phase: str
+    steps: int
+    kernel_ns: int
+    gpu_span_ns: int
+    steady_steps: int
+    steady_mean_gpu_span_ns: int
+    steady_mean_kernel_ns: int
+
+
+@dataclass(frozen=True)
+class Serving:
+    """The `serving` section of the analysis (docs/json-output.md); `to_dict` is its JSON."""
+
+    basis: str
+    graphs: GraphReplays
+    steps_total: int
+    steps: tuple[ServingStep, ...]
+    phases: tuple[ServingPhase, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def serving_section(run: Run) -> Serving | None:
     """The `serving` section of the analyze document; None where the trace has neither graph replays nor
     serving step ranges."""
     if not run.count("kernels") or not run.count("api_calls"):
@@ -53,63 +120,39 @@ def serving_section(run: Run) -> dict[str, Any] | None:
         return None
     kernel_ns = int(metrics.query(run, "kernel_totals")[0]["ns"])
     rows = [_step(r) for r in steps]
-    return {
-        "basis": BASIS,
-        "graphs": _graphs(graphs, kernel_ns),
-        "steps_total": len(rows),
-        "steps": rows[:MAX_STEPS],
-        "phases": _phases(rows),
-    }
+    return Serving(BASIS, _graphs(graphs, kernel_ns), len(rows), tuple(rows[:MAX_STEPS]), _phases(rows))
 
 
-def _graphs(rows: list[dict[str, Any]], kernel_ns: int) -> dict[str, Any]:
+def _graphs(rows: list[dict[str, Any]], kernel_ns: int) -> GraphReplays:
     replayed = sum(int(r["kernel_ns"]) for r in rows)
-    return {
-        "launches": sum(int(r["launches"]) for r in rows),
-        "kernels": sum(int(r["kernels"]) for r in rows),
-        "kernel_ns": replayed,
-        "share": {"ns": replayed, "pct": round(100.0 * replayed / kernel_ns, 1) if kernel_ns else None,
-                  "of": "all kernel time (summed durations)", "of_ns": kernel_ns},
-        "launched_by": [
-            {k: r[k] for k in ("device_id", "launched_by", "launches", "kernels", "kernel_ns")} for r in rows[:10]
-        ],
-    }
+    return GraphReplays(
+        sum(int(r["launches"]) for r in rows), sum(int(r["kernels"]) for r in rows), replayed,
+        TimeShare(replayed, pct(replayed, kernel_ns), "all kernel time (summed durations)", kernel_ns),
+        tuple(GraphLauncher(r["device_id"], r["launched_by"], r["launches"], r["kernels"], r["kernel_ns"])
+              for r in rows[:10]),
+    )
 
 
-def _step(r: dict[str, Any]) -> dict[str, Any]:
-    gpu_span = int(r["gpu_end_ns"]) - int(r["gpu_start_ns"])
-    return {
-        "name": str(r["name"]),
-        "phase": phase(str(r["name"])),
-        "device_id": r["device_id"],
-        "start_ns": int(r["start_ns"]),
-        "host_ns": int(r["end_ns"]) - int(r["start_ns"]),
-        "gpu_start_ns": int(r["gpu_start_ns"]),
-        "gpu_span_ns": gpu_span,
-        "kernels": int(r["kernels"]),
-        "kernel_ns": int(r["kernel_ns"]),
-        "graph_kernels": int(r["graph_kernels"]),
-        "graph_launches": int(r["graph_launches"]),
-        "graph_kernel_pct": round(100.0 * int(r["graph_kernel_ns"]) / int(r["kernel_ns"]), 1)
-        if int(r["kernel_ns"]) else None,
-    }
+def _step(r: dict[str, Any]) -> ServingStep:
+    kernel_ns, start, gpu_start = int(r["kernel_ns"]), int(r["start_ns"]), int(r["gpu_start_ns"])
+    return ServingStep(
+        str(r["name"]), phase(str(r["name"])), r["device_id"], start, int(r["end_ns"]) - start, gpu_start,
+        int(r["gpu_end_ns"]) - gpu_start, int(r["kernels"]), kernel_ns, int(r["graph_kernels"]),
+        int(r["graph_launches"]), pct(int(r["graph_kernel_ns"]), kernel_ns),
+    )
 
 
-def _phases(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _phases(rows: list[ServingStep]) -> tuple[ServingPhase, ...]:
     """Per phase: steps, kernel time and GPU window summed, over all steps and over the steady state."""
     out = []
     for ph in ("prefill", "decode", "mixed", None):
-        steps = [s for s in rows if s["phase"] == ph]
+        steps = [s for s in rows if s.phase == ph]
         if not steps:
             continue
         steady = steps[1:] if len(steps) >= MIN_STEADY else steps
-        out.append({
-            "phase": ph or "unknown",
-            "steps": len(steps),
-            "kernel_ns": sum(s["kernel_ns"] for s in steps),
-            "gpu_span_ns": sum(s["gpu_span_ns"] for s in steps),
-            "steady_steps": len(steady),
-            "steady_mean_gpu_span_ns": sum(s["gpu_span_ns"] for s in steady) // len(steady),
-            "steady_mean_kernel_ns": sum(s["kernel_ns"] for s in steady) // len(steady),
-        })
-    return out
+        out.append(ServingPhase(
+            ph or "unknown", len(steps), sum(s.kernel_ns for s in steps), sum(s.gpu_span_ns for s in steps),
+            len(steady), sum(s.gpu_span_ns for s in steady) // len(steady),
+            sum(s.kernel_ns for s in steady) // len(steady),
+        ))
+    return tuple(out)

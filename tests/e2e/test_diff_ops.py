@@ -138,4 +138,4 @@ def test_api_diff_carries_the_same_ops() -> None:
     assert (row["name"], row["device"], row["status"]) == ("aten::mm", "device 0", "matched")
     assert row["base"]["tflops"] == a.sections.ops["items"][0]["tflops"]  # type: ignore[index]
     assert row["new"]["tflops"] == b.sections.ops["items"][0]["tflops"]  # type: ignore[index]
-    assert d.ops["mfu"][0]["base"]["mfu_pct"] == a.sections.mfu["devices"][0]["mfu_pct"]  # type: ignore[index]
+    assert a.sections.mfu is not None and d.ops["mfu"][0]["base"]["mfu_pct"] == a.sections.mfu.devices[0].rate.mfu_pct

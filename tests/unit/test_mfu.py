@@ -45,21 +45,22 @@ def test_mfu_per_device_and_step(cache_dir: Path) -> None:
     finally:
         run.close()
     assert sec is not None
-    (dev,) = sec["devices"]
+    doc = sec.to_dict()  # the JSON contract's form
+    (dev,) = doc["devices"]
     assert dev["flop"] == pytest.approx(flop * len(kernels), rel=1e-12)
     assert dev["span_ns"] == pytest.approx(span_ns, abs=2)
     assert dev["tflops"] == pytest.approx(flop * len(kernels) / span_ns / 1e3, rel=1e-3)
     assert dev["mfu_pct"] == pytest.approx(100 * flop * len(kernels) / H100_FP32 / (span_ns / 1e9), rel=1e-3)
     assert dev["modelled_pct"] == 100.0
-    assert sec["peaks"] == [{"device_id": 0, "precision": "fp32", "peak_tflops": 67.0, "flop": flop * len(kernels)}]
+    assert doc["peaks"] == [{"device_id": 0, "precision": "fp32", "peak_tflops": 67.0, "flop": flop * len(kernels)}]
     steps = sorted((e["ts"] * 1e3, (e["ts"] + e["dur"]) * 1e3) for e in events
                    if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"))
-    assert sec["steps_total"] == len(steps) == 3
-    for got, (lo, hi) in zip(sec["steps"], steps, strict=True):
+    assert doc["steps_total"] == len(steps) == 3
+    for got, (lo, hi) in zip(doc["steps"], steps, strict=True):
         n = sum(1 for e in kernels if lo <= e["ts"] * 1e3 < hi)
         assert n == 4 and got["flop"] == pytest.approx(n * flop, rel=1e-12)
         assert got["mfu_pct"] == pytest.approx(100 * n * flop / H100_FP32 / (got["span_ns"] / 1e9), rel=1e-3)
-    (rng,) = sec["ranges"]
+    (rng,) = doc["ranges"]
     assert rng["name"] == "ProfilerStep#*" and rng["count"] == 3 and rng["flop"] == pytest.approx(flop * 12)
 
 

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 from markupsafe import escape
 
-from advisor.api import Analysis, ReportInputs, document
+from advisor.api import Analysis, ReportInputs
 from advisor.cli.render import MD_LIMIT, markdown_document
 from advisor.engine.findings import RuleReport
 from advisor.engine.report_data import collect
@@ -411,7 +411,7 @@ def test_html_has_no_external_resources(hostile_inputs: ReportInputs) -> None:
 
 def test_secrets_absent_from_every_output(hostile_inputs: ReportInputs) -> None:
     html = render_run_html(hostile_inputs)
-    md = markdown_document(document([hostile_inputs.analysis]))
+    md = markdown_document([hostile_inputs.analysis])
     for out in (html, md):
         assert SECRET not in out and "hf_AbCd" not in out
     assert "api_key" not in html and "HF_TOKEN=[redacted]" in html
@@ -428,7 +428,7 @@ def test_diff_page_renders_both_runs(hostile_inputs: ReportInputs) -> None:
 
 
 def _md(inputs: ReportInputs) -> str:
-    return markdown_document(document([inputs.analysis]))
+    return markdown_document([inputs.analysis])
 
 
 def test_markdown_is_inert(hostile_inputs: ReportInputs) -> None:
@@ -449,7 +449,7 @@ def test_markdown_stays_under_the_pr_comment_limit(hostile_inputs: ReportInputs)
     a = with_findings(hostile_inputs.analysis, [_finding(f"LA{i:03d}", 1000 - i, "x" * 300) for i in range(10)])
     top = a.summary.top_kernels
     a = replace(a, summary=replace(a.summary, top_kernels=replace(top, items=top.items * 400)))
-    md = markdown_document(document([a] * 3))
+    md = markdown_document([a] * 3)
     assert len(md) <= MD_LIMIT
     assert md.count("<details>") == md.count("</details>")
     assert "Do this first" in md and "details left out to fit a PR comment" in md

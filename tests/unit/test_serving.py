@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from advisor.ingest import open_run
-from advisor.perf.serving import phase, serving_section
+from advisor.perf.serving import Serving, phase, serving_section
 from tests.conftest import real_path
 
 pytestmark = pytest.mark.real
@@ -30,7 +30,7 @@ def _expected(rel: str) -> dict[str, Any]:
     return {"kernels": kernels, "graph": graph, "runtime": runtime, "steps": steps}
 
 
-def _section(rel: str, cache_dir: Path) -> dict[str, Any]:
+def _section(rel: str, cache_dir: Path) -> Serving:
     run = open_run(str(real_path(f"{DIR}/{rel}")), cache_dir=cache_dir)
     try:
         sec = serving_section(run)
@@ -44,23 +44,23 @@ def test_full_graph_decode_step(cache_dir: Path) -> None:
     rel = "mi300x_vllm_decode_fullgraph/graph_execution.json.gz"
     exp = _expected(rel)
     sec = _section(rel, cache_dir)
-    g = sec["graphs"]
-    assert g["launches"] == len({k["args"]["correlation"] for k in exp["graph"]}) == 1
-    assert g["kernels"] == len(exp["graph"]) == 421
-    assert g["kernel_ns"] == pytest.approx(sum(k["dur"] for k in exp["graph"]) * 1e3, abs=len(exp["graph"]))
-    assert g["launched_by"][0]["launched_by"] == "torch/cuda/graphs.py(139): replay"
-    (step,) = sec["steps"]
+    g = sec.graphs
+    assert g.launches == len({k["args"]["correlation"] for k in exp["graph"]}) == 1
+    assert g.kernels == len(exp["graph"]) == 421
+    assert g.kernel_ns == pytest.approx(sum(k["dur"] for k in exp["graph"]) * 1e3, abs=len(exp["graph"]))
+    assert g.launched_by[0].launched_by == "torch/cuda/graphs.py(139): replay"
+    (step,) = sec.steps
     (ann,) = exp["steps"]
     inside = [k for k in exp["kernels"]
               if ann["ts"] <= exp["runtime"][k["args"]["correlation"]]["ts"] < ann["ts"] + ann["dur"]]
-    assert step["phase"] == "decode" and step["name"] == ann["name"]
-    assert step["kernels"] == len(inside) == 425 and step["graph_kernels"] == 421
+    assert step.phase == "decode" and step.name == ann["name"]
+    assert step.kernels == len(inside) == 425 and step.graph_kernels == 421
     span = (max(k["ts"] + k["dur"] for k in inside) - min(k["ts"] for k in inside)) * 1e3
-    assert step["gpu_span_ns"] == pytest.approx(span, abs=2)
-    assert sec["phases"] == [{"phase": "decode", "steps": 1, "kernel_ns": step["kernel_ns"],
-                              "gpu_span_ns": step["gpu_span_ns"], "steady_steps": 1,
-                              "steady_mean_gpu_span_ns": step["gpu_span_ns"],
-                              "steady_mean_kernel_ns": step["kernel_ns"]}]
+    assert step.gpu_span_ns == pytest.approx(span, abs=2)
+    assert sec.to_dict()["phases"] == ({"phase": "decode", "steps": 1, "kernel_ns": step.kernel_ns,
+                                        "gpu_span_ns": step.gpu_span_ns, "steady_steps": 1,
+                                        "steady_mean_gpu_span_ns": step.gpu_span_ns,
+                                        "steady_mean_kernel_ns": step.kernel_ns},)
 
 
 def test_sglang_nested_step_ranges_count_once(cache_dir: Path) -> None:
@@ -68,12 +68,12 @@ def test_sglang_nested_step_ranges_count_once(cache_dir: Path) -> None:
     rel = "mi300x_sglang_decode/sglang_Qwen3-8B_decode.json.gz"
     exp = _expected(rel)
     sec = _section(rel, cache_dir)
-    (step,) = sec["steps"]
+    (step,) = sec.steps
     inner = next(e for e in exp["steps"] if e["name"].startswith("step["))
     inside = [k for k in exp["kernels"] if k["args"].get("correlation") in exp["runtime"]
               and inner["ts"] <= exp["runtime"][k["args"]["correlation"]]["ts"] < inner["ts"] + inner["dur"]]
-    assert step["name"] == "step[DECODE bs=32]" and step["phase"] == "decode"
-    assert step["kernels"] == len(inside) and step["graph_kernels"] == len(exp["graph"]) == 544
+    assert step.name == "step[DECODE bs=32]" and step.phase == "decode"
+    assert step.kernels == len(inside) and step.graph_kernels == len(exp["graph"]) == 544
 
 
 @pytest.mark.parametrize(("name", "want"), [

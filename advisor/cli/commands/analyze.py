@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -166,13 +167,14 @@ class FailOn:
     kind: str  # "any" | "none" | "pct" | "ns"
     threshold: float = 0.0
 
-    def failed(self, findings: list[dict[str, Any]]) -> bool:
+    def failed(self, analyses: Sequence[api.Analysis]) -> bool:
+        found = [(a.report, f) for a in analyses if a.report is not None for f in a.report.findings]
         if self.kind == "any":
-            return bool(findings)
+            return bool(found)
         if self.kind == "pct":
-            return any((f.get("gain_pct") or 0.0) > self.threshold for f in findings)
+            return any(r.gain_pct(f) > self.threshold for r, f in found)
         if self.kind == "ns":
-            return any((f.get("est_gain_ns") or 0) > self.threshold for f in findings)
+            return any(f.est_gain_ns > self.threshold for _, f in found)
         return False
 
 
@@ -210,12 +212,11 @@ def run(args: argparse.Namespace) -> int:
                                     rule_options=rule_options(args.rule_option), ncu=args.ncu, nsys=args.nsys,
                                     use_cache=not args.no_cache, progress=progress, gpu=args.gpu,
                                     on_open=partial(progress.stage, f"analyzing {path}")))
-    doc = document(analyses)
     if args.format == "json":
-        out = dumps(doc)
+        out = dumps(document(analyses))
     elif args.format == "md":
-        out = markdown_document(doc)
+        out = markdown_document(analyses)
     else:
-        out = text_document(doc, verbose=args.verbose, wide=args.wide)
+        out = text_document(analyses, verbose=args.verbose, wide=args.wide)
     emit(out, args.output, input_paths(args), what=f"{args.format} analysis", styled=args.format == "text")
-    return 1 if args.fail_on.failed([f for r in doc["runs"] for f in r["findings"]]) else 0
+    return 1 if args.fail_on.failed(analyses) else 0

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rich.text import Text
 from textual.widget import Widget
 
-from advisor.tui.format import fmt_pct, ns
+from advisor.api import DeviceTime, TimeShare
+from advisor.tui.format import fmt_pct, inert, ns
 
-# (key in the analyze document's time[] entry, label, style)
+# (field of the analysis' DeviceTime, label, style)
 CLASSES = (
     ("compute_kernels", "compute", "green"),
     ("communication_kernels", "comm", "magenta"),
@@ -33,9 +35,9 @@ def bar(fraction: float, width: int, style: str) -> Text:
 
 
 class DeviceBars(Widget):
-    """Renders the analyze document's `time[]` (per device) at whatever width it gets."""
+    """Renders the analysis' time per device at whatever width it gets."""
 
-    def __init__(self, time: list[dict[str, Any]], *, id: str | None = None) -> None:
+    def __init__(self, time: Sequence[DeviceTime], *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.time = time
 
@@ -45,18 +47,15 @@ class DeviceBars(Widget):
         width = max(self.size.width - LABEL_W - 8, 10)
         out = Text()
         for d in self.time:
-            head = f"device {d['device_id']}"
-            if d.get("rank") is not None:
-                head += f" (rank {d['rank']})"
-            out.append(head, style="bold")
-            if d.get("name"):
-                out.append(f"  {d['name']}")
-            out.append(f"  span {ns(d['span_ns'])}, busy {fmt_pct(d['busy']['pct'])}\n", style="dim")
+            out.append(f"device {d.device_id}" + ("" if d.rank is None else f" (rank {d.rank})"), style="bold")
+            if d.name:
+                out.append(f"  {inert(d.name)}")
+            out.append(f"  span {ns(d.span_ns)}, busy {fmt_pct(d.busy.pct)}\n", style="dim")
             for key, label, style in CLASSES:
-                share = d[key]
+                share: TimeShare = getattr(d, key)
                 out.append(f"  {label:<{LABEL_W - 2}}")
-                out.append_text(bar((share["pct"] or 0.0) / 100.0, width, style))
-                out.append(f" {fmt_pct(share['pct']):>6}\n")
+                out.append_text(bar((share.pct or 0.0) / 100.0, width, style))
+                out.append(f" {fmt_pct(share.pct):>6}\n")
         out.rstrip()
         return out
 
