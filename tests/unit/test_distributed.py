@@ -108,7 +108,7 @@ def test_local_cluster_matches_single_process(run_dir: Path, expected: Any, tmp_
         cluster.close()
     assert list(res.failed) == ["rank00009.json.gz"]
     assert len(res.tables["rank_comm"]) == RANKS
-    assert res.analysis is not None and len(res.outcomes) == RANKS
+    assert res.analysis is not None and res.analyzed == RANKS
 
 
 def test_in_process_path_matches(run_dir: Path, expected: Any, tmp_path: Path) -> None:
@@ -117,7 +117,8 @@ def test_in_process_path_matches(run_dir: Path, expected: Any, tmp_path: Path) -
 
 def test_real_8rank_analysis_matches(tmp_path: Path) -> None:
     """param/dlrm_8rank (8 real ranks, distinct processes, no process group recorded): the per-rank map with
-    the reduce gives the directory read's findings, verdict and headline."""
+    the reduce gives the directory read's findings, verdict and headline; folding the ranks' outcomes in
+    another arrival order (reversed, interleaved) gives the same analysis."""
     from tests.conftest import REAL
 
     d = REAL / "param" / "dlrm_8rank"
@@ -125,11 +126,40 @@ def test_real_8rank_analysis_matches(tmp_path: Path) -> None:
         pytest.skip("shared real fixtures absent")
     want = _analysis(d)
     res = mapreduce.analyze_local(_files(d), tmp_path / "pq", tmp_path / "cache", rules=True)
-    assert not res.failed and len(res.outcomes) == 8
+    assert not res.failed and res.analyzed == 8
     _same_analysis(res, want)
     # independent read: 8 device verdicts, one per file's distributedInfo.rank
     ranks = sorted(json.loads(gzip.decompress(f.read_bytes()))["distributedInfo"]["rank"] for f in _files(d))
     assert sorted(d["rank"] for d in res.analysis.to_dict()["verdict"]["devices"]) == ranks == list(range(8))
+    _any_arrival_order(_files(d), tmp_path, _timeless(res.analysis.to_dict()))
+
+
+def _timeless(doc: Any) -> Any:
+    if isinstance(doc, dict):
+        return {k: _timeless(v) for k, v in doc.items() if k != "elapsed_s"}
+    return [_timeless(v) for v in doc] if isinstance(doc, list) else doc
+
+
+def _any_arrival_order(files: list[Path], tmp_path: Path, want: dict[str, Any]) -> None:
+    """The outcomes folded in arrival orders other than the file order give the file order's analysis."""
+    from advisor.distributed.combine import combine
+    from advisor.distributed.rankrun import analyze_rank
+
+    cache = str(tmp_path / "cache")
+    (tmp_path / "pq3").mkdir()
+    sh = mapreduce.shifts(files)
+    pairs = list(zip(files, sh, strict=True))
+    maps = [mapreduce.map_rank(str(f), str(tmp_path / "pq3"), s, cache, i) for i, (f, s) in enumerate(pairs)]
+    plan = mapreduce._planner({str(f): s for f, s in pairs}, cache, None, None)
+    red = mapreduce.reduce_ranks(maps, tmp_path / "pq3", plan)
+    outs = [analyze_rank(p) for p in red.plans]
+    for order in (outs[::-1], outs[1::2] + outs[::2]):
+        fold, take = mapreduce._folder(red, None)
+        for o in order:
+            take(o)
+        assert fold.count == len(files)
+        got = _timeless(json.loads(json.dumps(combine(fold, Path(red.plans[0].seeds), None).to_dict(), default=str)))
+        assert got == want
 
 
 def _port() -> int:
