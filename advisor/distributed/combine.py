@@ -1,15 +1,18 @@
 """The run's report and verdict from its ranks' outcomes (the second reduce of advisor.distributed).
 
-Everything here adds up per-rank sums the way the single-process path computes them over the whole run, so
-the two give the same findings, verdict and headline:
+Each rank's outcome is folded in as it arrives (advisor.distributed.fold); everything here adds up the folded
+per-rank sums the way the single-process path computes them over the whole run, so the two give the same
+findings, verdict, headline and summary facts:
 
 - rules: each rule's per-rank results become one result (fired where any rank fired, with every rank's
   findings); the cross-rank rules (rankrun.CROSS_RANK_RULES) run here over the seeds, with each rank's own
-  verdict class; then the findings are capped, merged across ranks and ranked by engine.findings.ranked,
-  the function run_rules ends with.
+  verdict class; the findings are capped, merged across ranks and ranked as engine.findings.ranked does
+  (the function run_rules ends with), from the fold's worst finding and per-rank rows of each pattern.
 - verdict: the run's class times are the sums of its devices' (each device verdict's shares), over the
   steady-state steps where the trace marks them, as rules.classify decides them; range names are picked by
   their host time summed over the ranks and decided over their summed class times.
+- summary: the sections of advisor.engine.summary from the ranks' compact summaries
+  (advisor.distributed.summary).
 """
 
 from __future__ import annotations
@@ -50,14 +53,16 @@ class RanksAnalysis:
     headline: str | None
     headline_note: str | None
     found: Mapping[str, int] = field(default_factory=dict)  # rule code -> findings on every rank, before merging
+    summary: Mapping[str, Any] = field(default_factory=dict)  # the summary sections (advisor.engine.summary's)
 
     def to_dict(self) -> dict[str, Any]:
         rep = self.report.to_dict()
         v = self.verdict.to_dict()
         rules = [r | {"findings": self.found[r["code"]]} if "findings" in r and r["code"] in self.found else r
                  for r in rep["rules"]]
-        return {"verdict": dict(v["run"], devices=v["devices"], ranges=v["ranges"]), "headline": self.headline,
-                "headline_note": self.headline_note, "findings": rep["findings"], "rules": rules}
+        return {**self.summary, "verdict": dict(v["run"], devices=v["devices"], ranges=v["ranges"]),
+                "headline": self.headline, "headline_note": self.headline_note, "findings": rep["findings"],
+                "rules": rules}
 
 
 def combine(fold: Fold, seeds: Path, options: Mapping[str, Mapping[str, Any]] | None,
@@ -81,7 +86,7 @@ def combine(fold: Fold, seeds: Path, options: Mapping[str, Mapping[str, Any]] | 
     note = headline_note(verdict.run, report.findings) if line == top else None
     found = {code: r.found for code, r in fold.rules.items()} | {
         r.code: len(r.findings) for r in results if r.code in CROSS_RANK_RULES}
-    return RanksAnalysis(report, verdict, line, note, found)
+    return RanksAnalysis(report, verdict, line, note, found, fold.summary.facts())
 
 
 def rule_results(fold: Fold, seeds: Path, options: Mapping[str, Mapping[str, Any]] | None,

@@ -9,7 +9,8 @@ is the one the combine gives over the outcomes in file order (advisor.distribute
   applicable, the lowest file index on a tie), its summed time and its number of findings;
 - per finding pattern across ranks (engine.ranks: a rule at one place on several devices with ranks): the
   worst finding and one row per rank for its per-rank table; a finding no pattern groups is kept whole;
-- per device: its verdict, span, rank and steady-state steps; per range name: its sums over the ranks.
+- per device: its verdict, span, rank and steady-state steps; per range name: its sums over the ranks;
+- the run's summary facts (advisor.distributed.summary.SummaryFold).
 
 Ties that the file order broke are broken by each finding's key (rule position, file index, position in
 the rank's findings), so the ranked findings come out in the same order.
@@ -21,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from advisor.distributed.summary import SummaryFold
 from advisor.engine.findings import RuleResult
 from advisor.engine.ranks import groupable, merged, place, rank_row, worse
 from advisor.rules.base import Finding, Fired
@@ -136,6 +138,7 @@ class Fold:
     kernels: bool = False
     span_ns: int = 0
     count: int = 0
+    summary: SummaryFold = field(default_factory=SummaryFold)
 
     def add(self, o: Any, index: int, order: Mapping[str, int]) -> None:
         """Rank outcome `o` (rankrun.RankOutcome) of file `index`; `order`: rule code -> registry position."""
@@ -154,6 +157,8 @@ class Fold:
         self.kernels = self.kernels or bool(o.kernels)
         self.span_ns = max(self.span_ns, o.span_ns)
         self.count += 1
+        if o.summary is not None:
+            self.summary.add(o.summary)
 
     def _rule(self, r: RuleResult, index: int) -> None:
         best = (PRECEDENCE.get(r.kind, 9), index)

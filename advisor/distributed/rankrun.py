@@ -67,6 +67,7 @@ class RankOutcome:
     spans: dict[int, int]  # device_id -> span
     ranks: dict[int, int]  # device_id -> rank
     span_ns: int
+    summary: Any = None  # advisor.distributed.summary.RankSummary: the rank's part of the run's summary facts
 
 
 def rank_tables(run: Run, devices: Mapping[int, int], shift_ns: int) -> dict[str, pa.Table]:
@@ -103,6 +104,7 @@ def rank_run(plan: RankPlan) -> Run:
 
 def analyze_rank(plan: RankPlan) -> RankOutcome:
     """One rank's rules (all but the cross-rank ones) and verdict, on the rebuilt run (a Dask task)."""
+    from advisor.distributed.summary import rank_summary
     from advisor.engine.findings import device_span_ns, rule_results, run_span_ns
     from advisor.engine.ranks import device_ranks
     from advisor.rules.classify import classify, measured_shift, range_groups
@@ -123,7 +125,7 @@ def analyze_rank(plan: RankPlan) -> RankOutcome:
         return RankOutcome(
             plan.path, next(iter(ranks.values()), None), tuple(results), verdict,
             tuple(range_groups(run, MANY_RANGES, 1, shift)) if verdict.devices else (), totals, basis,
-            run.count("kernels"), steps, device_span_ns(run), ranks, run_span_ns(run),
+            run.count("kernels"), steps, device_span_ns(run), ranks, run_span_ns(run), rank_summary(run),
         )
     finally:
         run.close()

@@ -55,13 +55,15 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 ANALYSIS = ("verdict", "headline", "headline_note", "findings")
+# the summary sections (advisor.engine.summary), which the Dask path folds from each rank's compact summary
+SUMMARY = ("devices", "counts", "capture", "time", "top_kernels", "ranges", "copies", "api", "families")
 
 
 def _analysis(path: Path) -> dict[str, Any]:
     """The single-process analysis of a directory: the parts the Dask path must give identically, and each
     rule's outcome kind."""
     doc = analyze(path).to_dict()
-    return {k: doc[k] for k in ANALYSIS} | {"rules": {r["code"]: r["outcome"] for r in doc["rules"]}}
+    return {k: doc[k] for k in ANALYSIS + SUMMARY} | {"rules": {r["code"]: r["outcome"] for r in doc["rules"]}}
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +87,7 @@ def _same(res: mapreduce.RankResult, expected: dict[str, Any]) -> None:
 
 def _same_analysis(res: mapreduce.RankResult, want: dict[str, Any]) -> None:
     got = json.loads(json.dumps(res.analysis.to_dict(), default=str))
-    for key in ANALYSIS:
+    for key in ANALYSIS + SUMMARY:
         assert got[key] == want[key], key
     assert {r["code"]: r["outcome"] for r in got["rules"]} == want["rules"]
     assert want["findings"] and want["verdict"]["devices"]  # something to compare: findings and device verdicts
@@ -130,7 +132,12 @@ def test_real_8rank_analysis_matches(tmp_path: Path) -> None:
     _same_analysis(res, want)
     # independent read: 8 device verdicts, one per file's distributedInfo.rank
     ranks = sorted(json.loads(gzip.decompress(f.read_bytes()))["distributedInfo"]["rank"] for f in _files(d))
-    assert sorted(d["rank"] for d in res.analysis.to_dict()["verdict"]["devices"]) == ranks == list(range(8))
+    doc = res.analysis.to_dict()
+    assert sorted(d["rank"] for d in doc["verdict"]["devices"]) == ranks == list(range(8))
+    # independent read: the kernels and profiler steps every file records
+    events = [e for f in _files(d) for e in json.loads(gzip.decompress(f.read_bytes()))["traceEvents"]]
+    assert doc["counts"]["kernels"] == sum(e.get("cat") == "kernel" for e in events) > 0
+    assert doc["ranges"]["steps"]["count"] == sum(str(e.get("name", "")).startswith("ProfilerStep#") for e in events)
     _any_arrival_order(_files(d), tmp_path, _timeless(res.analysis.to_dict()))
 
 
@@ -215,7 +222,7 @@ def test_cli_analyze_and_diff_on_workers(run_dir: Path, expected: Any, capsys: p
     assert main(["analyze", str(run_dir), "--workers", "2", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)["runs"][0]
     want = expected["analysis"]
-    assert {k: doc[k] for k in ANALYSIS} == {k: want[k] for k in ANALYSIS}
+    assert {k: doc[k] for k in ANALYSIS + SUMMARY} == {k: want[k] for k in ANALYSIS + SUMMARY}
     assert sorted(r for rs in doc["rank_verdicts"].values() for r in rs) == list(range(RANKS))
     assert main(["diff", str(run_dir), str(run_dir), "--workers", "2"]) == 0
     diff = json.loads(capsys.readouterr().out)
