@@ -62,7 +62,7 @@ SUMMARY = ("devices", "counts", "capture", "time", "top_kernels", "ranges", "cop
 def _analysis(path: Path) -> dict[str, Any]:
     """The single-process analysis of a directory: the parts the Dask path must give identically, and each
     rule's outcome kind."""
-    doc = analyze(path).to_dict()
+    doc = json.loads(json.dumps(analyze(path).to_dict(), default=str))  # tuples as the JSON gives them: lists
     return {k: doc[k] for k in ANALYSIS + SUMMARY} | {"rules": {r["code"]: r["outcome"] for r in doc["rules"]}}
 
 
