@@ -6,7 +6,9 @@ device ids and clocks as the directory read gives them), and the driver folds th
 same figures advisor.engine.summary computes over the whole run:
 
 - per-device sections (devices, time, copies, families) are the ranks' rows side by side, in device order;
-- counts are sums, but for `strings`, the distinct strings of every rank (the directory read interns them once);
+- counts are sums, but for `strings`, the distinct strings of every rank (the directory read interns them once),
+  each handed on as its 128-bit BLAKE2b digest (a collision, which would count two strings as one, is
+  less likely than 2**-88 at a million strings);
 - the capture span is the run's, which every rank's slice already carries;
 - top kernels, host API and range groups are summed per name, and their quantiles (p50, p95) come from each
   name's durations counted per exact value (a histogram, exact as the quantile over every instance); a
@@ -19,7 +21,7 @@ What the driver keeps grows with the distinct names, durations and disjoint rang
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,7 +53,7 @@ class RankSummary:
 
     devices: tuple[dict[str, Any], ...]
     counts: dict[str, int]
-    strings: frozenset[str]
+    strings: frozenset[bytes]  # digests of the rank's distinct strings (see the module doc)
     capture: dict[str, Any]
     time: tuple[dict[str, Any], ...]
     kernels: dict[str, Histogram]  # kernel name -> durations
@@ -77,10 +79,16 @@ def rank_summary(run: Run) -> RankSummary:
               for k, v in groups.items()}
     steps = {int(r["dur_ns"]): int(r["n"]) for r in metrics.query(run, "step_durations")}
     return RankSummary(
-        tuple(s.devices(run)), s.counts(run), frozenset(str(r[0]) for r in run.sql_rows("SELECT value FROM strings")),
+        tuple(s.devices(run)), s.counts(run), _digests(str(r[0]) for r in run.sql_rows("SELECT value FROM strings")),
         s.capture_span(run), tuple(s.time_split(run)), kernels, ranges, steps, tuple(s.copies(run)),
         tuple(s.api_summary(run, limit=1 << 62)["items"]), tuple(s.family_time(run)),
     )
+
+
+def _digests(values: Iterable[str]) -> frozenset[bytes]:
+    from hashlib import blake2b
+
+    return frozenset(blake2b(v.encode("utf-8", "surrogatepass"), digest_size=16).digest() for v in values)
 
 
 def _histogram(values: Any) -> Histogram:
@@ -122,7 +130,7 @@ class SummaryFold:
 
     devices: list[dict[str, Any]] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
-    strings: set[str] = field(default_factory=set)
+    strings: set[bytes] = field(default_factory=set)
     capture: dict[str, Any] | None = None
     time: list[dict[str, Any]] = field(default_factory=list)
     kernels: dict[str, Histogram] = field(default_factory=dict)
