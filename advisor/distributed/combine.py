@@ -138,7 +138,9 @@ def run_verdict(fold: Fold) -> RunVerdict:
     if not devices:  # no rank had GPU work to classify: what the first rank's verdict says
         return fold.first[1] if fold.first else RunVerdict(Verdict("unknown", "no rank was analyzed", NAME_BASIS,
                                                                    "low", ()))
-    basis = fold.basis[1] if fold.basis else None
+    basis = roof_basis(fold)
+    if basis:
+        devices = tuple(replace(d, verdict=_based(d.verdict, basis)) for d in devices)
     steps = fold.steps
     if steps:
         used = [d for d in devices if d.device_id in steps]
@@ -153,6 +155,17 @@ def run_verdict(fold: Fold) -> RunVerdict:
         v = _based(v, basis)
         ranges = tuple(replace(r, verdict=_based(r.verdict, basis)) for r in ranges)
     return RunVerdict(v, devices, ranges)
+
+
+def roof_basis(fold: Fold) -> str | None:
+    """The per-op roofline's basis over every rank (rules.roof_verdict: its share of all ranks' kernel time), None
+    where no rank's trace recorded shapes."""
+    from advisor.rules.roof_verdict import RoofClasses, roof_share
+
+    if not fold.roof:
+        return None
+    sets, modelled, kernel_ns = fold.roof_sums
+    return RoofClasses({}, sets, 0, roof_share(modelled, kernel_ns), modelled, kernel_ns).basis
 
 
 def _based(v: Verdict, basis: str) -> Verdict:

@@ -131,7 +131,8 @@ class Fold:
     findings: FindingFold = field(default_factory=FindingFold)
     devices: list[DeviceVerdict] = field(default_factory=list)
     steps: dict[int, int] = field(default_factory=dict)
-    basis: tuple[int, str] | None = None  # the lowest file index with a roofline basis, and that basis
+    roof: bool = False  # whether any rank's verdict has the per-op roofline's basis
+    roof_sums: list[int] = field(default_factory=lambda: [0, 0, 0])  # op argument sets, modelled ns, kernel ns
     first: tuple[int, RunVerdict] | None = None  # the lowest file index's own verdict
     range_totals: dict[str, int] = field(default_factory=dict)
     range_sums: dict[str, list[Any]] = field(default_factory=dict)  # name -> [count, total, class ns]
@@ -147,10 +148,10 @@ class Fold:
             self._rule(r, index)
             found += [((order.get(r.code, -1), index, i), f) for i, f in enumerate(r.findings)]
         self.findings.add(found, o.spans, o.ranks)
-        self.devices += o.verdict.devices
+        self.devices += [_unbased(d, o.basis) for d in o.verdict.devices] if o.basis else o.verdict.devices
         self.steps.update({d: n for d, n in o.steps.items() if n})
-        if o.basis and (self.basis is None or index < self.basis[0]):
-            self.basis = (index, o.basis)
+        self.roof = self.roof or bool(o.basis)
+        self.roof_sums = [a + b for a, b in zip(self.roof_sums, o.roof, strict=True)]
         if self.first is None or index < self.first[0]:
             self.first = (index, o.verdict)
         self._ranges(o.range_totals, o.range_groups)
@@ -181,3 +182,10 @@ class Fold:
             g[1] += total
             for k, x in ns.items():
                 g[2][k] = g[2].get(k, 0) + x
+
+
+def _unbased(d: DeviceVerdict, basis: str) -> DeviceVerdict:
+    """A rank's device verdict without the rank's roofline basis (the run's, over every rank, goes on later)."""
+    from advisor.rules.classify import NAME_BASIS
+
+    return replace(d, verdict=replace(d.verdict, basis=NAME_BASIS + d.verdict.basis.removeprefix(basis)))
