@@ -24,7 +24,10 @@ ROOF_CLASS = {"compute": "roof_compute", "memory": "roof_memory"}
 @dataclass(frozen=True)
 class RoofClasses(NcuClasses):
     """Timeline pieces whose class the per-op roofline decided (shift as NcuClasses; share_pct is of kernel
-    time)."""
+    time: modelled_ns of kernel_ns, so the shares of several ranks add up, advisor.distributed)."""
+
+    modelled_ns: int = 0  # kernel time of the kernels of modelled ops
+    kernel_ns: int = 0  # the timeline's kernel time
 
     @property
     def basis(self) -> str:
@@ -70,4 +73,9 @@ def _pieces(run: Run, dev: list[int], starts: list[int], ends: list[int], classe
         return None
     kernel_ns = sum(int(r["ns"]) for r in metrics.query(run, "kernel_totals"))
     modelled = sum(e - s for s, e in zip(starts, ends, strict=True))
-    return RoofClasses(pieces, n, moved, 100.0 * min(modelled, kernel_ns) / kernel_ns if kernel_ns else 0.0)
+    return RoofClasses(pieces, n, moved, roof_share(modelled, kernel_ns), modelled, kernel_ns)
+
+
+def roof_share(modelled_ns: int, kernel_ns: int) -> float:
+    """The share of the timeline's kernel time the roofline decided (percent)."""
+    return 100.0 * min(modelled_ns, kernel_ns) / kernel_ns if kernel_ns else 0.0

@@ -1,28 +1,32 @@
 """The run's report and verdict from its ranks' outcomes (the second reduce of advisor.distributed).
 
-Everything here adds up per-rank sums the way the single-process path computes them over the whole run, so
-the two give the same findings, verdict and headline:
+Each rank's outcome is folded in as it arrives (advisor.distributed.fold); everything here adds up the folded
+per-rank sums the way the single-process path computes them over the whole run, so the two give the same
+findings, verdict, headline and summary facts:
 
 - rules: each rule's per-rank results become one result (fired where any rank fired, with every rank's
   findings); the cross-rank rules (rankrun.CROSS_RANK_RULES) run here over the seeds, with each rank's own
-  verdict class; then the findings are capped, merged across ranks and ranked by engine.findings.ranked,
-  the function run_rules ends with.
+  verdict class; the findings are capped, merged across ranks and ranked as engine.findings.ranked does
+  (the function run_rules ends with), from the fold's worst finding and per-rank rows of each pattern.
 - verdict: the run's class times are the sums of its devices' (each device verdict's shares), over the
   steady-state steps where the trace marks them, as rules.classify decides them; range names are picked by
   their host time summed over the ranks and decided over their summed class times.
+- summary: the sections of advisor.engine.summary from the ranks' compact summaries
+  (advisor.distributed.summary).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from advisor.distributed.rankrun import CROSS_RANK_RULES, RankOutcome
-from advisor.engine.findings import RuleReport, RuleResult, ranked, resolve_options
-from advisor.rules.base import Context, Fired, NotApplicable, Outcome
+from advisor.distributed.fold import Fold
+from advisor.distributed.rankrun import CROSS_RANK_RULES
+from advisor.engine.findings import RuleReport, RuleResult, resolve_options
+from advisor.rules.base import Context, Finding, Fired, NotApplicable, Outcome
 from advisor.rules.classify import (
     NAME_BASIS,
     STEP_NOTE,
@@ -40,70 +44,65 @@ MAX_RANGES = 10  # classify's default: the range names with most host time
 
 @dataclass(frozen=True)
 class RanksAnalysis:
-    """The run's report, verdict and headline, as the single-process analysis gives them."""
+    """The run's report, verdict and headline, as the single-process analysis gives them. A rule's result
+    holds the run's findings of that rule (merged across ranks); `found` is how many its ranks found, the
+    count the single-process rule outcome states."""
 
     report: RuleReport
     verdict: RunVerdict
     headline: str | None
     headline_note: str | None
+    found: Mapping[str, int] = field(default_factory=dict)  # rule code -> findings on every rank, before merging
+    summary: Mapping[str, Any] = field(default_factory=dict)  # the summary sections (advisor.engine.summary's)
 
     def to_dict(self) -> dict[str, Any]:
         rep = self.report.to_dict()
         v = self.verdict.to_dict()
-        return {"verdict": dict(v["run"], devices=v["devices"], ranges=v["ranges"]), "headline": self.headline,
-                "headline_note": self.headline_note, "findings": rep["findings"], "rules": rep["rules"]}
+        rules = [r | {"findings": self.found[r["code"]]} if "findings" in r and r["code"] in self.found else r
+                 for r in rep["rules"]]
+        return {**self.summary, "verdict": dict(v["run"], devices=v["devices"], ranges=v["ranges"]),
+                "headline": self.headline, "headline_note": self.headline_note, "findings": rep["findings"],
+                "rules": rules}
 
 
-def combine(outs: Sequence[RankOutcome], seeds: Path, options: Mapping[str, Mapping[str, Any]] | None,
+def combine(fold: Fold, seeds: Path, options: Mapping[str, Mapping[str, Any]] | None,
             select: set[str] | None = None) -> RanksAnalysis:
-    """The run's analysis from each rank's outcome (rank order) and the reduce's seeds."""
+    """The run's analysis from every rank's outcome, folded (advisor.distributed.fold), and the reduce's seeds."""
     from advisor.engine.analyze import headline, headline_note
     from advisor.engine.findings import SPAN_OF
 
-    verdict = run_verdict(outs)
+    verdict = run_verdict(fold)
     classes = {d.device_id: d.verdict.class_ for d in verdict.devices}
-    results = rule_results(outs, seeds, options, select, classes)
-    spans = {d: s for o in outs for d, s in o.spans.items()}
-    ranks = {d: r for o in outs for d, r in o.ranks.items()}
-    has_findings = any(r.findings for r in results)
-    report = ranked(results, spans if has_findings else {}, ranks, (max((o.span_ns for o in outs), default=0),
-                                                                    SPAN_OF))
+    results = rule_results(fold, seeds, options, select, classes)
+    findings = fold.findings.findings()
+    by_code: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_code.setdefault(f.code, []).append(f)
+    results = [replace(r, outcome=Fired(tuple(by_code.get(r.code, ())))) if isinstance(r.outcome, Fired) else r
+               for r in results]
+    report = RuleReport(tuple(results), tuple(findings), fold.span_ns, SPAN_OF)
     top = report.headline()
     line = headline(verdict.run, top)
     note = headline_note(verdict.run, report.findings) if line == top else None
-    return RanksAnalysis(report, verdict, line, note)
+    found = {code: r.found for code, r in fold.rules.items()} | {
+        r.code: len(r.findings) for r in results if r.code in CROSS_RANK_RULES}
+    return RanksAnalysis(report, verdict, line, note, found, fold.summary.facts())
 
 
-def rule_results(outs: Sequence[RankOutcome], seeds: Path, options: Mapping[str, Mapping[str, Any]] | None,
+def rule_results(fold: Fold, seeds: Path, options: Mapping[str, Mapping[str, Any]] | None,
                  select: set[str] | None, classes: Mapping[int, str]) -> list[RuleResult]:
-    """One result per selected rule, in the registry's order: the ranks' results merged, cross-rank rules here."""
-    per: dict[str, list[RuleResult]] = {}
-    for o in outs:
-        for r in o.results:
-            per.setdefault(r.code, []).append(r)
+    """One result per selected rule, in the registry's order: the ranks' results folded, cross-rank rules run
+    here (their findings folded with the ranks')."""
     out = []
-    for rule in select_rules(select):
+    for pos, rule in enumerate(select_rules(select)):
         if rule.code in CROSS_RANK_RULES:
-            out.append(_cross_rank(rule, seeds, resolve_options([rule], options)[rule.code], classes,
-                                   any(o.kernels for o in outs)))
-        elif rule.code in per:
-            out.append(merge_results(per[rule.code]))
+            res = _cross_rank(rule, seeds, resolve_options([rule], options)[rule.code], classes, fold.kernels)
+            fold.findings.add([((pos, -1, i), f) for i, f in enumerate(res.findings)], fold.findings.spans, {})
+            out.append(res)
+        elif rule.code in fold.rules:
+            r = fold.rules[rule.code]
+            out.append(replace(r.result, elapsed_s=r.elapsed_s))
     return out
-
-
-# a rule's outcome on the run from its outcomes on the ranks: fired anywhere, else broken, else clean
-_PRECEDENCE = {"fired": 0, "error": 1, "clean": 2, "not_applicable": 3}
-
-
-def merge_results(results: Sequence[RuleResult]) -> RuleResult:
-    """One rule's result on the run: fired with every rank's findings (rank order) where any rank fired, else
-    the first error, else clean (the first clean rank's note), else not applicable."""
-    first = min(results, key=lambda r: _PRECEDENCE.get(r.kind, 9))
-    elapsed = sum(r.elapsed_s for r in results)
-    outcome = first.outcome
-    if isinstance(outcome, Fired):
-        outcome = Fired(tuple(f for r in results for f in r.findings))
-    return replace(first, outcome=outcome, elapsed_s=elapsed)
 
 
 def _cross_rank(rule: Any, seeds: Path, opts: Mapping[str, Any], classes: Mapping[int, str],
@@ -133,14 +132,16 @@ def _cross_rank(rule: Any, seeds: Path, opts: Mapping[str, Any], classes: Mappin
     return RuleResult(rule.code, rule.name, rule.category, rule.status, outcome, time.perf_counter() - t0)
 
 
-def run_verdict(outs: Sequence[RankOutcome]) -> RunVerdict:
+def run_verdict(fold: Fold) -> RunVerdict:
     """The run's verdict: its devices' class times summed (steps where marked), range names by summed time."""
-    devices = tuple(sorted((d for o in outs for d in o.verdict.devices), key=lambda d: d.device_id))
+    devices = tuple(sorted(fold.devices, key=lambda d: d.device_id))
     if not devices:  # no rank had GPU work to classify: what the first rank's verdict says
-        return outs[0].verdict if outs else RunVerdict(Verdict("unknown", "no rank was analyzed", NAME_BASIS,
-                                                               "low", ()))
-    basis = next((o.basis for o in outs if o.basis), None)
-    steps = {d: n for o in outs for d, n in o.steps.items() if n}
+        return fold.first[1] if fold.first else RunVerdict(Verdict("unknown", "no rank was analyzed", NAME_BASIS,
+                                                                   "low", ()))
+    basis = roof_basis(fold)
+    if basis:
+        devices = tuple(replace(d, verdict=_based(d.verdict, basis)) for d in devices)
+    steps = fold.steps
     if steps:
         used = [d for d in devices if d.device_id in steps]
         of = f"total time of the {max(steps.values())} steady-state step(s) on the {len(used)} device(s) they feed"
@@ -149,11 +150,22 @@ def run_verdict(outs: Sequence[RankOutcome]) -> RunVerdict:
     else:
         of = f"sum of device spans ({len(devices)} device(s), first to last GPU activity on each)"
         v = decide(*_sums(list(devices)), of)
-    ranges = range_verdicts(_top_ranges(outs))
+    ranges = range_verdicts(_top_ranges(fold))
     if basis:
         v = _based(v, basis)
         ranges = tuple(replace(r, verdict=_based(r.verdict, basis)) for r in ranges)
     return RunVerdict(v, devices, ranges)
+
+
+def roof_basis(fold: Fold) -> str | None:
+    """The per-op roofline's basis over every rank (rules.roof_verdict: its share of all ranks' kernel time), None
+    where no rank's trace recorded shapes."""
+    from advisor.rules.roof_verdict import RoofClasses, roof_share
+
+    if not fold.roof:
+        return None
+    sets, modelled, kernel_ns = fold.roof_sums
+    return RoofClasses({}, sets, 0, roof_share(modelled, kernel_ns), modelled, kernel_ns).basis
 
 
 def _based(v: Verdict, basis: str) -> Verdict:
@@ -172,24 +184,11 @@ def _sums(devices: list[DeviceVerdict]) -> tuple[dict[str, int], int]:
     return ns, span
 
 
-def _top_ranges(outs: Sequence[RankOutcome]) -> list[RangeGroup]:
+def _top_ranges(fold: Fold) -> list[RangeGroup]:
     """The MAX_RANGES range names with most host time over every rank, each with its sums over the ranks."""
-    totals: dict[str, int] = {}
-    for o in outs:
-        for name, t in o.range_totals.items():
-            totals[name] = totals.get(name, 0) + t
-    top = {n for n, _ in sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_RANGES]}
-    groups: dict[str, list[Any]] = {}
-    for o in outs:
-        for name, count, total, ns in o.range_groups:
-            if name not in top:
-                continue
-            g = groups.setdefault(name, [0, 0, {}])
-            g[0] += count
-            g[1] += total
-            for k, x in ns.items():
-                g[2][k] = g[2].get(k, 0) + x
-    return [(name, int(c), int(t), dict(ns)) for name, (c, t, ns) in groups.items()]
+    top = sorted(fold.range_totals.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_RANGES]
+    return [(name, int(c), int(t), dict(ns)) for name, _ in top if name in fold.range_sums
+            for c, t, ns in [fold.range_sums[name]]]
 
 
 def distribution(verdict: RunVerdict) -> dict[str, list[int]]:

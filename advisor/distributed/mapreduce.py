@@ -11,7 +11,8 @@ Two maps and two reduces, each map one task per rank:
    `rank_clocks`, `rank_comm`) the single-process path runs, so both paths give identical rows; it writes
    each rank's seeds (advisor.distributed.rankrun).
 3. `rankrun.analyze_rank` runs that rank's rules and verdict on its slice of the run, seeded.
-4. `advisor.distributed.combine` makes the run's report and verdict from the per-rank outcomes.
+4. `advisor.distributed.combine` makes the run's report and verdict from the per-rank outcomes, each folded in
+   as it arrives (advisor.distributed.fold), so the driver never holds them all.
 
 A rank whose task fails is reported by file name with its error; the others are reduced without it.
 """
@@ -27,6 +28,7 @@ from typing import Any
 import duckdb
 
 from advisor import metrics
+from advisor.distributed.fold import Fold
 from advisor.distributed.rankrun import RankOutcome, RankPlan, analyze_rank
 from advisor.parsers.base import ProgressFn, no_progress
 
@@ -37,11 +39,11 @@ COLUMNS = "rank, device_id, stream_id, start_ns, end_ns, kind, bytes, dtype, com
 @dataclass
 class RankResult:
     """What the reduce returns: each cross-rank metric's rows, the ranks (file names) that failed, and, where
-    the rules ran, each rank's outcome (file order) and the run's report (advisor.distributed.combine)."""
+    the rules ran, how many ranks' outcomes were folded and the run's report (advisor.distributed.combine)."""
 
     tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)  # file name -> error
-    outcomes: list[RankOutcome] = field(default_factory=list)
+    analyzed: int = 0  # ranks whose rules ran (their outcomes folded into `analysis`)
     analysis: Any = None  # combine.RanksAnalysis
 
 
@@ -244,18 +246,26 @@ def client_for(workers: int | None, scheduler: str | None) -> Any:
     return Client(cluster)  # type: ignore[no-untyped-call]
 
 
-def _gather(futures: Mapping[Any, str], progress: ProgressFn, what: str) -> tuple[list[Any], dict[str, str]]:
+def _gather(futures: Mapping[Any, str], progress: ProgressFn, what: str,
+            take: Callable[[Any], None] | None = None) -> tuple[list[Any], dict[str, str]]:
     """Every task's result as it completes (progress per rank); a failed task is named (its file) with its
-    error, never fatal. Each future is released once read, so the workers do not keep the results."""
+    error, never fatal. Each future is released once read, so the workers do not keep the results. With
+    `take`, each result is handed to it as it arrives and not kept (the driver holds none of them)."""
     from dask.distributed import as_completed
 
     done: list[Any] = []
     failed: dict[str, str] = {}
     for n, fut in enumerate(as_completed(list(futures)), 1):  # type: ignore[no-untyped-call]
         try:
-            done.append(fut.result())
+            result = fut.result()
         except Exception as e:  # a failed rank is reported by name; the others are still reduced
             failed[futures[fut]] = f"{type(e).__name__}: {e}"
+        else:
+            if take is None:
+                done.append(result)
+            else:
+                take(result)
+            del result
         fut.release()
         progress(n, len(futures), f"{what} {futures[fut]}")
     return done, failed
@@ -289,9 +299,11 @@ def analyze_ranks(
     if not rules:
         return RankResult(red.tables, failed)
     names = {p.path: Path(p.path).name for p in red.plans}
-    outs, failed2 = _gather({client.submit(analyze_rank, p, key=f"rules-{names[p.path]}", pure=False): names[p.path]
-                             for p in red.plans}, progress, "rules")
-    res = _combined(red, outs, failed | failed2, options)
+    fold, take = _folder(red, select)
+    futs = {client.submit(analyze_rank, p, key=f"rules-{names[p.path]}", pure=False): names[p.path] for p in red.plans}
+    _, failed2 = _gather(futs, progress, "rules", take)
+    del futs
+    res = _combined(red, fold, failed | failed2, options)
     progress(1, 1, "combine")
     return res
 
@@ -305,16 +317,28 @@ def _planner(shift: Mapping[str, int], cache: str | None, options: Mapping[str, 
     return plan
 
 
-def _combined(red: Reduced, outs: list[RankOutcome], failed: dict[str, str],
+def _folder(red: Reduced, select: set[str] | None) -> tuple[Fold, Callable[[RankOutcome], None]]:
+    """An empty fold of the run's rank outcomes, and the function that folds one in (advisor.distributed.fold)."""
+    from advisor.rules.registry import select_rules
+
+    fold = Fold()
+    index = {p.path: i for i, p in enumerate(red.plans)}
+    order = {r.code: i for i, r in enumerate(select_rules(select))}
+
+    def take(o: RankOutcome) -> None:
+        fold.add(o, index[o.path], order)
+
+    return fold, take
+
+
+def _combined(red: Reduced, fold: Fold, failed: dict[str, str],
               options: Mapping[str, Mapping[str, Any]] | None) -> RankResult:
     from advisor.distributed.combine import combine
 
-    order = {p.path: i for i, p in enumerate(red.plans)}
-    outs = sorted(outs, key=lambda o: order[o.path])
     seeds = Path(red.plans[0].seeds) if red.plans else None
     select = set(red.plans[0].select) if red.plans and red.plans[0].select else None
-    analysis = combine(outs, seeds, options, select) if outs and seeds is not None else None
-    return RankResult(red.tables, failed, outs, analysis)
+    analysis = combine(fold, seeds, options, select) if fold.count and seeds is not None else None
+    return RankResult(red.tables, failed, fold.count, analysis)
 
 
 def analyze_local(files: Sequence[Path], out_dir: Path, cache_dir: Path | None = None, rules: bool = False,
@@ -329,4 +353,7 @@ def analyze_local(files: Sequence[Path], out_dir: Path, cache_dir: Path | None =
     red = reduce_ranks(maps, out_dir, _planner(shift, cache, options, select) if rules else None)
     if not rules:
         return RankResult(red.tables)
-    return _combined(red, [analyze_rank(p) for p in red.plans], {}, options)
+    fold, take = _folder(red, select)
+    for p in red.plans:
+        take(analyze_rank(p))
+    return _combined(red, fold, {}, options)

@@ -67,6 +67,8 @@ class RankOutcome:
     spans: dict[int, int]  # device_id -> span
     ranks: dict[int, int]  # device_id -> rank
     span_ns: int
+    summary: Any = None  # advisor.distributed.summary.RankSummary: the rank's part of the run's summary facts
+    roof: tuple[int, int, int] = (0, 0, 0)  # op argument sets, their kernels' ns, all kernel ns (rules.roof_verdict)
 
 
 def rank_tables(run: Run, devices: Mapping[int, int], shift_ns: int) -> dict[str, pa.Table]:
@@ -103,10 +105,12 @@ def rank_run(plan: RankPlan) -> Run:
 
 def analyze_rank(plan: RankPlan) -> RankOutcome:
     """One rank's rules (all but the cross-rank ones) and verdict, on the rebuilt run (a Dask task)."""
+    from advisor.distributed.summary import rank_summary
     from advisor.engine.findings import device_span_ns, rule_results, run_span_ns
     from advisor.engine.ranks import device_ranks
-    from advisor.rules.classify import classify, measured_shift, range_groups
+    from advisor.rules.classify import classify, range_groups
     from advisor.rules.registry import select_rules
+    from advisor.rules.roof_verdict import roof_classes
     from advisor.rules.steps import step_windows
 
     run = rank_run(plan)
@@ -118,12 +122,15 @@ def analyze_rank(plan: RankPlan) -> RankOutcome:
             steps[w.device_id] = steps.get(w.device_id, 0) + 1
         ranks = device_ranks(run)
         verdict = classify(run, max_ranges=0)
-        shift, basis = measured_shift(run) if verdict.devices else (None, None)
+        roof = roof_classes(run) if verdict.devices else None
+        shift, basis = (roof.shift, roof.basis) if roof is not None else (None, None)
+        kernel_ns = sum(int(r["ns"]) for r in metrics.query(run, "kernel_totals"))
         totals = {str(r["name"]): int(r["total_ns"]) for r in metrics.query(run, "range_name_totals", max_depth=1)}
         return RankOutcome(
             plan.path, next(iter(ranks.values()), None), tuple(results), verdict,
             tuple(range_groups(run, MANY_RANGES, 1, shift)) if verdict.devices else (), totals, basis,
-            run.count("kernels"), steps, device_span_ns(run), ranks, run_span_ns(run),
+            run.count("kernels"), steps, device_span_ns(run), ranks, run_span_ns(run), rank_summary(run),
+            (roof.kernels, roof.modelled_ns, kernel_ns) if roof is not None else (0, 0, kernel_ns),
         )
     finally:
         run.close()
