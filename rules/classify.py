@@ -210,12 +210,17 @@ def classify(
 
 
 def _filtered(run: Run, v: RunVerdict) -> RunVerdict:
-    """The run verdict says so, at low confidence, where the host record is filtered (metric host_record): the
-    ops kept are only those that issued GPU work, so the idle gaps were left unattributed and not judged."""
-    rows = [r for r in metrics.query(run, "host_record") if r["filtered"]]
-    if not rows:
+    return with_host_record(v, metrics.query(run, "host_record"))
+
+
+def with_host_record(v: RunVerdict, rows: Iterable[Mapping[str, Any]]) -> RunVerdict:
+    """The run verdict says so, at low confidence, where the host record is filtered (metric host_record rows, of
+    one run or of every rank): the ops kept are only those that issued GPU work, so the idle gaps were left
+    unattributed and not judged."""
+    kept = [r for r in rows if r["filtered"]]
+    if not kept:
         return v
-    ops, issued = sum(int(r["ops"]) for r in rows), sum(int(r["ops_with_call"]) for r in rows)
+    ops, issued = sum(int(r["ops"]) for r in kept), sum(int(r["ops_with_call"]) for r in kept)
     note = (
         f"; the host record is filtered: {issued:,} of its {ops:,} framework ops issued GPU work (a complete record "
         "holds many that issue none: views, allocations), so what the host did between launches was removed, as by "

@@ -36,6 +36,7 @@ from advisor.rules.classify import (
     Verdict,
     decide,
     range_verdicts,
+    with_host_record,
 )
 from advisor.rules.registry import select_rules
 
@@ -154,7 +155,7 @@ def run_verdict(fold: Fold) -> RunVerdict:
     if basis:
         v = _based(v, basis)
         ranges = tuple(replace(r, verdict=_based(r.verdict, basis)) for r in ranges)
-    return RunVerdict(v, devices, ranges)
+    return with_host_record(RunVerdict(v, devices, ranges), fold.host_record)
 
 
 def roof_basis(fold: Fold) -> str | None:

@@ -140,6 +140,7 @@ class Fold:
     span_ns: int = 0
     count: int = 0
     summary: SummaryFold = field(default_factory=SummaryFold)
+    host_record: list[dict[str, Any]] = field(default_factory=list)  # every rank's metric host_record rows
 
     def add(self, o: Any, index: int, order: Mapping[str, int]) -> None:
         """Rank outcome `o` (rankrun.RankOutcome) of file `index`; `order`: rule code -> registry position."""
@@ -160,6 +161,7 @@ class Fold:
         self.count += 1
         if o.summary is not None:
             self.summary.add(o.summary)
+        self.host_record += o.host_record
 
     def _rule(self, r: RuleResult, index: int) -> None:
         best = (PRECEDENCE.get(r.kind, 9), index)

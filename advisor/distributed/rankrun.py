@@ -69,6 +69,7 @@ class RankOutcome:
     span_ns: int
     summary: Any = None  # advisor.distributed.summary.RankSummary: the rank's part of the run's summary facts
     roof: tuple[int, int, int] = (0, 0, 0)  # op argument sets, their kernels' ns, all kernel ns (rules.roof_verdict)
+    host_record: tuple[dict[str, Any], ...] = ()  # metric host_record's rows: whether the host record is filtered
 
 
 def rank_tables(run: Run, devices: Mapping[int, int], shift_ns: int) -> dict[str, pa.Table]:
@@ -131,6 +132,7 @@ def analyze_rank(plan: RankPlan) -> RankOutcome:
             tuple(range_groups(run, MANY_RANGES, 1, shift)) if verdict.devices else (), totals, basis,
             run.count("kernels"), steps, device_span_ns(run), ranks, run_span_ns(run), rank_summary(run),
             (roof.kernels, roof.modelled_ns, kernel_ns) if roof is not None else (0, 0, kernel_ns),
+            tuple(metrics.query(run, "host_record")),
         )
     finally:
         run.close()

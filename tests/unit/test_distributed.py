@@ -246,3 +246,25 @@ def test_cli_analyze_and_diff_on_workers(run_dir: Path, expected: Any, capsys: p
     diff = json.loads(capsys.readouterr().out)
     assert diff["findings"]["new"] == diff["findings"]["resolved"] == diff["findings"]["changed"] == []
     assert diff["findings"]["unchanged"] == len(want["findings"])
+
+
+def test_sampled_ranks_verdict_says_the_host_record_is_filtered(tmp_path: Path) -> None:
+    """HTA's two event-sampled ranks of one job, read as a run directory: the per-rank map gives the directory
+    read's verdict, the note that the host record is filtered included (summed over the ranks' records)."""
+    from tests.conftest import real_path
+
+    d = tmp_path / "run"
+    d.mkdir()
+    for rank in (0, 1):
+        shutil.copy(real_path(f"hta/trace_filter__sampled_rank-{rank}.json.gz"), d / f"rank{rank}.json.gz")
+    want = _analysis(d)
+    res = mapreduce.analyze_local(_files(d), tmp_path / "pq", tmp_path / "cache", rules=True)
+    assert not res.failed and res.analyzed == 2
+    got = json.loads(json.dumps(res.analysis.to_dict(), default=str))
+    assert got["verdict"] == want["verdict"]
+    # independent read: the cpu_op events of both files, all but 8 of which issued GPU work (4 per rank)
+    ops = sum(e.get("cat") == "cpu_op" for f in _files(d) for e in json.loads(gzip.decompress(f.read_bytes()))
+              ["traceEvents"])
+    assert ops == 2329 + 2302
+    assert f"4,623 of its {ops:,} framework ops issued GPU work" in got["verdict"]["cause"]
+    assert got["verdict"]["confidence"] == "low"
