@@ -92,35 +92,24 @@ by_range AS (  -- the named range covering most of each gap (ties: the earlier r
     )
     GROUP BY ALL
 ),
-gpu_ops AS NOT MATERIALIZED (  -- GPU operations with the correlation id of their launching call (read twice)
+gpu_ops AS NOT MATERIALIZED (  -- GPU operations with the correlation id of their launching call
     SELECT device_id, start_ns, correlation_id FROM kernels WHERE correlation_id IS NOT NULL
     UNION ALL
     SELECT device_id, start_ns, correlation_id FROM memops WHERE correlation_id IS NOT NULL AND device_id IS NOT NULL
 ),
-late AS (  -- unattributed gaps: how long after the gap opened the host issued the operation that closes it.
-           -- Issued late, the GPU waited on the host (whatever the host did); issued early, it had the work
-           -- queued and waited on something else (a dependency, an event, a peer).
-    SELECT g.device_id, g.start_ns,
-        max(least(g.end_ns, greatest(g.start_ns, a.start_ns)) - g.start_ns) AS host_late_ns
+issued AS (  -- gaps the host may be said to cause: when the host issued the operations that close them (the latest
+             -- launch call's start and return). An unattributed gap whose closing work was issued in its second
+             -- half or later is 'late': the GPU waited on the host, whatever the host did. A gap attributed to launch,
+             -- host, OS wait or a sync whose closing work was all issued before it opened (the calls had returned) is
+             -- queued: the GPU had that work and waited on a dependency (another stream's event, a peer), not on the
+             -- host; a launch still in its call when the GPU went idle arrives late by the submission itself.
+    SELECT g.device_id, g.start_ns, max(a.start_ns) AS last_call_ns, max(a.end_ns) AS last_return_ns
     FROM m_idle_gaps g
     JOIN gpu_ops o ON o.device_id = g.device_id AND o.start_ns = g.end_ns
     JOIN api_calls a ON a.correlation_id = o.correlation_id AND a.start_ns <= o.start_ns
     JOIN m_device_pids p ON p.device_id = g.device_id AND p.pid = a.pid
-    WHERE g.cause = 'unknown' AND a.api IS DISTINCT FROM 'osrt'
+    WHERE g.cause IN ('launch', 'host', 'wait', 'sync', 'unknown') AND a.api IS DISTINCT FROM 'osrt'
     GROUP BY ALL
-),
-queued AS (  -- gaps the host is said to cause (launch, host, OS wait, sync) whose closing operations were all issued
-             -- before the gap opened (their launch calls had returned): the GPU had that work queued and waited on a
-             -- dependency (another stream's event, a peer), not on the host, whatever the host was doing meanwhile.
-             -- A launch still in its call when the GPU went idle arrives late by the submission itself: launch.
-    SELECT g.device_id, g.start_ns
-    FROM m_idle_gaps g
-    JOIN gpu_ops o ON o.device_id = g.device_id AND o.start_ns = g.end_ns
-    JOIN api_calls a ON a.correlation_id = o.correlation_id AND a.start_ns <= o.start_ns
-    JOIN m_device_pids p ON p.device_id = g.device_id AND p.pid = a.pid
-    WHERE g.cause IN ('launch', 'host', 'wait', 'sync') AND a.api IS DISTINCT FROM 'osrt'
-    GROUP BY ALL
-    HAVING max(a.end_ns) < g.start_ns
 ),
 um AS (  -- unrefined gaps in which the host touched unified (managed) memory: a CPU page fault of a feeding
           -- process inside the gap, or the gap closed by a page migration (the GPU's next activity is the driver
@@ -154,19 +143,19 @@ refined AS (
             WHEN c.ns * 2 >= g.gap_ns AND c.c = 'startup' THEN c.c
             WHEN g.device_id IN (SELECT device_id FROM capture_only) AND g.cause IN ('launch', 'host', 'wait', 'unknown')
                 THEN 'startup'
-            WHEN q.start_ns IS NOT NULL THEN 'unknown'
+            WHEN g.cause IN ('launch', 'host', 'wait', 'sync') AND i.last_return_ns < g.start_ns THEN 'unknown'
             WHEN c.ns * 2 >= g.gap_ns THEN c.c
             WHEN u.start_ns IS NOT NULL THEN 'um'
-            WHEN g.cause = 'unknown' AND l.host_late_ns * 2 >= g.gap_ns THEN 'late'
+            WHEN g.cause = 'unknown' AND (least(g.end_ns, greatest(g.start_ns, i.last_call_ns)) - g.start_ns) * 2
+                >= g.gap_ns THEN 'late'
             ELSE g.cause
         END AS cause,
         CASE WHEN r.ns * 2 >= g.gap_ns THEN r.name_id END AS range_name_id
     FROM m_idle_gaps g
     LEFT JOIN by_call c USING (device_id, start_ns)
     LEFT JOIN by_range r USING (device_id, start_ns)
-    LEFT JOIN late l USING (device_id, start_ns)
+    LEFT JOIN issued i USING (device_id, start_ns)
     LEFT JOIN um u USING (device_id, start_ns)
-    LEFT JOIN queued q USING (device_id, start_ns)
 )
 SELECT f.device_id, f.start_ns, f.end_ns, f.gap_ns, f.cause, f.host_cause, s.value AS range_name,
     CASE

@@ -307,15 +307,14 @@ class RangeMetrics:
 
 def range_gpu_metrics(run: Run, sources: tuple[str, ...] = ("nvtx",)) -> list[RangeMetrics]:
     """Mean of each sampled GPU metric per (range, device) over the range's time span."""
-    rows = [tuple(r.values()) for r in metrics.query(run, "range_gpu_metric_means", sources=list(sources))]
     means: dict[tuple[int, int], dict[str, float]] = {}
     names: dict[tuple[int, int], str] = {}
     counts: dict[tuple[int, int], int] = {}
-    for range_id, name, device_id, metric, mean, n in rows:
-        key = (int(range_id), int(device_id))
-        means.setdefault(key, {})[metric] = float(mean)
-        names[key] = name
-        counts[key] = max(counts.get(key, 0), int(n))
+    for r in metrics.query(run, "range_gpu_metric_means", sources=list(sources)):
+        key = (int(r["range_id"]), int(r["device_id"]))
+        means.setdefault(key, {})[r["metric"]] = float(r["mean"])
+        names[key] = r["name"]
+        counts[key] = max(counts.get(key, 0), int(r["n"]))
     return [RangeMetrics(k[0], names[k], k[1], counts[k], m) for k, m in means.items()]
 
 
@@ -329,11 +328,10 @@ def range_name_gpu_metrics(run: Run, sources: tuple[str, ...] = ("nvtx",)) -> li
     meta: dict[tuple[str, int], tuple[int, int, int]] = {}
     counts: dict[tuple[str, int], int] = {}
     for r in metrics.query(run, "range_name_gpu_metric_means", sources=list(sources)):
-        first_id, name, device_id, metric, mean, n, instances, total_ns = r.values()
-        key = (str(name), int(device_id))
-        means.setdefault(key, {})[metric] = float(mean)
-        meta[key] = (int(first_id), int(instances), int(total_ns))
-        counts[key] = max(counts.get(key, 0), int(n))
+        key = (str(r["name"]), int(r["device_id"]))
+        means.setdefault(key, {})[r["metric"]] = float(r["mean"])
+        meta[key] = (int(r["first_id"]), int(r["instances"]), int(r["total_ns"]))
+        counts[key] = max(counts.get(key, 0), int(r["n"]))
     return [
         RangeMetrics(meta[k][0], k[0], k[1], counts[k], m, instances=meta[k][1], total_ns=meta[k][2])
         for k, m in means.items()
