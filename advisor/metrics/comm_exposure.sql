@@ -1,12 +1,44 @@
 -- metric: comm_exposure
--- doc: Per device: communication kernel/PtoP time (union), the part no other kernel overlapped (exposed: transfer), the exposed part that waited for peers (wait_ns, metric comm_waits: kernels far longer than their bytes need), with kernel counts and the device span.
--- uses: device_segments, device_spans, kernel_names
+-- doc: Per device: communication kernel/PtoP time (union), the part no other kernel overlapped (exposed: transfer), the exposed part that waited for peers (wait_ns, metric comm_waits: kernels far longer than their bytes need), the exposed part during which the host had issued no compute to run beside it (starved_ns: the program follows the collective with compute, not with another collective, and the next non-communication kernel to start on the device was launched, its launch call returned, only after that moment, or none follows: overlap cannot hide communication when there is no work to hide it behind; the GPU waits on the host, or the step ends. Collectives issued back to back are serialized by program order, which bucketing and overlap do fix), with kernel counts and the device span.
+-- uses: device_segments, device_spans, kernel_names, kernel_launches
 WITH seg AS (
     SELECT device_id,
         coalesce(sum(end_ns - start_ns) FILTER (WHERE comm_running), 0) AS comm_ns,
         coalesce(sum(end_ns - start_ns) FILTER (WHERE cls = 'comm'), 0) AS exposed_ns,
         coalesce(sum(end_ns - start_ns) FILTER (WHERE cls = 'comm_wait'), 0) AS wait_ns
     FROM m_device_segments GROUP BY device_id
+),
+launched AS (  -- every kernel with a launch record, in the device's launch order: is the next one launched after a
+               -- communication kernel also communication (collectives issued back to back, no compute between)?
+    SELECT l.device_id, l.start_ns, k.family = 'comm' AS comm,
+        lead(k.family = 'comm') OVER (PARTITION BY l.device_id ORDER BY l.call_ns, l.start_ns) AS next_comm
+    FROM m_kernel_launches l JOIN m_kernel_names k
+        ON k.device_id = l.device_id AND k.start_ns = l.start_ns AND k.correlation_id = l.correlation_id
+),
+issued AS (  -- each non-communication kernel's start and when its launch call returned (NULL: no launch record)
+    SELECT k.device_id, k.start_ns, l.return_ns
+    FROM m_kernel_names k LEFT JOIN m_kernel_launches l
+        ON l.device_id = k.device_id AND l.start_ns = k.start_ns AND l.correlation_id = k.correlation_id
+    WHERE k.family <> 'comm'
+),
+segs AS (  -- each exposed segment with the communication kernel that started last before it
+    SELECT s.device_id, s.start_ns, s.end_ns, c.next_comm
+    FROM m_device_segments s ASOF LEFT JOIN (SELECT * FROM launched WHERE comm) c
+        ON c.device_id = s.device_id AND c.start_ns <= s.start_ns
+    WHERE s.cls = 'comm'
+),
+starved AS (  -- per exposed segment whose collective the program follows with compute (not with another
+              -- collective: those are serialized by program order, which bucketing and overlap fix), the next
+              -- non-communication kernel to start; the segment is starved up to that kernel's launch return (all
+              -- of it when none follows; none of it when the launch is unknown)
+    SELECT s.device_id, sum(CASE
+            WHEN s.next_comm THEN 0
+            WHEN i.start_ns IS NULL THEN s.end_ns - s.start_ns
+            WHEN i.return_ns IS NULL THEN 0
+            ELSE least(s.end_ns, greatest(s.start_ns, i.return_ns)) - s.start_ns
+        END) AS starved_ns
+    FROM segs s ASOF LEFT JOIN issued i ON i.device_id = s.device_id AND i.start_ns >= s.end_ns
+    GROUP BY s.device_id
 ),
 compute_streams AS (
     SELECT DISTINCT device_id, stream_id FROM m_kernel_names WHERE family <> 'comm'
@@ -21,7 +53,7 @@ k AS (
     LEFT JOIN compute_streams c ON c.device_id = k.device_id AND c.stream_id = k.stream_id
     GROUP BY k.device_id
 )
-SELECT s.device_id, seg.comm_ns, seg.exposed_ns, seg.wait_ns, k.n_comm, k.comm_streams, k.compute_streams,
+SELECT s.device_id, seg.comm_ns, seg.exposed_ns, seg.wait_ns, coalesce(st.starved_ns, 0) AS starved_ns, k.n_comm, k.comm_streams, k.compute_streams,
     k.n_comm_on_compute_stream, k.top_comm_kernel, s.span_ns, s.start_ns, s.end_ns, s.rank
-FROM m_device_spans s JOIN seg USING (device_id) JOIN k USING (device_id)
+FROM m_device_spans s JOIN seg USING (device_id) JOIN k USING (device_id) LEFT JOIN starved st USING (device_id)
 ORDER BY s.device_id

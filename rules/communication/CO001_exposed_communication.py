@@ -57,12 +57,17 @@ class ExposedCommunication(Rule):
 
     ## False positives
     The last collective of a step (after the final backward kernel) cannot overlap anything in
-    the same step. Two-process traces where the other rank is slow show long exposed collectives
-    that are really waiting for the straggler (see CO002): the estimated gain leaves out each
-    device's work deficit against the busiest device.
+    the same step. Overlap hides a collective only behind compute that was issued to run beside
+    it: where the program follows a collective with compute the host has not issued yet (a late
+    host, already using its own communication stream, as under DDP), the GPU waits on the host and
+    that exposed time (metric `comm_exposure`, `starved_ns`) counts neither toward the threshold nor
+    toward the gain. Collectives issued back to back are serialized by program order, which
+    overlap does fix, so they are never counted as starved. Two-process traces where the other
+    rank is slow show long exposed collectives that are really waiting for the straggler (see
+    CO002): the estimated gain leaves out each device's work deficit against the busiest device.
 
     ## Options
-    `min_exposed_pct` (exposed communication as % of the device span).
+    `min_exposed_pct` (exposed communication, less the starved part, as % of the device span).
     """
 
     code = "CO001"
@@ -74,7 +79,8 @@ class ExposedCommunication(Rule):
     options = {
         "min_exposed_pct": Option(
             10.0,
-            "exposed communication as % of the device span to fire",
+            "exposed communication that issued compute could hide (not starved by the host), as % of the device "
+            "span, to fire",
             "TensorBoard plugin: communication > 10% of step; XProf collectives 3%/15%",
         ),
     }
@@ -90,14 +96,13 @@ class ExposedCommunication(Rule):
 
     def check(self, ctx: Context) -> Outcome:
         rows = _waiting(ctx, [r for r in ctx.metric("comm_exposure") if r["n_comm"]])
-        fired = [
-            self._finding(r) for r in rows if pct(r["exposed_ns"], r["span_ns"]) >= float(ctx.opt("min_exposed_pct"))
-        ]
+        fired = [self._finding(r) for r in rows if pct(_fed(r), r["span_ns"]) >= float(ctx.opt("min_exposed_pct"))]
         if fired:
             return Fired(tuple(fired))
         r = max(rows, key=lambda r: r["exposed_ns"])
         return Clean(
-            f"exposed communication is {pct(r['exposed_ns'], r['span_ns'])}% of device {r['device_id']}'s span",
+            f"exposed communication is {pct(r['exposed_ns'], r['span_ns'])}% of device {r['device_id']}'s span"
+            f"{_starved(r)}",
             (
                 Evidence("exposed_comm_time", int(r["exposed_ns"]), "ns"),
                 Evidence("exposed_comm_share", pct(r["exposed_ns"], r["span_ns"]), "%", _span(r)),
@@ -112,11 +117,12 @@ class ExposedCommunication(Rule):
 
     def _finding(self, r: dict[str, Any]) -> Finding:
         exposed, comm, wait = int(r["exposed_ns"]), int(r["comm_ns"]), int(r["straggler_wait_ns"])
+        starved = int(r["starved_ns"])
         hidden = comm - exposed - int(r["wait_ns"])  # neither exposed transfer nor exposed peer wait
         return self.finding(
             f"device {r['device_id']}: {ms(exposed)} of communication ran with no compute beside it "
             f"({pct(exposed, r['span_ns'])}% of the device span; {pct(hidden, comm)}% of communication "
-            f"time was hidden){_peer_wait(r)}",
+            f"time was hidden){_starved(r)}{_peer_wait(r)}",
             window=Window(device_id=int(r["device_id"]), start_ns=int(r["start_ns"]), end_ns=int(r["end_ns"])),
             evidence=[
                 Evidence("comm_kernels", int(r["n_comm"]), "count"),
@@ -128,13 +134,16 @@ class ExposedCommunication(Rule):
                 Evidence("top_comm_kernel", str(r["top_comm_kernel"]), "name"),
                 Evidence("straggler_wait", wait, "ns"),
                 Evidence("peer_wait", int(r["wait_ns"]), "ns"),
+                Evidence("starved_comm_time", starved, "ns"),
             ],
-            est_gain_ns=max(0, exposed - wait),
+            est_gain_ns=max(0, exposed - max(wait, starved)),
             gain_basis="communication time with no other kernel running on the device (the part of collectives "
             "that only waited for late peers, metric comm_waits, left out: overlap does not recover it), minus the "
             "time this device "
-            "waits for the busiest device (its non-communication work time minus this device's, priced by CO002): "
-            "full overlap would hide the rest (bounded by the compute available to overlap in practice)",
+            "waits for the busiest device (its non-communication work time minus this device's, priced by CO002) or "
+            "the exposed time when the host had issued no compute to run beside it (metric comm_exposure, "
+            "starved_ns), whichever is larger: full overlap would hide the rest (bounded by the compute available "
+            "to overlap in practice)",
             fixes=(
                 Fix(
                     "overlap communication with compute",
@@ -156,6 +165,22 @@ def _waiting(ctx: Context, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
         dict(r, straggler_wait_ns=min(int(r["exposed_ns"]), top - work.get(int(r["device_id"]), top))) for r in rows
     ]
+
+
+def _fed(r: dict[str, Any]) -> int:
+    """Exposed communication time while compute was already issued to run beside it: what overlap can hide."""
+    return int(r["exposed_ns"]) - int(r["starved_ns"])
+
+
+def _starved(r: dict[str, Any]) -> str:
+    """'; X of it ran while the host had issued no compute ...' where that is a tenth of the exposure or more."""
+    starved = int(r["starved_ns"])
+    if not starved or starved * 10 < int(r["exposed_ns"]):
+        return ""
+    return (
+        f"; {ms(starved)} of it ran while the host had issued no compute to run beside it (the GPU waits on the "
+        "host or the step ends there: overlap cannot hide it)"
+    )
 
 
 def _span(r: dict[str, Any]) -> str:
