@@ -1,6 +1,6 @@
 -- metric: comm_exposure
--- doc: Per device: communication kernel/PtoP time (union), the part no other kernel overlapped (exposed: transfer), the exposed part that waited for peers (wait_ns, metric comm_waits: kernels far longer than their bytes need), the exposed part during which the host had issued no compute to run beside it (starved_ns: the program follows the collective with compute, not with another collective, and the next non-communication kernel to start on the device was launched, its launch call returned, only after that moment, or none follows: overlap cannot hide communication when there is no work to hide it behind; the GPU waits on the host, or the step ends. Collectives issued back to back are serialized by program order, which bucketing and overlap do fix), with kernel counts and the device span.
--- uses: device_segments, device_spans, kernel_names, kernel_launches
+-- doc: Per device: communication kernel/PtoP time (union), the part no other kernel overlapped (exposed: transfer), the exposed part that waited for peers (wait_ns, metric comm_waits: kernels far longer than their bytes need), the exposed part during which the host had issued no compute to run beside it (starved_ns: the program follows the collective with compute, not with another collective, the next non-communication kernel to start on the device was issued, its launch call returned, only after that moment, and its issuing thread was not in a synchronizing call meanwhile: overlap cannot hide communication when there is no work to hide it behind, the GPU waits on the host. Collectives issued back to back, or a host that waits for the collective, are serialization that bucketing and overlap do fix), with kernel counts and the device span.
+-- uses: device_segments, device_spans, kernel_names, kernel_launches, host_classes
 WITH seg AS (
     SELECT device_id,
         coalesce(sum(end_ns - start_ns) FILTER (WHERE comm_running), 0) AS comm_ns,
@@ -15,30 +15,36 @@ launched AS (  -- every kernel with a launch record, in the device's launch orde
     FROM m_kernel_launches l JOIN m_kernel_names k
         ON k.device_id = l.device_id AND k.start_ns = l.start_ns AND k.correlation_id = l.correlation_id
 ),
-issued AS (  -- each non-communication kernel's start and when its launch call returned (NULL: no launch record)
-    SELECT k.device_id, k.start_ns, l.return_ns
+issued AS (  -- each non-communication kernel's start, and when and from which thread its launch call returned
+    SELECT k.device_id, k.start_ns, l.return_ns, l.pid, l.tid
     FROM m_kernel_names k LEFT JOIN m_kernel_launches l
         ON l.device_id = k.device_id AND l.start_ns = k.start_ns AND l.correlation_id = k.correlation_id
     WHERE k.family <> 'comm'
 ),
-segs AS (  -- each exposed segment with the communication kernel that started last before it
-    SELECT s.device_id, s.start_ns, s.end_ns, c.next_comm
+segs AS (  -- each exposed segment whose collective the program follows with compute (the communication kernel
+           -- that started last before it is not followed by another collective in launch order)
+    SELECT s.device_id, s.start_ns, s.end_ns
     FROM m_device_segments s ASOF LEFT JOIN (SELECT * FROM launched WHERE comm) c
         ON c.device_id = s.device_id AND c.start_ns <= s.start_ns
-    WHERE s.cls = 'comm'
+    WHERE s.cls = 'comm' AND c.next_comm IS DISTINCT FROM true
 ),
-starved AS (  -- per exposed segment whose collective the program follows with compute (not with another
-              -- collective: those are serialized by program order, which bucketing and overlap fix), the next
-              -- non-communication kernel to start; the segment is starved up to that kernel's launch return (all
-              -- of it when none follows; none of it when the launch is unknown)
-    SELECT s.device_id, sum(CASE
-            WHEN s.next_comm THEN 0
-            WHEN i.start_ns IS NULL THEN s.end_ns - s.start_ns
-            WHEN i.return_ns IS NULL THEN 0
-            ELSE least(s.end_ns, greatest(s.start_ns, i.return_ns)) - s.start_ns
-        END) AS starved_ns
-    FROM segs s ASOF LEFT JOIN issued i ON i.device_id = s.device_id AND i.start_ns >= s.end_ns
-    GROUP BY s.device_id
+late AS (  -- the part of each such segment before the next non-communication kernel to start was issued
+    SELECT s.start_ns, least(s.end_ns, greatest(s.start_ns, i.return_ns)) AS until_ns, i.device_id, i.pid, i.tid
+    FROM segs s ASOF JOIN issued i ON i.device_id = s.device_id AND i.start_ns >= s.end_ns
+    WHERE i.return_ns > s.start_ns
+),
+syncs AS (  -- synchronizing API calls (host_classes 'sync'): a host inside one waits for the GPU
+    SELECT a.pid, a.tid, a.start_ns, a.end_ns
+    FROM api_calls a JOIN m_host_classes h ON h.src = 'api' AND h.name_id = a.name_id
+        AND h.api IS NOT DISTINCT FROM a.api
+    WHERE h.c = 'sync'
+),
+starved AS (  -- starved: the issuing thread was not in a synchronizing call meanwhile (a host waiting for the
+              -- collective, e.g. a synchronize before the optimizer, is serialization that overlap does fix)
+    SELECT l.device_id, sum(l.until_ns - l.start_ns) AS starved_ns
+    FROM late l ASOF LEFT JOIN syncs y ON y.pid = l.pid AND y.tid = l.tid AND y.end_ns >= l.start_ns
+    WHERE y.start_ns IS NULL OR y.start_ns >= l.until_ns
+    GROUP BY l.device_id
 ),
 compute_streams AS (
     SELECT DISTINCT device_id, stream_id FROM m_kernel_names WHERE family <> 'comm'

@@ -6,8 +6,9 @@ running with no other kernel) at every communication kernel start; each piece be
 kernel that started last before it. A piece is starved when the program follows that kernel with compute (the
 next kernel launched after it, in launch-call order, is not communication) and the next non-communication kernel
 to start on the device had not been issued yet: its launch call returned after the piece began (starved up to
-the return), or none follows (all of it). Collectives launched back to back are serialized by program order,
-which overlap does fix, so they are never starved.
+the return), unless the thread that issued it was inside a synchronizing call meanwhile (waiting for the GPU).
+Collectives launched back to back, or a host that waits for them, are serialization that overlap does fix, so
+they are never starved; nor is a collective no compute follows.
 
 The DDP capture of our CO001 pair (rank 1: its host is late, so its bucketed all-reduces, already on their own
 stream, run with no compute issued) is almost all starved; the no-overlap baseline, whose host issues ahead, and
@@ -19,6 +20,7 @@ from __future__ import annotations
 import bisect
 import gzip
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -55,46 +57,43 @@ def independent(path: Path) -> dict[str, float]:
     """Exposed and starved communication (us) of the one device the Kineto file records."""
     with gzip.open(path) as f:
         events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
-    calls = {
-        e["args"]["correlation"]: e
-        for e in events
-        if e.get("cat") in LAUNCH_CATS and "correlation" in e.get("args", {})
-    }
+    api = [e for e in events if e.get("cat") in LAUNCH_CATS]
+    calls = {e["args"]["correlation"]: e for e in api if "correlation" in e.get("args", {})}
     kernels = sorted((e for e in events if e.get("cat") == "kernel"), key=lambda e: e["ts"])
     comm = [(k["ts"], k["ts"] + k["dur"]) for k in kernels if _is_comm(k["name"])]
     other = [(k["ts"], k["ts"] + k["dur"]) for k in kernels if not _is_comm(k["name"])]
-    launched = sorted(
-        (
-            (calls[k["args"]["correlation"]]["ts"], k["ts"], _is_comm(k["name"]))
-            for k in kernels
-            if k["args"].get("correlation") in calls and calls[k["args"]["correlation"]]["ts"] <= k["ts"]
-        ),
-    )
-    follows = {start: launched[i + 1][2] for i, (_, start, c) in enumerate(launched[:-1]) if c}
+    launched = sorted((c["ts"], k["ts"], _is_comm(k["name"])) for k in kernels if (c := _call(calls, k)))
+    follows = {start: i + 1 < len(launched) and launched[i + 1][2] for i, (_, start, c) in enumerate(launched) if c}
     comm_starts = sorted(follows)
-    issued = sorted((k["ts"], _returned(calls, k)) for k in kernels if not _is_comm(k["name"]))
+    issued = sorted((k["ts"], _call(calls, k)) for k in kernels if not _is_comm(k["name"]))
     starts = [s for s, _ in issued]
+    syncs = sorted((e["ts"] + e["dur"], e["ts"], e["tid"]) for e in api if _is_sync(e["name"]))
     exposed = starved = 0.0
     for s0, e0 in _exposed(comm, other):
         cuts = [s0, *(c for c in comm_starts if s0 < c < e0), e0]
         for s, e in zip(cuts, cuts[1:], strict=False):
             exposed += e - s
             i = bisect.bisect_right(comm_starts, s) - 1
-            if i >= 0 and follows[comm_starts[i]]:
-                continue
             j = bisect.bisect_left(starts, e)
-            if j == len(issued):
-                starved += e - s
-            elif issued[j][1] is not None:
-                starved += min(e, max(s, issued[j][1])) - s  # type: ignore[type-var]
+            if (i >= 0 and follows[comm_starts[i]]) or j == len(issued) or (call := issued[j][1]) is None:
+                continue
+            until = min(e, max(s, call["ts"] + call["dur"]))
+            waiting = next(((end, st) for end, st, tid in syncs if end >= s and tid == call["tid"]), None)
+            if waiting is None or waiting[1] >= until:
+                starved += until - s
     return {"exposed_us": exposed, "starved_us": starved}
 
 
-def _returned(calls: dict[Any, dict[str, Any]], kernel: dict[str, Any]) -> float | None:
+def _call(calls: dict[Any, dict[str, Any]], kernel: dict[str, Any]) -> dict[str, Any] | None:
+    """The runtime call that launched `kernel` (same correlation id, not after the kernel's start)."""
     call = calls.get(kernel["args"].get("correlation"))
-    if call is None or call["ts"] > kernel["ts"]:
-        return None
-    return float(call["ts"] + call["dur"])
+    return call if call is not None and call["ts"] <= kernel["ts"] else None
+
+
+def _is_sync(name: str) -> bool:
+    """A call whose thread waits for the GPU: a synchronize, or a memcpy/memset that is not async."""
+    n = name.lower()
+    return "synchronize" in n or (re.match(r"^(cuda|hip)mem(cpy|set)", n) is not None and "async" not in n)
 
 
 def _row(path: Path, rank: int | None, cache: Path) -> dict[str, Any]:

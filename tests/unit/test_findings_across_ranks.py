@@ -24,7 +24,9 @@ def test_dlrm_findings_merge_per_rule_and_place(real: Path) -> None:
         if f.window.device_id in ranks and "device=" in f.location:
             groups.setdefault(place[id(f)], []).append(f.est_gain_ns)
     merged = [f for f in report.findings if f.location.startswith("ranks")]
-    assert len(raw) == 39 and len(report.findings) == 10  # each rule once per rank before, once per place after
+    # each rule once per rank before, once per place after (no CO001: the ranks' exposed collectives are peer wait
+    # or starved by their late hosts, metric comm_exposure, which overlap cannot hide)
+    assert len(raw) == 38 and len(report.findings) == 9
     assert len(merged) == sum(1 for g in groups.values() if len(g) > 1)
     for f in merged:
         g = groups[(f.code, f.location.removeprefix("ranks").lstrip("|"))]
