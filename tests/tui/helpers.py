@@ -168,6 +168,17 @@ async def settle(app: AdvisorApp, pilot: Any, max_rounds: int = 200) -> None:
         last = shot
 
 
+async def shown_text(app: AdvisorApp, pilot: Any, *texts: str, timeout_s: float = 30.0) -> str:
+    """The screen's text once it shows every one of `texts` (or after `timeout_s`): on a loaded machine a quiet
+    picture can still be the one before the last refresh."""
+    waited, shot = 0.0, screen_text(app)
+    while not all(t in shot for t in texts) and waited < timeout_s:
+        await pilot.pause(0.05)
+        waited += 0.05
+        shot = screen_text(app)
+    return shot
+
+
 def drive(app: AdvisorApp, size: tuple[int, int], script: Callable[[Any], Awaitable[None]]) -> None:
     """Run `script(pilot)` against `app` at `size` (no pytest-asyncio needed)."""
 

@@ -12,7 +12,7 @@ from advisor.tui.screens.finding import FindingScreen
 from advisor.tui.screens.kernel import KernelScreen
 from advisor.tui.session import Session
 from advisor.tui.widgets.busy_strips import BusyStrips
-from tests.tui.helpers import GEMM, MARKUP_NAMES, NCCL, drive, screen_text, settle, synthetic_session
+from tests.tui.helpers import GEMM, MARKUP_NAMES, NCCL, drive, screen_text, settle, shown_text, synthetic_session
 
 SIZES = [(80, 24), (200, 50)]
 
@@ -340,7 +340,7 @@ def test_markup_names_do_not_crash_any_screen(full: Session) -> None:
         await settle(app, pilot)
         names = cell_texts(app.screen.query_one("#kernels", DataTable), 0)
         assert set(MARKUP_NAMES) <= set(names)
-        shown = screen_text(app)
+        shown = await shown_text(app, pilot, "[bold]evil_kernel[/]", "[red", "[link=https://example.invalid]")
         assert "[bold]evil_kernel[/]" in shown and "[red" in shown
         assert "[link=https://example.invalid]" in shown
         table = app.screen.query_one("#kernels", DataTable)
