@@ -17,8 +17,10 @@ from advisor.rules.base import Context
 
 def rank_table(ctx: Context) -> list[dict[str, Any]]:
     """One row per rank with matched collectives, ordered by rank: its communication split, arrivals, cost to
-    the others, clock offset against the reference rank, work time and own verdict class. Empty where fewer
-    than two ranks have collectives matched across them."""
+    the others, clock offset against the reference rank, work time, own verdict class, and whether it waits for
+    peers longer than it works (`waiting`: its measured peer wait in matched collectives exceeds its
+    non-communication GPU time; its own verdict, which leaves peer wait unscored, then names only what it does
+    while it works). Empty where fewer than two ranks have collectives matched across them."""
     comm = ctx.metric("rank_comm")
     if len(comm) < 2:
         return []
@@ -32,6 +34,7 @@ def rank_table(ctx: Context) -> list[dict[str, Any]]:
             "clock_residual_ns": r["clock_residual_ns"],
             "work_ns": work.get(int(r["device_id"])),
             "verdict": verdicts.get(int(r["device_id"]), "unknown"),
+            "waiting": int(r["wait_ns"]) > work.get(int(r["device_id"]), 0),
         }
         for r in comm
     ]
@@ -58,12 +61,17 @@ def straggler(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def verdict_distribution(rows: list[dict[str, Any]]) -> str:
-    """'1 rank communication-bound (rank 0), 1 rank compute-bound (rank 1)': ranks per own verdict class,
-    largest group first, naming the ranks of groups of up to four."""
-    by = Counter(str(r["verdict"]) for r in rows)
+    """'1 rank compute-bound (rank 1: the straggler), 1 rank waiting for peers longer than it works (rank 0)':
+    ranks per own verdict class, a rank that mostly waits for peers as its own group, largest group first,
+    naming the ranks of groups of up to four and the straggler among them."""
+    late = straggler(rows)["rank"] if rows else None
+    label = {id(r): "waiting" if r.get("waiting") and r["rank"] != late else f"{r['verdict']}-bound" for r in rows}
+    by = Counter(label.values())
     parts = []
-    for cls, n in sorted(by.items(), key=lambda kv: (-kv[1], kv[0])):
-        ranks = [str(r["rank"]) for r in rows if r["verdict"] == cls]
+    for what, n in sorted(by.items(), key=lambda kv: (-kv[1], kv[0])):
+        ranks = [f"{r['rank']}{': the straggler' if r['rank'] == late else ''}" for r in rows if label[id(r)] == what]
         named = f" ({'rank' if n == 1 else 'ranks'} {', '.join(ranks)})" if n <= 4 else ""
-        parts.append(f"{n} {'rank' if n == 1 else 'ranks'} {cls}-bound{named}")
+        if what == "waiting":
+            what = f"waiting for peers longer than {'it works' if n == 1 else 'they work'}"
+        parts.append(f"{n} {'rank' if n == 1 else 'ranks'} {what}{named}")
     return ", ".join(parts)

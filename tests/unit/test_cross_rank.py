@@ -97,6 +97,13 @@ def test_co002_names_the_straggler_once_with_a_rank_table(co002: Any) -> None:
     assert [r["rank"] for r in f["ranks"]] == [0, 1]
     assert f["ranks"][1]["verdict"] == "compute"
     assert "arrives last at 30 of 30 collectives" in f["message"]
+    # rank 0 waits 33.6 ms for rank 1 and works less than that: it is reported as waiting, the straggler by its class
+    r0, r1 = f["ranks"]
+    assert r0["wait_ns"] > r0["work_ns"] and r0["waiting"] and not r1["waiting"]
+    assert f["message"].endswith(
+        "Own verdicts: 1 rank compute-bound (rank 1: the straggler), 1 rank waiting for peers longer than it works "
+        "(rank 0)"
+    )
 
 
 def test_dlrm_falls_back_to_kernel_order_and_names_rank_7(real: Path) -> None:
