@@ -75,8 +75,9 @@ SHARE_TEXT = {
     "idle_wait": "GPU idle while the host was blocked in OS waits",
     "idle_launch": "GPU idle while the host was in CUDA API calls (launch overhead)",
     "idle_host": "GPU idle while the host ran framework ops",
-    "idle_unknown": "GPU idle that recorded host activity does not explain: its next work already issued (a "
-    "dependency, event or peer wait) or its host cause not captured",
+    "idle_unknown": "GPU idle that recorded host activity does not explain (its host cause not captured)",
+    "idle_queued": "GPU idle holding its next work, already issued: waiting on a dependency the trace does not show "
+    "(another stream's event, a peer), not on the host",
     "idle_late": "GPU idle until the host issued the next operation (host-side work the trace does not record)",
     "idle_alloc": "GPU idle while the host allocated or freed device memory (calls of 1 ms or more)",
     "idle_comm": "GPU idle while the host was inside a communication range (MPI, collectives on the host)",
@@ -360,6 +361,9 @@ def _sum_ns(parts: Iterable[Mapping[str, int]]) -> dict[str, int]:
 ONE_TIME = ("idle_startup", "idle_compile")
 # Idle whose host cause was not captured: reported as a share, never scored as a class on its own evidence.
 UNRECORDED = "idle_unknown"
+# Idle with the next work already issued (metric idle_claims 'queued'): the GPU waited on a dependency, not on the
+# host; reported as a share, never scored.
+QUEUED = "idle_queued"
 # Collective time spent waiting for late peers (metric comm_waits): the late rank's bottleneck, not this one's;
 # reported as a share, not scored.
 # GPU-side classes: the share of a window the GPU did work in
@@ -392,7 +396,7 @@ def decide(ns: Mapping[str, int], span_ns: int, of: str) -> Verdict:
         if k in CLASS_OF:
             scores[CLASS_OF[k]] = scores.get(CLASS_OF[k], 0) + int(v)
     one_time = sum(int(ns.get(k, 0)) for k in ONE_TIME)
-    unrecorded = int(ns.get(UNRECORDED, 0))
+    unrecorded = int(ns.get(UNRECORDED, 0)) + int(ns.get(QUEUED, 0))
     if not span_ns or not (scores or one_time or unrecorded):
         return Verdict("unknown", "no GPU activity in this window", NAME_BASIS, "low", shares)
     ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0])) or [("launch", 0)]
@@ -456,9 +460,17 @@ def _undecided(
             f"workload to judge; capture the steady state (after warm-up) to judge it"
         )
         return Verdict("none", cause, NAME_BASIS, "medium", shares, ())
+    queued = int(ns.get(QUEUED, 0))
+    if queued * 2 > unrecorded:
+        cause = (
+            f"cannot judge: the GPU idles holding work the host had already issued ({SHARE_TEXT[QUEUED]} "
+            f"{pct(queued, span_ns)}% of the {of}), so neither the host nor the kernels recorded set the pace; "
+            "trace every stream, process and rank that feeds this GPU to see what the work waited for"
+        )
+        return Verdict("none", cause, NAME_BASIS, "low", shares, ())
     cause = (
         f"the GPU waits on the host, and what the host did is not recorded: {SHARE_TEXT[UNRECORDED]} "
-        f"{pct(unrecorded, span_ns)}% of the {of}; record host activity (nsys --trace=cuda,nvtx,osrt "
+        f"{pct(unrecorded - queued, span_ns)}% of the {of}; record host activity (nsys --trace=cuda,nvtx,osrt "
         "--sample=cpu, or NVTX ranges) to tell launch overhead, host work and input stalls apart"
     )
     return Verdict("launch", cause, NAME_BASIS, "low", shares, ("launch",))

@@ -1,5 +1,5 @@
 -- metric: timeline
--- doc: device_segments with idle split by cause (idle_input, idle_sync, idle_io, idle_wait, idle_launch, idle_host, idle_unknown, and from the host's ranges and long calls idle_startup, idle_compile, idle_comm, idle_alloc, idle_late, idle_um: metric idle_claims), a small integer code k per class (the key window_probes joins on: an integer sorts several times faster than a string), and, per device and class, the class time before each segment (cum_before_ns) so window_probes can clip any window with ASOF lookups.
+-- doc: device_segments with idle split by cause (idle_input, idle_sync, idle_io, idle_wait, idle_launch, idle_host, idle_unknown, and from the host's ranges and long calls idle_startup, idle_compile, idle_comm, idle_alloc, idle_late, idle_um, idle_queued: metric idle_claims), a small integer code k per class (the key window_probes joins on: an integer sorts several times faster than a string), and, per device and class, the class time before each segment (cum_before_ns) so window_probes can clip any window with ASOF lookups.
 -- materialize: true
 -- uses: device_segments, idle_claims
 WITH s AS (
@@ -25,7 +25,7 @@ SELECT device_id, cls,
         WHEN 'idle_wait' THEN 9 WHEN 'idle_launch' THEN 10 WHEN 'idle_host' THEN 11 WHEN 'idle_unknown' THEN 12
         WHEN 'idle_startup' THEN 13 WHEN 'idle_compile' THEN 14 WHEN 'idle_comm' THEN 15
         WHEN 'idle_alloc' THEN 16 WHEN 'idle_late' THEN 17
-        WHEN 'comm_wait' THEN 18 WHEN 'idle_um' THEN 19
+        WHEN 'comm_wait' THEN 18 WHEN 'idle_um' THEN 19 WHEN 'idle_queued' THEN 20
         ELSE error('timeline: no class code for ' || cls) END::UTINYINT AS k,
     start_ns, end_ns,
     (upto - (end_ns - start_ns) - max(CASE WHEN NOT same THEN upto - (end_ns - start_ns) END)

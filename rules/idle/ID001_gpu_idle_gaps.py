@@ -67,7 +67,8 @@ CAPTURE_FILTERED = (
 # gaps whose host cause was not recorded, are priced by no rule: the finding states them as facts.
 PRICED_BY = "ID001"
 NOT_PRICED = {
-    "unknown": "the work was already issued or the host's activity was not recorded",
+    "unknown": "the host's activity was not recorded",
+    "queued": "the GPU held work already issued (a dependency the trace does not show)",
     "startup": "one-time start-up",
     "compile": "JIT compilation",
 }
