@@ -20,9 +20,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
+if TYPE_CHECKING:  # imported where used: the CLI's terminal_safe must not load Arrow for a warm analyze
+    import pyarrow as pa
 
 # Key names whose values must never be shown (environment variables, tokens in notes/metadata).
 SECRET_KEY = re.compile(r"TOKEN|SECRET|KEY|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
@@ -97,6 +98,7 @@ def terminal_safe(text: str) -> str:
 
 def redact_array(arr: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     """A string column with the rows that hold a secret redacted (the same object when none does)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)) or len(arr) == 0:
@@ -154,6 +156,7 @@ def redact_parquet(paths: Iterable[Path]) -> int:
 
 def _count_sql(path: Path) -> str | None:
     """SQL for the number of candidate values in the file's string columns; None when it has none."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     lit = "'" + str(path).replace("'", "''") + "'"
@@ -166,6 +169,7 @@ def _count_sql(path: Path) -> str | None:
 
 def _rewrite(path: Path) -> bool:
     """Rewrite the file with its secrets redacted; False (untouched) when its strings hold none."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     names = [f.name for f in pq.read_schema(path) if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]

@@ -28,13 +28,14 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_ERROR, f"advisor: error: {message} (see `advisor --help`)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or of the command `only` alone (a run imports only the command it runs)."""
     p = _Parser(prog="advisor", description="Why is my GPU run slow, and what should I change first?")
     p.add_argument("--version", action="version", version=f"advisor {__version__}")
     p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    for module in command_modules():
+    for module in command_modules(only):
         sp = sub.add_parser(module.NAME, help=module.HELP, description=module.__doc__, epilog=examples(module),
                             formatter_class=argparse.RawDescriptionHelpFormatter)
         sp.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks for errors")
@@ -59,15 +60,29 @@ def examples(module: Any) -> str | None:
     return "examples:\n" + "\n".join(f"  {e.replace('TRACE_NEW', TRACE_NEW).replace('TRACE', TRACE)}" for e in items)
 
 
-def command_modules() -> list[Any]:
-    """Every module in advisor.cli.commands, in alphabetical order."""
+def command_modules(only: str | None = None) -> list[Any]:
+    """Every module in advisor.cli.commands, in alphabetical order (each named as its command), or the one named
+    `only` when there is one."""
     import importlib
+
+    names = command_names()
+    if only in names:
+        names = [only]
+    return [importlib.import_module(f"advisor.cli.commands.{n}") for n in names]
+
+
+def command_names() -> list[str]:
     import pkgutil
 
     from advisor.cli import commands
 
-    names = sorted(m.name for m in pkgutil.iter_modules(commands.__path__) if not m.name.startswith("_"))
-    return [importlib.import_module(f"advisor.cli.commands.{n}") for n in names]
+    return sorted(m.name for m in pkgutil.iter_modules(commands.__path__) if not m.name.startswith("_"))
+
+
+def _command(argv: Sequence[str]) -> str | None:
+    """The command word of `argv` (the first argument that is not an option), when it names a command."""
+    word = next((a for a in argv if not a.startswith("-")), None)
+    return word if word in command_names() else None
 
 
 def console_main() -> int:
@@ -87,8 +102,9 @@ def console_main() -> int:
 
 
 def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
-    parser = build_parser()
-    if not (sys.argv[1:] if argv is None else argv):  # bare `advisor`: the help, as ruff and git do
+    given = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_command(given))
+    if not given:  # bare `advisor`: the help, as ruff and git do
         parser.print_help()
         return EXIT_OK
     args = parser.parse_args(argv)

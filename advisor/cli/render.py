@@ -105,13 +105,15 @@ def _text_rule_outcomes(rules: Sequence[api.RuleResult], verbose: bool = False) 
     return out
 
 
-def bound(cls: str) -> str:
-    """'compute-bound'; a verdict that names no single bound (`none`, `mixed`, `unknown`) as itself."""
-    return cls if cls in ("none", "mixed", "unknown") else f"{cls}-bound"
+def bound(cls: str, shout: bool = False) -> str:
+    """'compute-bound' ('COMPUTE-bound'); a verdict that names no single bound (`none`, `mixed`, `unknown`) as
+    itself."""
+    name = cls.upper() if shout else cls
+    return name if cls in ("none", "mixed", "unknown") else f"{name}-bound"
 
 
 def _text_verdict(v: api.Verdict) -> list[str]:
-    out = [f"Verdict: {bound(v.class_).upper()}: {clean(v.cause, 2000)}"]
+    out = [f"Verdict: {bound(v.class_, shout=True)}: {clean(v.cause, 2000)}"]
     out.append(f"   basis: {v.basis}; confidence: {v.confidence}")
     by_of: dict[str, list[str]] = {}  # the denominator said once per block
     for s in v.shares[:6]:

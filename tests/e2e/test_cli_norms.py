@@ -72,6 +72,21 @@ def test_every_command_has_examples_in_its_help() -> None:
         assert f"examples:\n  advisor {name}" in sp.format_help(), name
 
 
+def test_a_command_imports_only_itself(tmp_path: Path) -> None:
+    """`advisor analyze` builds the parser of analyze alone: no other command module (diff, report, tui, with the
+    renderers and Arrow they import) is loaded. Each command module is named as its command."""
+    assert all(m.__name__.rsplit(".", 1)[1] == m.NAME for m in command_modules())
+    code = (
+        "import sys; from advisor.cli.main import main; "
+        f"rc = main(['analyze', {TRACE!r}, '--format', 'json', '-o', {str(tmp_path / 'a.json')!r}]); "
+        "print(rc, sorted(m for m in sys.modules if m.startswith('advisor.cli.commands.')))"
+    )
+    env = {**os.environ, "ADVISOR_CACHE_DIR": str(tmp_path / "cache")}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    rc, loaded = out.stdout.split(maxsplit=1)
+    assert rc in ("0", "1") and loaded.strip() == "['advisor.cli.commands.analyze']"
+
+
 INTERACTIVE = ("advisor tui", "advisor mcp")  # covered by tests/tui and tests/e2e/test_mcp.py
 
 
