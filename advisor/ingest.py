@@ -32,10 +32,9 @@ import stat
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pyarrow as pa
 
 from advisor.errors import AdvisorError, InputError, LimitExceeded, SchemaError
 from advisor.model.limits import check_cardinality, duckdb_config
@@ -54,6 +53,9 @@ from advisor.parsers import registry
 from advisor.parsers.base import ParsedRun, ParseOptions, ProgressFn, no_progress
 from advisor.parsers.limits import CHUNK, MAX_RATIO, RATIO_GRACE_BYTES, human, inflate, too_big
 from advisor.redact import redact_parquet, redact_table, redact_values
+
+if TYPE_CHECKING:  # Arrow loads with a parse (or a damaged entry's re-parse), not to open a cached run
+    import pyarrow as pa
 
 # A stat fingerprint whose mtime or ctime is this close to the moment it was taken is not kept: an
 # edit in the same timestamp tick (1-2 s on some file systems) would leave it unchanged.
@@ -219,6 +221,8 @@ def _naming_input(e: AdvisorError, path: Path) -> None:
 
 def _conform(name: str, table: pa.Table, path: Path) -> pa.Table:
     """conform(), with a value that does not fit the model's column type (damaged input) as a clean error."""
+    import pyarrow as pa
+
     try:
         return conform(name, table, str(path))
     except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
@@ -306,6 +310,8 @@ def to_model_tables(
         captured=",".join(sorted(parsed.captured & set(TABLES))),
         notes=json.dumps(notes, sort_keys=True, default=str),
     )
+    import pyarrow as pa
+
     tables["runs"] = conform("runs", pa.Table.from_pylist([run]), str(path))
     return tables, {name: (parsed.files[name], c.rows) for name, c in checks.items()}
 
@@ -453,6 +459,8 @@ def _with_notes(runs: pa.Table, extra: dict[str, Any], p: Path) -> pa.Table:
     row = runs.to_pylist()[0]
     notes = json.loads(row.get("notes") or "{}") | extra
     row["notes"] = json.dumps(notes, sort_keys=True, default=str)
+    import pyarrow as pa
+
     return conform("runs", pa.Table.from_pylist([row]), str(p))
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
+if TYPE_CHECKING:  # a parse imports Arrow; opening a cached run does not
+    import pyarrow as pa
 
 from advisor.parsers.limits import MAX_STRING_CHARS, max_bytes
 
@@ -75,6 +76,8 @@ class Interner:
 
     def intern_array(self, arr: pa.Array | pa.ChunkedArray) -> pa.Array:
         """Vectorized interning of a string column: dictionary-encode, then map dictionary to ids."""
+        import pyarrow as pa
+
         if isinstance(arr, pa.ChunkedArray):
             arr = arr.combine_chunks()
         enc = arr.dictionary_encode()
@@ -82,6 +85,8 @@ class Interner:
         return mapping.take(enc.indices)
 
     def table(self) -> pa.Table:
+        import pyarrow as pa
+
         return pa.table(
             {
                 "string_id": pa.array(list(self._ids.values()), pa.int64()),

@@ -22,8 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from advisor.interrupt import raise_if_interrupted
 from advisor.model.limits import duckdb_memory
@@ -146,11 +144,14 @@ def load_table(run: Run, table: str, name: str, key: str) -> bool:
             return False
     except OSError:
         return False
+    rows = kept.get("rows")
     drop(run, table)
     try:
-        kind = "VIEW" if _large(pq.read_metadata(path).num_rows, types) else "TABLE"
+        if not isinstance(rows, int):  # kept before the row count was: read it from the file's footer
+            (rows,) = run.sql_rows(f"SELECT count(*) FROM read_parquet({_quote(path)})")[0]
+        kind = "VIEW" if _large(int(rows), types) else "TABLE"
         run.sql(f"CREATE TEMP {kind} {table} AS {_select(path, types)}")
-    except (OSError, pa.ArrowException, duckdb.Error) as e:
+    except (OSError, duckdb.Error) as e:
         raise_if_interrupted(e)
         drop(run, table)
         return False
@@ -179,6 +180,7 @@ def save_table(run: Run, table: str, name: str, key: str) -> None:
     cols = ", ".join(
         f'CAST("{c}" AS {"BIGINT" if c in narrow else _WIDE[t]}) AS "{c}"' if t in _WIDE else f'"{c}"' for c, t in types
     )
+    rows = int(run.sql_rows(f"SELECT count(*) FROM {table}")[0][0])
     try:
         _replace(
             path,
@@ -186,11 +188,12 @@ def save_table(run: Run, table: str, name: str, key: str) -> None:
                 f"COPY (SELECT {cols} FROM {table}) TO {_quote(tmp)} (FORMAT parquet, COMPRESSION zstd)"
             ),
         )
-        save_json(run, name + ".types", key, {"types": [list(t) for t in types], "crc32": file_crc32(path)})
+        save_json(run, name + ".types", key,
+                  {"types": [list(t) for t in types], "rows": rows, "crc32": file_crc32(path)})
     except (OSError, duckdb.Error) as e:
         raise_if_interrupted(e)
         return
-    if _large(run.sql_rows(f"SELECT count(*) FROM {table}")[0][0], types):
+    if _large(rows, types):
         load_table(run, table, name, key)
 
 

@@ -15,21 +15,30 @@ Bump SCHEMA_VERSION whenever a column changes; the cache key includes it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
+if TYPE_CHECKING:  # Arrow loads where a type is asked for: a warm analyze reads the model through DuckDB alone
+    import pyarrow as pa
 
 SCHEMA_VERSION = 4
 
-I8, I16, I32, I64 = pa.int8(), pa.int16(), pa.int32(), pa.int64()
-F64, STR, BOOL = pa.float64(), pa.string(), pa.bool_()
+# Arrow type names (pyarrow's constructor of each: `pa.int64()`, ...)
+I8, I16, I32, I64 = "int8", "int16", "int32", "int64"
+F64, STR, BOOL = "float64", "string", "bool_"
 
 
 @dataclass(frozen=True)
 class Column:
     name: str
-    dtype: pa.DataType
+    type_name: str  # one of I8 .. BOOL
     doc: str
     required: bool = False  # a parser must fill it (non-null) for every row
+
+    @property
+    def dtype(self) -> pa.DataType:
+        import pyarrow as pa
+
+        return getattr(pa, self.type_name)()
 
 
 @dataclass(frozen=True)
@@ -40,6 +49,8 @@ class Table:
 
     @property
     def arrow_schema(self) -> pa.Schema:
+        import pyarrow as pa
+
         return pa.schema([pa.field(c.name, c.dtype, nullable=not c.required) for c in self.columns])
 
     def column(self, name: str) -> Column:

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-
-import pyarrow as pa
+from typing import TYPE_CHECKING
 
 from advisor.errors import SchemaError
 from advisor.model.limits import duckdb_config
 from advisor.model.schema import TABLES
+
+if TYPE_CHECKING:  # Arrow loads with the tables a parse conforms; checking written files needs only DuckDB
+    import pyarrow as pa
 
 
 def conform(name: str, table: pa.Table, source: str = "") -> pa.Table:
@@ -23,6 +25,8 @@ def conform(name: str, table: pa.Table, source: str = "") -> pa.Table:
     Missing optional columns become nulls; unknown columns are an error (a parser bug, not user
     input); required columns must be present and non-null.
     """
+    import pyarrow as pa
+
     spec = TABLES[name]
     unknown = set(table.column_names) - {c.name for c in spec.columns}
     if unknown:
@@ -59,17 +63,19 @@ def check_time_order(name: str, table: pa.Table) -> int:
     return int(pc.sum(bad).as_py() or 0)
 
 
-# model Arrow type -> the DuckDB type it is stored and read back as (the schema uses only these)
-DUCK_TYPES: dict[pa.DataType, str] = {
-    pa.int32(): "INTEGER",
-    pa.int64(): "BIGINT",
-    pa.float64(): "DOUBLE",
-    pa.string(): "VARCHAR",
+# model Arrow type (its name in the schema, or as Arrow prints it) -> the DuckDB type it is stored and read back
+# as (the schema uses only these)
+DUCK_TYPES: dict[str, str] = {
+    "int32": "INTEGER",
+    "int64": "BIGINT",
+    "float64": "DOUBLE",
+    "double": "DOUBLE",
+    "string": "VARCHAR",
 }
 
 
-def duck_type(dtype: pa.DataType) -> str:
-    return DUCK_TYPES[dtype]
+def duck_type(dtype: pa.DataType | str) -> str:
+    return DUCK_TYPES[str(dtype)]
 
 
 @dataclass(frozen=True)
@@ -96,7 +102,7 @@ def check_file(name: str, path: Path, source: str = "") -> FileCheck:
     con = duckdb.connect(config=duckdb_config())
     try:
         got = [(r[0], r[1]) for r in con.execute(f"DESCRIBE SELECT * FROM read_parquet({lit})").fetchall()]
-        want = [(c.name, duck_type(c.dtype)) for c in spec.columns]
+        want = [(c.name, duck_type(c.type_name)) for c in spec.columns]
         if got != want:
             raise SchemaError(f"parser wrote table {name} with columns {got}, the model has {want}", path=source)
         have = {c.name for c in spec.columns}
