@@ -38,17 +38,18 @@ def loader_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
 
 
 def _plan(run: Run, name: str) -> str:
-    """The physical plan of metric `name` as the metric layer runs it (what it uses built first), as on a big
-    trace: DuckDB picks a piecewise merge join when its estimate of either side is under merge_join_threshold
-    (1000 rows), which is cheap only while that side stays small; a fixture's sides are small."""
+    """The physical plan of metric `name` as the metric layer runs it (what it uses built first). An analysis
+    connection sets merge_join_threshold to 0 (advisor.model.store.keep_range_joins): DuckDB would otherwise pick
+    a piecewise merge join wherever it expects a side under 1,000 rows, which its estimates of filtered CTEs
+    often are on small traces and large ones alike."""
     metric = metrics.get(name)
     for dep in metric.uses:
         metrics.ensure(run, dep)
-    run.sql("SET merge_join_threshold = 0")
-    try:
-        return str(run.sql_rows("EXPLAIN " + metric.sql.replace("$min_kernels", "1"))[0][1])
-    finally:
-        run.sql("RESET merge_join_threshold")
+    return str(run.sql_rows("EXPLAIN " + metric.sql.replace("$min_kernels", "1"))[0][1])
+
+
+def test_analysis_connections_never_pick_a_merge_join_by_size(sgd_run: Run) -> None:
+    assert sgd_run.sql_rows("SELECT current_setting('merge_join_threshold')") == [(0,)]
 
 
 @pytest.mark.parametrize("name", ["optimizer_steps", "loader_idle", "idle_claims"])
