@@ -9,13 +9,19 @@ WITH k AS (
         || '|cutlass|cublas|cudnn|scudnn|xmma|nvjet|gemmsn|gemv2|gemmk|splitk|cijk_|rocblas|hipblas|tensile|miopen'
         || '|igemm|triton|magma|implicit_convolve|dgrad|wgrad|fprop|at::native|winograd|fft|ck::|ck_tile') AS library
     FROM m_kernel_names
+),
+top AS (  -- the FP32 SIMT library kernel launched most often per device (ties: the first name, so every run says the same)
+    SELECT device_id, first(name ORDER BY n DESC, name) AS top_fp32_kernel
+    FROM (SELECT device_id, name, count(*) AS n FROM k WHERE family IN ('gemm', 'conv') AND precision = 'fp32' AND library
+          GROUP BY ALL)
+    GROUP BY device_id
 )
 SELECT k.device_id, any_value(d.compute_capability) AS compute_capability, any_value(d.name) AS device_name,
     sum(dur_ns) AS kernel_ns,
     coalesce(sum(dur_ns) FILTER (WHERE family IN ('gemm', 'conv')), 0) AS gemm_ns,
     coalesce(sum(dur_ns) FILTER (WHERE family IN ('gemm', 'conv') AND precision = 'fp32' AND library), 0) AS fp32_ns,
     count(*) FILTER (WHERE family IN ('gemm', 'conv') AND precision = 'fp32' AND library) AS n_fp32,
-    mode(k.name) FILTER (WHERE family IN ('gemm', 'conv') AND precision = 'fp32' AND library) AS top_fp32_kernel,
+    any_value(t.top_fp32_kernel) AS top_fp32_kernel,
     coalesce(sum(dur_ns) FILTER (WHERE family IN ('gemm', 'conv') AND precision = 'fp32' AND NOT library), 0)
         AS handwritten_fp32_ns,
     -- the architecture prefix cuBLAS/cuDNN put in kernel names (volta_sgemm_*, turing_*, ampere_*, sm80_*), from
@@ -24,6 +30,6 @@ SELECT k.device_id, any_value(d.compute_capability) AS compute_capability, any_v
         FILTER (WHERE family IN ('gemm', 'conv')) AS arch_prefix,
     coalesce(sum(dur_ns) FILTER (WHERE family IN ('gemm', 'conv') AND precision IN ('fp16', 'bf16', 'tf32', 'fp8',
         'fp4', 'int8', 'fp32_mma')), 0) AS tensor_ns
-FROM k LEFT JOIN devices d USING (device_id)
+FROM k LEFT JOIN devices d USING (device_id) LEFT JOIN top t USING (device_id)
 GROUP BY k.device_id
 ORDER BY k.device_id
