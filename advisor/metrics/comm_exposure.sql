@@ -54,12 +54,13 @@ k AS (
         count(DISTINCT k.stream_id) FILTER (WHERE k.family = 'comm') AS comm_streams,
         count(DISTINCT k.stream_id) FILTER (WHERE k.family <> 'comm') AS compute_streams,
         count(*) FILTER (WHERE k.family = 'comm' AND c.stream_id IS NOT NULL) AS n_comm_on_compute_stream,
-        mode(k.name) FILTER (WHERE k.family = 'comm') AS top_comm_kernel
+        mode(k.name ORDER BY k.name) FILTER (WHERE k.family = 'comm') AS top_comm_kernel  -- ties: the first name
     FROM m_kernel_names k
     LEFT JOIN compute_streams c ON c.device_id = k.device_id AND c.stream_id = k.stream_id
     GROUP BY k.device_id
 )
-SELECT s.device_id, seg.comm_ns, seg.exposed_ns, seg.wait_ns, coalesce(st.starved_ns, 0) AS starved_ns, k.n_comm, k.comm_streams, k.compute_streams,
+SELECT s.device_id, seg.comm_ns, seg.exposed_ns, seg.wait_ns, coalesce(st.starved_ns, 0) AS starved_ns, k.n_comm,
+    k.comm_streams, k.compute_streams,
     k.n_comm_on_compute_stream, k.top_comm_kernel, s.span_ns, s.start_ns, s.end_ns, s.rank
 FROM m_device_spans s JOIN seg USING (device_id) JOIN k USING (device_id) LEFT JOIN starved st USING (device_id)
 ORDER BY s.device_id

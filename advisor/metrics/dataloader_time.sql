@@ -7,7 +7,8 @@ WITH steps AS (
     WHERE r.source = 'profiler_step' OR s.value LIKE 'ProfilerStep#%'
     GROUP BY r.pid
 )
-SELECT d.pid, count(*) AS n_calls, sum(d.end_ns - d.start_ns) AS loader_ns, mode(d.name) AS top_name,
+SELECT d.pid, count(*) AS n_calls, sum(d.end_ns - d.start_ns) AS loader_ns,
+    mode(d.name ORDER BY d.name) AS top_name,  -- ties: the first name
     min(d.start_ns) AS start_ns, max(d.end_ns) AS end_ns, any_value(st.step_ns) AS step_ns,
     any_value(st.n_steps) AS n_steps
 FROM m_dataloader_ops d LEFT JOIN steps st USING (pid)

@@ -48,7 +48,7 @@ per AS (
     SELECT win_id, device_id, count(*) AS n_kernels, count(*) FILTER (WHERE multi) AS n_multi_tensor,
         sum(dur_ns) AS kernel_ns, min(start_ns) AS gpu_start_ns, max(end_ns) AS gpu_end_ns,
         count(*) FILTER (WHERE family IN ('elementwise', 'copy', 'reduce')) AS n_elementwise,
-        mode(name) AS top_kernel
+        mode(name ORDER BY name) AS top_kernel  -- ties: the first name, the same on every run
     FROM ks GROUP BY win_id, device_id
 ),
 spans AS (  -- the optimizer's time: from the host entering the step to the later of its return and its last kernel

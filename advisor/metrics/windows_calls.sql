@@ -27,7 +27,7 @@ islands AS (
     FROM marked
 )
 SELECT row_number() OVER (ORDER BY device_id, min(start_ns)) AS win_id, device_id,
-    min(start_ns) AS start_ns, max(end_ns) AS end_ns, mode(name) AS label,
+    min(start_ns) AS start_ns, max(end_ns) AS end_ns, mode(name ORDER BY name) AS label,  -- ties: the first name
     count(*) AS n_calls, sum(call_ns) AS call_ns
 FROM islands
 GROUP BY device_id, island
