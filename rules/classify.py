@@ -463,9 +463,9 @@ def _undecided(
     queued = int(ns.get(QUEUED, 0))
     if queued * 2 > unrecorded:
         cause = (
-            f"cannot judge: the GPU idles holding work the host had already issued ({SHARE_TEXT[QUEUED]} "
-            f"{pct(queued, span_ns)}% of the {of}), so neither the host nor the kernels recorded set the pace; "
-            "trace every stream, process and rank that feeds this GPU to see what the work waited for"
+            f"cannot judge: {SHARE_TEXT[QUEUED]} {pct(queued, span_ns)}% of the {of}, so neither the host nor "
+            "the kernels recorded set the pace; trace every stream, process and rank that feeds this GPU to see "
+            "what the work waited for"
         )
         return Verdict("none", cause, NAME_BASIS, "low", shares, ())
     cause = (
