@@ -78,6 +78,7 @@ if TYPE_CHECKING:  # each name is imported on first use (module __getattr__ belo
     from advisor.perf.ops.conv import cost as conv_cost
     from advisor.perf.ops.gemm import cost as gemm_cost
     from advisor.perf.peaks import PEAK_TABLE, PRECISION_LABEL, match_peaks
+    from advisor.perf.range_verdicts import GpuMetrics, RangeGpuMetrics
     from advisor.perf.serving import Serving
     from advisor.rules.base import Finding, Fix, NotApplicable, Window
     from advisor.rules.catalog import sections
@@ -120,6 +121,7 @@ _LAZY = {
     "gemm_cost": "advisor.perf.ops.gemm",
     "PRECISION_LABEL": "advisor.perf.peaks",
     "Serving": "advisor.perf.serving",
+    **dict.fromkeys(("GpuMetrics", "RangeGpuMetrics"), "advisor.perf.range_verdicts"),
     **dict.fromkeys(("Mfu", "Rate"), "advisor.perf.mfu"),
     **dict.fromkeys(("Finding", "Fix", "NotApplicable", "Window"), "advisor.rules.base"),
     "sections": "advisor.rules.catalog",
@@ -129,17 +131,17 @@ _LAZY = {
 }
 
 __all__ = ["Analysis", "AnalysisDiff", "CacheEntry", "CopyStat", "Cost", "DEFAULT_THRESHOLD_PCT", "DeviceTime",
-           "FORMATS_HELP", "FamilyTime", "Finding", "Fix", "MAX_STREAMS", "Mfu", "NotApplicable", "OP_MODELS", "OpCall",
-           "Outcomes", "PEAK_TABLE", "PRECISION_LABEL", "ParseOptions", "ProgressFn", "Rate", "RangesSummary",
-           "ReportInputs", "RooflineTime", "RuleReport", "RuleResult", "Run", "RunVerdict", "SORT_KEYS", "Serving",
-           "Side", "SideOptions", "Summary", "Table", "TimeShare", "TopKernels", "Verdict", "Window", "analyze",
-           "analyze_run", "attention_cost", "busy_bins", "check_address_space", "chrome_trace", "conv_cost",
-           "default_cache_dir", "diff", "diff_sides", "document", "dumps", "entries", "evict", "explain",
-           "from_analysis", "gemm_cost", "get_rule", "gpu_roofs", "gpu_window", "idle_gaps", "kernel_instances",
-           "kernel_table", "list_rules", "match_peaks", "max_bytes", "model_for", "op_cost", "open_capture", "open_run",
-           "open_side", "out_of_memory", "parse_size", "range_tree", "rank_view", "report_inputs", "resolve_side",
-           "retried", "roofline", "sections", "select_rules", "side_from_runs", "stream_bins", "table_names",
-           "trace_suffixes", "verify", "with_run", "work_bytes"]
+           "FORMATS_HELP", "FamilyTime", "Finding", "Fix", "GpuMetrics", "MAX_STREAMS", "Mfu", "NotApplicable",
+           "OP_MODELS", "OpCall", "Outcomes", "PEAK_TABLE", "PRECISION_LABEL", "ParseOptions", "ProgressFn", "Rate",
+           "RangesSummary", "RangeGpuMetrics", "ReportInputs", "RooflineTime", "RuleReport", "RuleResult", "Run",
+           "RunVerdict", "SORT_KEYS", "Serving", "Side", "SideOptions", "Summary", "Table", "TimeShare", "TopKernels",
+           "Verdict", "Window", "analyze", "analyze_run", "attention_cost", "busy_bins", "check_address_space",
+           "chrome_trace", "conv_cost", "default_cache_dir", "diff", "diff_sides", "document", "dumps", "entries",
+           "evict", "explain", "from_analysis", "gemm_cost", "get_rule", "gpu_roofs", "gpu_window", "idle_gaps",
+           "kernel_instances", "kernel_table", "list_rules", "match_peaks", "max_bytes", "model_for", "op_cost",
+           "open_capture", "open_run", "open_side", "out_of_memory", "parse_size", "range_tree", "rank_view",
+           "report_inputs", "resolve_side", "retried", "roofline", "sections", "select_rules", "side_from_runs",
+           "stream_bins", "table_names", "trace_suffixes", "verify", "with_run", "work_bytes"]
 
 
 _RENAMED = {"resolve_side": "resolve", "CacheEntry": "Entry", "FORMATS_HELP": "HELP", "OP_MODELS": "MODELS",

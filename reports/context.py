@@ -18,6 +18,7 @@ from advisor.api import (
     Analysis,
     DeviceTime,
     Finding,
+    GpuMetrics,
     Mfu,
     RangesSummary,
     Rate,
@@ -410,33 +411,32 @@ def _mfu(sec: Mfu | None) -> MfuView | None:
     return MfuView(devices, ranges, peaks, steps, f"Basis: {sec.basis}. Denominator: {sec.denominator}.")
 
 
-def _gpu_metrics(sec: Mapping[str, Any] | None) -> GpuMetricsView | None:
+def _gpu_metrics(sec: GpuMetrics | None) -> GpuMetricsView | None:
     """Per-range verdicts from nsys GPU metrics samples; None when the run has no samples at all."""
     if not sec:
         return None
     rows = tuple(
         RangeMetricsRow(
-            name=shorten(str(it["range"])),
-            full_name=str(it["range"]),
-            device=str(it["device_id"]),
-            sm_active=fmt_pct(it.get("sm_active_pct")),
-            dram=fmt_pct(it.get("dram_pct")),
-            tensor=fmt_pct(it.get("tensor_pct")),
-            kernel_class=str(it.get("class") or "unknown"),
-            basis=str(it.get("reason") or ""),
-            confidence=str(it.get("confidence") or "low"),
-            samples=f"{int(it.get('samples') or 0):,}",
-            range_time=f"{fmt_ns(it.get('total_ns'))} in {int(it.get('instances') or 0):,} instance(s)",
+            name=shorten(it.range),
+            full_name=it.range,
+            device=str(it.device_id),
+            sm_active=fmt_pct(it.sm_active_pct),
+            dram=fmt_pct(it.dram_pct),
+            tensor=fmt_pct(it.tensor_pct),
+            kernel_class=it.kernel_class or "unknown",
+            basis=it.reason,
+            confidence=it.confidence or "low",
+            samples=f"{it.samples:,}",
+            range_time=f"{fmt_ns(it.total_ns)} in {it.instances:,} instance(s)",
         )
-        for it in sec.get("items") or []
+        for it in sec.items
     )
-    caption = (f"Each percentage is the mean of the samples inside the range, of {sec.get('of')}. "
-               f"Basis: {sec.get('basis')}. Confidence {sec.get('confidence')}: samples are device-wide and ranges "
+    caption = (f"Each percentage is the mean of the samples inside the range, of {sec.of}. "
+               f"Basis: {sec.basis}. Confidence {sec.confidence}: samples are device-wide and ranges "
                "are CPU-side, so a range blends whatever the GPU ran while it was open.")
-    total = int(sec.get("ranges_total") or 0)
-    if total > len(rows):
-        caption += f" Showing the {len(rows)} range names with the most range time of {total}."
-    missing = f"not available: {sec.get('missing')}" if not rows else ""
+    if sec.ranges_total > len(rows):
+        caption += f" Showing the {len(rows)} range names with the most range time of {sec.ranges_total}."
+    missing = f"not available: {sec.missing}" if not rows else ""
     return GpuMetricsView(rows, caption, missing)
 
 

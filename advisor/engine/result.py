@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, Union, get_args, get_origin, get
 
 from advisor.engine.findings import RuleReport, RuleResult
 from advisor.perf.mfu import Mfu
+from advisor.perf.range_verdicts import GpuMetrics
 from advisor.perf.serving import Serving
 from advisor.rules.base import Finding
 from advisor.rules.classify import RunVerdict
@@ -208,7 +209,7 @@ class Sections:
 
     ncu: Mapping[str, Any] | None = None  # the --ncu join (advisor.engine.ncu.join_section)
     ncu_profile: Mapping[str, Any] | None = None  # an Nsight Compute report's launches (engine.ncu_profile)
-    gpu_metrics: Mapping[str, Any] | None = None  # nsys GPU metrics per NVTX range (perf.range_verdicts)
+    gpu_metrics: GpuMetrics | None = None  # nsys GPU metrics per NVTX range (perf.range_verdicts)
     ops: Mapping[str, Any] | None = None  # per-op roofline from recorded shapes (perf.ops)
     mfu: Mfu | None = None  # MFU and TFLOP/s per device, step and range (perf.mfu)
     serving: Serving | None = None  # graph replay, serving steps by phase (perf.serving)

@@ -9,6 +9,7 @@ and ranges are CPU-side, so a range's numbers blend whatever the GPU ran while i
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from advisor.model.store import Run
@@ -22,48 +23,84 @@ BASIS = (
 )
 OF = "the device's peak for that metric, as nsys samples it"
 CAPTURE_HINT = "nsys profile --gpu-metrics-devices=all (with NVTX ranges around the phases to compare)"
+MISSING = ("no NVTX range overlaps a GPU metrics sample, so there is nothing to average over; "
+           "wrap the phases in NVTX ranges (torch.cuda.nvtx.range / nvtx.annotate)")
 
 
-def gpu_metrics_section(run: Run, limit: int = MAX_RANGES) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class RangeGpuMetrics:
+    """One range name on one device: the mean samples over its instances and the class they give. Each
+    percentage's `*_of` names its denominator (the JSON keeps them beside the values)."""
+
+    range: str
+    device_id: int
+    instances: int
+    total_ns: int | None
+    samples: int
+    sm_active_pct: float | None
+    sm_active_pct_of: str
+    compute_pct: float | None
+    compute_pct_of: str
+    dram_pct: float | None
+    dram_pct_of: str
+    tensor_pct: float | None
+    tensor_pct_of: str
+    kernel_class: str
+    rule: str
+    reason: str
+    confidence: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON row: `kernel_class` is written `class` (docs/json-output.md)."""
+        row = asdict(self)
+        return {("class" if k == "kernel_class" else k): v for k, v in row.items()}
+
+
+@dataclass(frozen=True)
+class GpuMetrics:
+    """The `gpu_metrics` section: per-range verdicts from sampled GPU metrics, confidence always low."""
+
+    basis: str
+    confidence: str
+    of: str
+    ranges_total: int
+    items: tuple[RangeGpuMetrics, ...]
+    missing: str | None  # why there are no items (no NVTX range overlaps a sample)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"basis": self.basis, "confidence": self.confidence, "of": self.of, "ranges_total": self.ranges_total,
+                "items": [it.to_dict() for it in self.items], "missing": self.missing}
+
+
+def gpu_metrics_section(run: Run, limit: int = MAX_RANGES) -> GpuMetrics | None:
     """The per-range verdicts from sampled GPU metrics, or None when the run has no samples at all."""
     if not run.count("gpu_metrics"):
         return None
     rows = range_name_gpu_metrics(run)
-    section: dict[str, Any] = {
-        "basis": BASIS,
-        "confidence": "low",
-        "of": OF,
-        "ranges_total": len(rows),
-        "items": [_item(r) for r in rows[:limit]],
-        "missing": None,
-    }
-    if not rows:
-        section["missing"] = ("no NVTX range overlaps a GPU metrics sample, so there is nothing to average over; "
-                              "wrap the phases in NVTX ranges (torch.cuda.nvtx.range / nvtx.annotate)")
-    return section
+    return GpuMetrics(BASIS, "low", OF, len(rows), tuple(_item(r) for r in rows[:limit]), None if rows else MISSING)
 
 
-def _item(r: RangeMetrics) -> dict[str, Any]:
+def _item(r: RangeMetrics) -> RangeGpuMetrics:
     verdict = r.classify()
-    return {
-        "range": r.name,
-        "device_id": r.device_id,
-        "instances": r.instances,
-        "total_ns": r.total_ns,
-        "samples": r.samples,
-        "sm_active_pct": _round(r.sm_active_pct),
-        "sm_active_pct_of": f"SMs Active: {OF}",
-        "compute_pct": _round(r.compute_pct),
-        "compute_pct_of": f"max of SM Issue and Tensor Active: {OF}",
-        "dram_pct": _round(r.dram_pct),
-        "dram_pct_of": f"DRAM Read + DRAM Write Bandwidth: {OF}",
-        "tensor_pct": _round(r.tensor_pct),
-        "tensor_pct_of": f"Tensor Active: {OF}",
-        "class": verdict.kernel_class,
-        "rule": verdict.rule,
-        "reason": verdict.reason,
-        "confidence": verdict.confidence,
-    }
+    return RangeGpuMetrics(
+        range=r.name,
+        device_id=r.device_id,
+        instances=r.instances,
+        total_ns=r.total_ns,
+        samples=r.samples,
+        sm_active_pct=_round(r.sm_active_pct),
+        sm_active_pct_of=f"SMs Active: {OF}",
+        compute_pct=_round(r.compute_pct),
+        compute_pct_of=f"max of SM Issue and Tensor Active: {OF}",
+        dram_pct=_round(r.dram_pct),
+        dram_pct_of=f"DRAM Read + DRAM Write Bandwidth: {OF}",
+        tensor_pct=_round(r.tensor_pct),
+        tensor_pct_of=f"Tensor Active: {OF}",
+        kernel_class=verdict.kernel_class,
+        rule=verdict.rule,
+        reason=verdict.reason,
+        confidence=verdict.confidence,
+    )
 
 
 def _round(v: float | None) -> float | None:

@@ -100,7 +100,7 @@ def test_step_range_verdict_from_real_samples(scenario: str, tmp: Path) -> None:
     assert verdict.kernel_class == SCENARIOS[scenario], verdict.reason
     section = gpu_metrics_section(run)
     assert section is not None
-    assert [r["class"] for r in section["items"] if r["range"] == "step"] == [SCENARIOS[scenario]]
+    assert [r.kernel_class for r in section.items if r.range == "step"] == [SCENARIOS[scenario]]
 
 
 def test_samples_on_another_clock_are_left_out_with_a_note(tmp: Path) -> None:

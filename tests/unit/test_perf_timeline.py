@@ -355,9 +355,12 @@ def test_gpu_metrics_section_per_range_name() -> None:
         "gpu_metrics": _t("gpu_metrics", samples), "ranges": _t("ranges", ranges),
         "strings": _t("strings", [{"string_id": 0, "value": "step"}, {"string_id": 1, "value": "save"}]),
     })
-    sec = gpu_metrics_section(run)
-    assert sec is not None and sec["ranges_total"] == 2 and sec["confidence"] == "low" and sec["missing"] is None
+    section = gpu_metrics_section(run)
+    assert section is not None
+    sec = section.to_dict()  # the JSON form analyze writes
+    assert sec["ranges_total"] == 2 and sec["confidence"] == "low" and sec["missing"] is None
     step, save = sec["items"]
+    assert section.items[0].kernel_class == step["class"]
     # step: samples at 0..90 and 100..190 us = 20; DRAM read 20 + ts/10us averages 29.5 (+ write 10)
     assert (step["range"], step["instances"], step["total_ns"], step["samples"]) == ("step", 2, 190_000, 20)
     assert (step["sm_active_pct"], step["dram_pct"], step["tensor_pct"], step["compute_pct"]) == (

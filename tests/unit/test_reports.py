@@ -258,7 +258,8 @@ def test_report_tabulates_gpu_metric_range_verdicts() -> None:
         inputs = collect(run)
     finally:
         run.close()
-    assert inputs.analysis.sections.gpu_metrics["confidence"] == "low"  # the embedded document has analyze's section
+    sec = inputs.analysis.sections.gpu_metrics  # the embedded document has analyze's section
+    assert sec is not None and sec.confidence == "low" and sec.to_dict()["confidence"] == "low"
     report = build_run_report(inputs)
     assert report.gpu_metrics is not None and not report.gpu_metrics.missing
     got = [(r.name, r.sm_active, r.dram, r.tensor, r.kernel_class, r.basis, r.confidence, r.samples)
