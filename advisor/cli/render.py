@@ -124,10 +124,10 @@ def _text_verdict(v: api.Verdict) -> list[str]:
     return out
 
 
-def _text_time(rows: Sequence[api.DeviceTime], profile: Mapping[str, Any] | None = None) -> list[str]:
+def _text_time(rows: Sequence[api.DeviceTime], profile: api.NcuProfile | None = None) -> list[str]:
     if not rows and profile:
         return [f"GPU time: no timeline in an Nsight Compute report (each profiled launch is replayed alone); "
-                f"{profile['launches']} profiled launch(es), {fmt_ns(profile['total_ns'])} of kernel time: "
+                f"{profile.launches} profiled launch(es), {fmt_ns(profile.total_ns)} of kernel time: "
                 "see Profiled kernels"]
     if not rows:
         return ["GPU time: no GPU activity in this trace"]

@@ -7,9 +7,10 @@ for Markdown. Names are not put in code spans: GitHub shows entities inside a co
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from advisor import api
 from advisor.cli.render_escape import clean, md_cell
 from advisor.reports.units import fmt_ns
 
@@ -74,7 +75,7 @@ def md_ncu(sec: Mapping[str, Any] | None) -> list[str]:
 
 # ------------------------------------------------------------------------------------------------
 # `ncu_profile`: an Nsight Compute report analyzed on its own, one row per profiled launch.
-def _dims(d: list[Any]) -> str:
+def _dims(d: Sequence[Any]) -> str:
     return "x".join("?" if v is None else str(v) for v in d)
 
 
@@ -98,28 +99,28 @@ def _tensor(sol: dict[str, Any]) -> str:
     return t + (" (GEMM-like: tensor pipe idle)" if sol["tensor_idle"] else "")
 
 
-def _occupancy(k: dict[str, Any]) -> str:
-    theo = k["theoretical_occupancy_pct"]
-    return _p(k["achieved_occupancy_pct"]) + (f" (theoretical {theo:.1f}%)" if theo is not None else "")
+def _occupancy(k: api.ProfiledKernel) -> str:
+    theo = k.theoretical_occupancy_pct
+    return _p(k.achieved_occupancy_pct) + (f" (theoretical {theo:.1f}%)" if theo is not None else "")
 
 
-def _found(k: dict[str, Any]) -> str:
-    return ", ".join(f"{f['code']} {f['name']} ({fmt_ns(f['est_gain_ns'])})" for f in k["findings"]) or "none"
+def _found(k: api.ProfiledKernel) -> str:
+    return ", ".join(f"{f.code} {f.name} ({fmt_ns(f.est_gain_ns)})" for f in k.findings) or "none"
 
 
-def text_ncu_profile(sec: Mapping[str, Any] | None) -> list[str]:
+def text_ncu_profile(sec: api.NcuProfile | None) -> list[str]:
     """Each profiled kernel: time, launch shape, occupancy, both SOL sides with their units, class, findings."""
     if not sec:
         return []
-    out = [f"Profiled kernels (Nsight Compute; share = percent of the {sec['of']}: {fmt_ns(sec['total_ns'])}):"]
-    for k in sec["kernels"]:
-        sol = k["sol"]
-        waves = "n/a" if k["waves_per_sm"] is None else f"{k['waves_per_sm']:.2f}"
-        out.append(f"   #{k['ncu_id']} {clean(k['short_name'], 80)}: {fmt_ns(k['duration_ns'])} "
-                   f"({_p(k['share_pct'])}), grid {_dims(k['grid'])} block {_dims(k['block'])}, {waves} waves per SM, "
+    out = [f"Profiled kernels (Nsight Compute; share = percent of the {sec.of}: {fmt_ns(sec.total_ns)}):"]
+    for k in sec.kernels:
+        sol = k.sol.to_dict()  # the SOL as the JSON gives it (rounded), so text and JSON agree
+        waves = "n/a" if k.waves_per_sm is None else f"{k.waves_per_sm:.2f}"
+        out.append(f"   #{k.ncu_id} {clean(k.short_name, 80)}: {fmt_ns(k.duration_ns)} "
+                   f"({_p(k.share_pct)}), grid {_dims(k.grid)} block {_dims(k.block)}, {waves} waves per SM, "
                    f"occupancy {_occupancy(k)}")
         units = ", ".join(f"{clean(u['unit'], 20)} {u['pct']:.1f}%" for u in sol["units"]) or "not available"
-        out.append(f"      {str(k['class']).upper()}-bound: SM {_side(sol, 'compute')}, "
+        out.append(f"      {str(k.kernel_class).upper()}-bound: SM {_side(sol, 'compute')}, "
                    f"memory {_side(sol, 'memory')}; tensor pipe {_tensor(sol)}; units: {units}")
         for gap in sol["not_available"]:
             out.append(f"      not available: {clean(gap, 160)}")
@@ -127,26 +128,26 @@ def text_ncu_profile(sec: Mapping[str, Any] | None) -> list[str]:
     return out
 
 
-def md_ncu_profile(sec: Mapping[str, Any] | None) -> list[str]:
+def md_ncu_profile(sec: api.NcuProfile | None) -> list[str]:
     if not sec:
         return []
     out = [
         "### Profiled kernels (Nsight Compute)",
         "",
-        f"_Share = percent of the {md_cell(sec['of'], 120)} ({fmt_ns(sec['total_ns'])}); SM and memory = speed of "
+        f"_Share = percent of the {md_cell(sec.of, 120)} ({fmt_ns(sec.total_ns)}); SM and memory = speed of "
         "light, % of peak, with the unit that limits each side._",
         "",
         "| # | kernel | time (share) | grid / block | waves | occupancy | SM | memory | class | tensor pipe "
         "| findings |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for k in sec["kernels"]:
-        sol = k["sol"]
-        waves = "n/a" if k["waves_per_sm"] is None else f"{k['waves_per_sm']:.2f}"
+    for k in sec.kernels:
+        sol = k.sol.to_dict()
+        waves = "n/a" if k.waves_per_sm is None else f"{k.waves_per_sm:.2f}"
         out.append(
-            f"| {k['ncu_id']} | {md_cell(k['short_name'], 100)} | {fmt_ns(k['duration_ns'])} ({_p(k['share_pct'])}) | "
-            f"{_dims(k['grid'])} / {_dims(k['block'])} | {waves} | {md_cell(_occupancy(k))} | "
-            f"{md_cell(_side(sol, 'compute'))} | {md_cell(_side(sol, 'memory'))} | {md_cell(k['class'])} | "
+            f"| {k.ncu_id} | {md_cell(k.short_name, 100)} | {fmt_ns(k.duration_ns)} ({_p(k.share_pct)}) | "
+            f"{_dims(k.grid)} / {_dims(k.block)} | {waves} | {md_cell(_occupancy(k))} | "
+            f"{md_cell(_side(sol, 'compute'))} | {md_cell(_side(sol, 'memory'))} | {md_cell(k.kernel_class)} | "
             f"{md_cell(_tensor(sol))} | {md_cell(_found(k), 200)} |"
         )
     return out + [""]
