@@ -48,6 +48,8 @@ if TYPE_CHECKING:  # each name is imported on first use (module __getattr__ belo
         stream_bins,
     )
     from advisor.engine.findings import RuleReport, RuleResult, explain, list_rules
+    from advisor.engine.ncu import JoinedKernel, UnmatchedLaunch
+    from advisor.engine.ncu import NcuJoin as NcuJoinSection
     from advisor.engine.ncu_profile import KernelFinding, NcuProfile, ProfiledKernel
     from advisor.engine.perfetto import chrome_trace
     from advisor.engine.rank_view import rank_view
@@ -124,6 +126,7 @@ _LAZY = {
     "Serving": "advisor.perf.serving",
     **dict.fromkeys(("GpuMetrics", "RangeGpuMetrics"), "advisor.perf.range_verdicts"),
     **dict.fromkeys(("KernelFinding", "NcuProfile", "ProfiledKernel"), "advisor.engine.ncu_profile"),
+    **dict.fromkeys(("JoinedKernel", "NcuJoinSection", "UnmatchedLaunch"), "advisor.engine.ncu"),
     **dict.fromkeys(("Mfu", "Rate"), "advisor.perf.mfu"),
     **dict.fromkeys(("Finding", "Fix", "NotApplicable", "Window"), "advisor.rules.base"),
     "sections": "advisor.rules.catalog",
@@ -133,22 +136,24 @@ _LAZY = {
 }
 
 __all__ = ["Analysis", "AnalysisDiff", "CacheEntry", "CopyStat", "Cost", "DEFAULT_THRESHOLD_PCT", "DeviceTime",
-           "FORMATS_HELP", "FamilyTime", "Finding", "Fix", "GpuMetrics", "KernelFinding", "MAX_STREAMS", "Mfu",
-           "NcuProfile", "NotApplicable", "OP_MODELS", "OpCall", "Outcomes", "PEAK_TABLE", "PRECISION_LABEL",
-           "ParseOptions", "ProgressFn", "Rate", "RangesSummary", "ProfiledKernel", "RangeGpuMetrics", "ReportInputs",
-           "RooflineTime", "RuleReport", "RuleResult", "Run", "RunVerdict", "SORT_KEYS", "Serving", "Side",
-           "SideOptions", "Summary", "Table", "TimeShare", "TopKernels", "Verdict", "Window", "analyze",
-           "analyze_run", "attention_cost", "busy_bins", "check_address_space", "chrome_trace", "conv_cost",
-           "default_cache_dir", "diff", "diff_sides", "document", "dumps", "entries", "evict", "explain",
-           "from_analysis", "gemm_cost", "get_rule", "gpu_roofs", "gpu_window", "idle_gaps", "kernel_instances",
-           "kernel_table", "list_rules", "match_peaks", "max_bytes", "model_for", "op_cost", "open_capture",
-           "open_run", "open_side", "out_of_memory", "parse_size", "range_tree", "rank_view", "report_inputs",
-           "resolve_side", "retried", "roofline", "sections", "select_rules", "side_from_runs", "stream_bins",
-           "table_names", "trace_suffixes", "verify", "with_run", "work_bytes"]
+           "FORMATS_HELP", "FamilyTime", "Finding", "Fix", "GpuMetrics", "JoinedKernel", "KernelFinding",
+           "MAX_STREAMS", "Mfu", "NcuJoinSection", "NcuProfile", "NotApplicable", "OP_MODELS", "OpCall", "Outcomes",
+           "PEAK_TABLE", "PRECISION_LABEL", "ParseOptions", "ProfiledKernel", "ProgressFn", "RangeGpuMetrics",
+           "RangesSummary", "Rate", "ReportInputs", "RooflineTime", "RuleReport", "RuleResult", "Run", "RunVerdict",
+           "SORT_KEYS", "Serving", "Side", "SideOptions", "Summary", "Table", "TimeShare", "TopKernels",
+           "UnmatchedLaunch", "Verdict", "Window", "analyze", "analyze_run", "attention_cost", "busy_bins",
+           "check_address_space", "chrome_trace", "conv_cost", "default_cache_dir", "diff", "diff_sides", "document",
+           "dumps", "entries", "evict", "explain", "from_analysis", "gemm_cost", "get_rule", "gpu_roofs",
+           "gpu_window", "idle_gaps", "kernel_instances", "kernel_table", "list_rules", "match_peaks", "max_bytes",
+           "model_for", "op_cost", "open_capture", "open_run", "open_side", "out_of_memory", "parse_size",
+           "range_tree", "rank_view", "report_inputs", "resolve_side", "retried", "roofline", "sections",
+           "select_rules", "side_from_runs", "stream_bins", "table_names", "trace_suffixes", "verify", "with_run",
+           "work_bytes"]
 
 
 _RENAMED = {"resolve_side": "resolve", "CacheEntry": "Entry", "FORMATS_HELP": "HELP", "OP_MODELS": "MODELS",
-            "attention_cost": "cost", "conv_cost": "cost", "gemm_cost": "cost"}  # api name -> module's
+            "attention_cost": "cost", "conv_cost": "cost", "gemm_cost": "cost",
+            "NcuJoinSection": "NcuJoin"}  # api name -> module's
 
 
 def __getattr__(name: str) -> Any:

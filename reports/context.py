@@ -20,6 +20,7 @@ from advisor.api import (
     Finding,
     GpuMetrics,
     Mfu,
+    NcuJoinSection,
     RangesSummary,
     Rate,
     ReportInputs,
@@ -440,32 +441,31 @@ def _gpu_metrics(sec: GpuMetrics | None) -> GpuMetricsView | None:
     return GpuMetricsView(rows, caption, missing)
 
 
-def _ncu_join(j: Mapping[str, Any] | None) -> NcuJoin | None:
+def _ncu_join(j: NcuJoinSection | None) -> NcuJoin | None:
     """The join section of `analyze --ncu`; every percentage with its denominator."""
     if not j:
         return None
     facts = (
-        Fact("Nsight Compute", f"{j.get('format') or '?'} {j.get('tool_version') or ''}".strip()),
-        Fact("profiled launches matched", f"{j['matched']:,} of {j['profiled_launches']:,} "
-                                          f"({fmt_pct(j['matched_pct'])} of the {j['matched_pct_of']})"),
-        Fact("timeline kernel time covered", f"{fmt_ns(j['covered_ns'])} ({fmt_pct(j['covered_pct'])} of the "
-                                             f"{j['covered_pct_of']})"),
+        Fact("Nsight Compute", f"{j.format or '?'} {j.tool_version or ''}".strip()),
+        Fact("profiled launches matched", f"{j.matched:,} of {j.profiled_launches:,} "
+                                          f"({fmt_pct(j.matched_pct)} of the {j.matched_pct_of})"),
+        Fact("timeline kernel time covered", f"{fmt_ns(j.covered_ns)} ({fmt_pct(j.covered_pct)} of the "
+                                             f"{j.covered_pct_of})"),
     )
     rows = tuple(
         NcuJoinRow(
-            name=shorten(str(k["short_name"])),
-            full_name=str(k["kernel"]),
-            kernel_class=str(k.get("class") or "-"),
-            ncu_launches=f"{k['ncu_launches']:,}",
-            timeline_launches=f"{k['timeline_launches']:,}",
-            timeline_time=fmt_ns(k["timeline_ns"]),
-            share=f"{fmt_pct(k['time_share_pct'])} of the {k['time_share_pct_of']}",
+            name=shorten(k.short_name),
+            full_name=k.kernel,
+            kernel_class=k.kernel_class or "-",
+            ncu_launches=f"{k.ncu_launches:,}",
+            timeline_launches=f"{k.timeline_launches:,}",
+            timeline_time=fmt_ns(k.timeline_ns),
+            share=f"{fmt_pct(k.time_share_pct)} of the {k.time_share_pct_of}",
         )
-        for k in j.get("kernels") or []
+        for k in j.kernels
     )
-    unmatched = tuple(Fact(shorten(str(u["short_name"])), f"not available: {u['reason']}")
-                      for u in j.get("unmatched") or [])
-    return NcuJoin(facts, rows, unmatched, str(j.get("how") or ""))
+    unmatched = tuple(Fact(shorten(u.short_name), f"not available: {u.reason}") for u in j.unmatched)
+    return NcuJoin(facts, rows, unmatched, j.how)
 
 
 # ------------------------------------------------------------------ verdict and findings

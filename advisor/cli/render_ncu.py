@@ -7,7 +7,7 @@ for Markdown. Names are not put in code spans: GitHub shows entities inside a co
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from advisor import api
@@ -15,65 +15,64 @@ from advisor.cli.render_escape import clean, md_cell
 from advisor.reports.units import fmt_ns
 
 
-def kernel_label(k: dict[str, Any]) -> str:
+def kernel_label(k: api.JoinedKernel | api.UnmatchedLaunch) -> str:
     """The short name, or the full one when shortening left nothing (a name starting with `<`)."""
-    return str(k.get("short_name") or k.get("kernel") or "(unnamed kernel)")
+    return k.short_name or k.kernel or "(unnamed kernel)"
 
 
-def _limit(k: dict[str, Any]) -> str:
+def _limit(k: api.JoinedKernel) -> str:
     """' (L2 22.3%; tensor pipe idle)': what limits a joined kernel, when the section says."""
-    parts = [clean(k["limiting"], 40)] if k.get("limiting") else []
-    parts += ["GEMM-like, tensor pipe idle"] if k.get("tensor_idle") else []
+    parts = [clean(k.limiting, 40)] if k.limiting else []
+    parts += ["GEMM-like, tensor pipe idle"] if k.tensor_idle else []
     return f" ({'; '.join(parts)})" if parts else ""
 
 
-def text_ncu(sec: Mapping[str, Any] | None) -> list[str]:
+def text_ncu(sec: api.NcuJoin | None) -> list[str]:
     """The join in a few lines: match rate, covered timeline time, each profiled kernel, each miss and why."""
     if not sec:
         return []
     out = [
-        f"Nsight Compute report joined: {clean(sec['path'], 200)} [{clean(sec['format'])}]",
-        f"   {sec['matched']} of {sec['profiled_launches']} profiled launches matched a timeline kernel "
-        f"({sec['matched_pct']}% of the {sec['matched_pct_of']}); their kernels take {fmt_ns(sec['covered_ns'])} "
-        f"({sec['covered_pct']}% of the {sec['covered_pct_of']})",
+        f"Nsight Compute report joined: {clean(sec.path, 200)} [{clean(sec.format)}]",
+        f"   {sec.matched} of {sec.profiled_launches} profiled launches matched a timeline kernel "
+        f"({sec.matched_pct}% of the {sec.matched_pct_of}); their kernels take {fmt_ns(sec.covered_ns)} "
+        f"({sec.covered_pct}% of the {sec.covered_pct_of})",
     ]
-    for k in sec["kernels"]:
+    for k in sec.kernels:
         out.append(
-            f"   {clean(kernel_label(k), 70)}: ncu class {k['class'] or 'n/a'}{_limit(k)}, "
-            f"{k['timeline_launches']} timeline "
-            f"launches, {fmt_ns(k['timeline_ns'])} ({k['time_share_pct']}% of the {k['time_share_pct_of']})"
+            f"   {clean(kernel_label(k), 70)}: ncu class {k.kernel_class or 'n/a'}{_limit(k)}, "
+            f"{k.timeline_launches} timeline "
+            f"launches, {fmt_ns(k.timeline_ns)} ({k.time_share_pct}% of the {k.time_share_pct_of})"
         )
-    for u in sec["unmatched"]:
-        out.append(f"   {clean(kernel_label(u), 70)} (ncu launch {u['ncu_id']}): timeline time not available: "
-                   f"{clean(u['reason'], 200)}")
+    for u in sec.unmatched:
+        out.append(f"   {clean(kernel_label(u), 70)} (ncu launch {u.ncu_id}): timeline time not available: "
+                   f"{clean(u.reason, 200)}")
     return out
 
 
-def md_ncu(sec: Mapping[str, Any] | None) -> list[str]:
+def md_ncu(sec: api.NcuJoin | None) -> list[str]:
     if not sec:
         return []
     out = [
         "### Nsight Compute report joined",
         "",
-        f"{sec['matched']} of {sec['profiled_launches']} profiled launches matched a timeline kernel "
-        f"({sec['matched_pct']}% of the {md_cell(sec['matched_pct_of'], 120)}); their kernels take "
-        f"{fmt_ns(sec['covered_ns'])} ({sec['covered_pct']}% of the {md_cell(sec['covered_pct_of'], 120)}).",
+        f"{sec.matched} of {sec.profiled_launches} profiled launches matched a timeline kernel "
+        f"({sec.matched_pct}% of the {md_cell(sec.matched_pct_of, 120)}); their kernels take "
+        f"{fmt_ns(sec.covered_ns)} ({sec.covered_pct}% of the {md_cell(sec.covered_pct_of, 120)}).",
         "",
         "| kernel | ncu class | timeline launches | timeline time | share of timeline kernel time |",
         "|---|---|---|---|---|",
     ]
-    for k in sec["kernels"]:
+    for k in sec.kernels:
         out.append(
-            f"| {md_cell(kernel_label(k), 100)} | {md_cell(k['class'] or 'n/a')} | {k['timeline_launches']} "
-            f"| {fmt_ns(k['timeline_ns'])} | {k['time_share_pct']}% |"
+            f"| {md_cell(kernel_label(k), 100)} | {md_cell(k.kernel_class or 'n/a')} | {k.timeline_launches} "
+            f"| {fmt_ns(k.timeline_ns)} | {k.time_share_pct}% |"
         )
-    for u in sec["unmatched"]:
-        out.append(f"| {md_cell(kernel_label(u), 100)} | not available | 0 | - | {md_cell(u['reason'], 160)} |")
+    for u in sec.unmatched:
+        out.append(f"| {md_cell(kernel_label(u), 100)} | not available | 0 | - | {md_cell(u.reason, 160)} |")
     out.append("")
     return out
 
 
-# ------------------------------------------------------------------------------------------------
 # `ncu_profile`: an Nsight Compute report analyzed on its own, one row per profiled launch.
 def _dims(d: Sequence[Any]) -> str:
     return "x".join("?" if v is None else str(v) for v in d)

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from advisor.engine.findings import RuleReport, RuleResult
+from advisor.engine.ncu import NcuJoin
 from advisor.engine.ncu_profile import NcuProfile
 from advisor.perf.mfu import Mfu
 from advisor.perf.range_verdicts import GpuMetrics
@@ -208,7 +209,7 @@ class Summary:
 class Sections:
     """Sections of the contract that other modules compute and document themselves (docs/json-output.md)."""
 
-    ncu: Mapping[str, Any] | None = None  # the --ncu join (advisor.engine.ncu.join_section)
+    ncu: NcuJoin | None = None  # the --ncu join (advisor.engine.ncu.join_section)
     ncu_profile: NcuProfile | None = None  # an Nsight Compute report's launches (engine.ncu_profile)
     gpu_metrics: GpuMetrics | None = None  # nsys GPU metrics per NVTX range (perf.range_verdicts)
     ops: Mapping[str, Any] | None = None  # per-op roofline from recorded shapes (perf.ops)
@@ -252,7 +253,7 @@ class Analysis:
                                "ranges": asdict(s.ranges), "copies": [asdict(c) for c in s.copies],
                                "api": asdict(s.api), "families": [asdict(f) for f in s.families]}
         if self.sections.ncu is not None:
-            doc["ncu"] = self.sections.ncu
+            doc["ncu"] = self.sections.ncu.to_dict()
         if self.report is None or self.verdict is None:
             doc.update(findings=[], verdict=None, headline=None, headline_note=None, rules=[])
         else:
