@@ -87,7 +87,7 @@ if TYPE_CHECKING:  # each name is imported on first use (module __getattr__ belo
     from advisor.rules.catalog import sections
     from advisor.rules.classify import RunVerdict, Verdict
     from advisor.rules.registry import get_rule, select_rules
-    from advisor.vocab import TimeShare
+    from advisor.vocab import TimeShare, bound_suffix
 
 # name -> the core module it comes from, imported on first use
 _LAZY = {
@@ -101,7 +101,7 @@ _LAZY = {
     **dict.fromkeys(("ReportInputs", "report_inputs"), "advisor.engine.report_data"),
     **dict.fromkeys(("Analysis", "CopyStat", "DeviceTime", "FamilyTime", "RangesSummary", "Summary", "TopKernels",
                      "document", "dumps"), "advisor.engine.result"),
-    "TimeShare": "advisor.vocab",
+    **dict.fromkeys(("TimeShare", "bound_suffix"), "advisor.vocab"),
     **dict.fromkeys(("retried", "with_run"), "advisor.engine.runs"),
     **dict.fromkeys(("Table", "Window", "table_names"), "advisor.engine.tables"),
     "open_run": "advisor.ingest",
@@ -141,9 +141,9 @@ __all__ = ["Analysis", "AnalysisDiff", "CacheEntry", "CopyStat", "Cost", "DEFAUL
            "PEAK_TABLE", "PRECISION_LABEL", "ParseOptions", "ProfiledKernel", "ProgressFn", "RangeGpuMetrics",
            "RangesSummary", "Rate", "ReportInputs", "RooflineTime", "RuleReport", "RuleResult", "Run", "RunVerdict",
            "SORT_KEYS", "Serving", "Side", "SideOptions", "Summary", "Table", "TimeShare", "TopKernels",
-           "UnmatchedLaunch", "Verdict", "Window", "analyze", "analyze_run", "attention_cost", "busy_bins",
-           "check_address_space", "chrome_trace", "conv_cost", "default_cache_dir", "diff", "diff_sides", "document",
-           "dumps", "entries", "evict", "explain", "from_analysis", "gemm_cost", "get_rule", "gpu_roofs",
+           "UnmatchedLaunch", "Verdict", "Window", "analyze", "analyze_run", "attention_cost", "bound_suffix",
+           "busy_bins", "check_address_space", "chrome_trace", "conv_cost", "default_cache_dir", "diff", "diff_sides",
+           "document", "dumps", "entries", "evict", "explain", "from_analysis", "gemm_cost", "get_rule", "gpu_roofs",
            "gpu_window", "idle_gaps", "kernel_instances", "kernel_table", "list_rules", "match_peaks", "max_bytes",
            "model_for", "op_cost", "open_capture", "open_run", "open_side", "out_of_memory", "parse_size",
            "range_tree", "rank_view", "report_inputs", "resolve_side", "retried", "roofline", "sections",

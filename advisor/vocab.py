@@ -8,7 +8,7 @@ may use it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, overload
 
 
@@ -24,6 +24,26 @@ def pct(part: float, whole: float, empty: float | None = None) -> float | None:
     """part/whole in percent, rounded to 0.1; `empty` when whole is 0 (None, the default: reported as n/a;
     a finding's evidence shows 0)."""
     return round(100.0 * part / whole, 1) if whole else empty
+
+
+# Verdict classes that name no single bound: `none` (nothing to judge), `mixed` (two named apart), `unknown`.
+NOT_A_BOUND = ("none", "mixed", "unknown")
+
+
+def bound_suffix(verdict_class: str) -> str:
+    """'-bound' after a class that names a bound ('compute-bound'); nothing after `none`, `mixed`, `unknown`."""
+    return "" if verdict_class in NOT_A_BOUND else "-bound"
+
+
+def json_row(row: Any, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A dataclass row of the JSON contract: its fields in order (those in `skip` left for the caller), a kernel's
+    `kernel_class` under the contract's key `class`, tuples as lists."""
+    out: dict[str, Any] = {}
+    for f in fields(row):
+        if f.name not in skip:
+            v = getattr(row, f.name)
+            out["class" if f.name == "kernel_class" else f.name] = list(v) if isinstance(v, tuple) else v
+    return out
 
 
 def share(ns: float, of_ns: float, of: str) -> dict[str, Any]:

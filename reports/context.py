@@ -27,6 +27,7 @@ from advisor.api import (
     RunVerdict,
     TopKernels,
     Window,
+    bound_suffix,
     get_rule,
     sections,
 )
@@ -74,6 +75,7 @@ class Fact:
 @dataclass(frozen=True)
 class VerdictView:
     klass: str
+    suffix: str  # '-bound' after a class that names a bound, else nothing (advisor.vocab.bound_suffix)
     cause: str
     basis: str
     confidence: str
@@ -476,7 +478,7 @@ def _verdict(rv: RunVerdict | None) -> VerdictView | None:
         return None
     v = rv.run
     shares = tuple(Fact(s.name, f"{fmt_ns(s.ns)} ({fmt_pct(s.pct)} of {s.of})") for s in v.shares)
-    return VerdictView(v.class_, v.cause, v.basis, v.confidence, shares)
+    return VerdictView(v.class_, bound_suffix(v.class_), v.cause, v.basis, v.confidence, shares)
 
 
 GAIN_OF = "longest device span"

@@ -65,13 +65,19 @@ def verdict_distribution(rows: list[dict[str, Any]]) -> str:
     ranks per own verdict class, a rank that mostly waits for peers as its own group, largest group first,
     naming the ranks of groups of up to four and the straggler among them."""
     late = straggler(rows)["rank"] if rows else None
-    label = {id(r): "waiting" if r.get("waiting") and r["rank"] != late else f"{r['verdict']}-bound" for r in rows}
-    by = Counter(label.values())
+    by = Counter(_group(r, late) for r in rows)
     parts = []
     for what, n in sorted(by.items(), key=lambda kv: (-kv[1], kv[0])):
-        ranks = [f"{r['rank']}{': the straggler' if r['rank'] == late else ''}" for r in rows if label[id(r)] == what]
+        members = [r for r in rows if _group(r, late) == what]
+        ranks = [f"{r['rank']}{': the straggler' if r['rank'] == late else ''}" for r in members]
         named = f" ({'rank' if n == 1 else 'ranks'} {', '.join(ranks)})" if n <= 4 else ""
         if what == "waiting":
             what = f"waiting for peers longer than {'it works' if n == 1 else 'they work'}"
         parts.append(f"{n} {'rank' if n == 1 else 'ranks'} {what}{named}")
     return ", ".join(parts)
+
+
+def _group(row: dict[str, Any], straggler_rank: Any) -> str:
+    """The distribution group of a rank: 'waiting' (it waits for peers longer than it works; never the straggler),
+    else its own verdict class, '<class>-bound'."""
+    return "waiting" if row.get("waiting") and row["rank"] != straggler_rank else f"{row['verdict']}-bound"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -65,18 +66,17 @@ def command_modules(only: str | None = None) -> list[Any]:
     `only` when there is one."""
     import importlib
 
-    names = command_names()
-    if only in names:
-        names = [only]
+    names = (only,) if only in command_names() else command_names()
     return [importlib.import_module(f"advisor.cli.commands.{n}") for n in names]
 
 
-def command_names() -> list[str]:
+@functools.cache
+def command_names() -> tuple[str, ...]:
     import pkgutil
 
     from advisor.cli import commands
 
-    return sorted(m.name for m in pkgutil.iter_modules(commands.__path__) if not m.name.startswith("_"))
+    return tuple(sorted(m.name for m in pkgutil.iter_modules(commands.__path__) if not m.name.startswith("_")))
 
 
 def _command(argv: Sequence[str]) -> str | None:

@@ -105,15 +105,8 @@ def _text_rule_outcomes(rules: Sequence[api.RuleResult], verbose: bool = False) 
     return out
 
 
-def bound(cls: str, shout: bool = False) -> str:
-    """'compute-bound' ('COMPUTE-bound'); a verdict that names no single bound (`none`, `mixed`, `unknown`) as
-    itself."""
-    name = cls.upper() if shout else cls
-    return name if cls in ("none", "mixed", "unknown") else f"{name}-bound"
-
-
 def _text_verdict(v: api.Verdict) -> list[str]:
-    out = [f"Verdict: {bound(v.class_, shout=True)}: {clean(v.cause, 2000)}"]
+    out = [f"Verdict: {v.class_.upper()}{api.bound_suffix(v.class_)}: {clean(v.cause, 2000)}"]
     out.append(f"   basis: {v.basis}; confidence: {v.confidence}")
     by_of: dict[str, list[str]] = {}  # the denominator said once per block
     for s in v.shares[:6]:
@@ -305,7 +298,7 @@ def _md_head(a: api.Analysis) -> list[str]:
     out.append("")
     if a.verdict is not None:
         v = a.verdict.run
-        out.append(f"**Verdict: {md_cell(bound(v.class_))}.** {md_cell(v.cause, 300)} "
+        out.append(f"**Verdict: {md_cell(v.class_)}{api.bound_suffix(v.class_)}.** {md_cell(v.cause, 300)} "
                    f"(basis: {md_cell(v.basis)}, confidence: {md_cell(v.confidence)})")
     else:
         out.append("_Verdict: not available (the rule engine gave no verdict for this run)._")

@@ -16,6 +16,7 @@ from advisor.errors import InputError
 from advisor.model.store import Run
 from advisor.perf.ncu_join import JoinResult, KernelGroup, base_name, join
 from advisor.rules.base import pct
+from advisor.vocab import json_row
 
 TIMELINE_OF = "kernel time in the timeline (sum of all kernel durations)"
 PROFILED_OF = "profiled launches in the ncu report"
@@ -63,11 +64,7 @@ class JoinedKernel:
     time_share_pct_of: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kernel": self.kernel, "short_name": self.short_name, "grid": list(self.grid),
-                "block": list(self.block), "class": self.kernel_class, "limiting": self.limiting,
-                "tensor_idle": self.tensor_idle, "ncu_launches": self.ncu_launches,
-                "timeline_launches": self.timeline_launches, "timeline_ns": self.timeline_ns,
-                "time_share_pct": self.time_share_pct, "time_share_pct_of": self.time_share_pct_of}
+        return json_row(self)
 
 
 @dataclass(frozen=True)
@@ -108,9 +105,8 @@ class NcuJoin:
     how: str
 
     def to_dict(self) -> dict[str, Any]:
-        doc = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        return doc | {"kernels": [k.to_dict() for k in self.kernels],
-                      "unmatched": [u.to_dict() for u in self.unmatched]}
+        return json_row(self) | {"kernels": [k.to_dict() for k in self.kernels],
+                                 "unmatched": [u.to_dict() for u in self.unmatched]}
 
 
 def join_section(ncu: Run, joined: JoinResult) -> NcuJoin:

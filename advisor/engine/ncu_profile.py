@@ -21,6 +21,7 @@ from advisor.perf.sol import Sol
 from advisor.rules.base import pct
 from advisor.rules.ncu_kernels import OF_WARPS, classified, launch_key, launch_location
 from advisor.rules.ncu_verdict import NCU_ONLY_BASIS, PROFILED_OF
+from advisor.vocab import json_row
 
 MAX_FINDINGS = 3  # findings listed per kernel, most time saved first
 
@@ -64,11 +65,8 @@ class ProfiledKernel:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON row (docs/json-output.md): `kernel_class` as `class`, the SOL in its own JSON form."""
-        row = {k: getattr(self, k) for k in self.__dataclass_fields__ if k not in ("sol", "findings")}
-        row = {("class" if k == "kernel_class" else k): v for k, v in row.items()}
-        row.update(grid=list(self.grid), block=list(self.block), sol=self.sol.to_dict(),
-                   findings=[vars(f).copy() for f in self.findings])
-        return row
+        return json_row(self, skip=("sol", "findings")) | {
+            "sol": self.sol.to_dict(), "findings": [json_row(f) for f in self.findings]}
 
 
 @dataclass(frozen=True)

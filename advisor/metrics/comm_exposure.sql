@@ -8,18 +8,19 @@ WITH seg AS (
         coalesce(sum(end_ns - start_ns) FILTER (WHERE cls = 'comm_wait'), 0) AS wait_ns
     FROM m_device_segments GROUP BY device_id
 ),
-launched AS (  -- every kernel with a launch record, in the device's launch order: is the next one launched after a
-               -- communication kernel also communication (collectives issued back to back, no compute between)?
-    SELECT l.device_id, l.start_ns, k.family = 'comm' AS comm,
-        lead(k.family = 'comm') OVER (PARTITION BY l.device_id ORDER BY l.call_ns, l.start_ns) AS next_comm
-    FROM m_kernel_launches l JOIN m_kernel_names k
-        ON k.device_id = l.device_id AND k.start_ns = l.start_ns AND k.correlation_id = l.correlation_id
-),
-issued AS (  -- each non-communication kernel's start, and when and from which thread its launch call returned
-    SELECT k.device_id, k.start_ns, l.return_ns, l.pid, l.tid
+kernel_calls AS (  -- every kernel with its family and, where recorded, the launch call that issued it
+    SELECT k.device_id, k.start_ns, k.family = 'comm' AS comm, l.call_ns, l.return_ns, l.pid, l.tid
     FROM m_kernel_names k LEFT JOIN m_kernel_launches l
         ON l.device_id = k.device_id AND l.start_ns = k.start_ns AND l.correlation_id = k.correlation_id
-    WHERE k.family <> 'comm'
+),
+launched AS (  -- kernels with a launch record, in the device's launch order: is the next one launched after a
+               -- communication kernel also communication (collectives issued back to back, no compute between)?
+    SELECT device_id, start_ns, comm,
+        lead(comm) OVER (PARTITION BY device_id ORDER BY call_ns, start_ns) AS next_comm
+    FROM kernel_calls WHERE call_ns IS NOT NULL
+),
+issued AS (  -- each non-communication kernel's start, and when and from which thread its launch call returned
+    SELECT device_id, start_ns, return_ns, pid, tid FROM kernel_calls WHERE NOT comm
 ),
 segs AS (  -- each exposed segment whose collective the program follows with compute (the communication kernel
            -- that started last before it is not followed by another collective in launch order)

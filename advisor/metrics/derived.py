@@ -138,18 +138,15 @@ def load_table(run: Run, table: str, name: str, key: str) -> bool:
     kept = load_json(run, name + ".types", key)
     if path is None or not isinstance(kept, dict) or not path.is_file():
         return False
-    types = kept.get("types")
+    types, rows = kept.get("types"), kept.get("rows")
     try:
-        if not isinstance(types, list) or file_crc32(path) != kept.get("crc32"):
+        if not isinstance(types, list) or not isinstance(rows, int) or file_crc32(path) != kept.get("crc32"):
             return False
     except OSError:
         return False
-    rows = kept.get("rows")
     drop(run, table)
     try:
-        if not isinstance(rows, int):  # kept before the row count was: read it from the file's footer
-            (rows,) = run.sql_rows(f"SELECT count(*) FROM read_parquet({_quote(path)})")[0]
-        kind = "VIEW" if _large(int(rows), types) else "TABLE"
+        kind = "VIEW" if _large(rows, types) else "TABLE"
         run.sql(f"CREATE TEMP {kind} {table} AS {_select(path, types)}")
     except (OSError, duckdb.Error) as e:
         raise_if_interrupted(e)

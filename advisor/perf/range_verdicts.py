@@ -9,11 +9,12 @@ and ranges are CPU-side, so a range's numbers blend whatever the GPU ran while i
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from advisor.model.store import Run
 from advisor.perf.timeline_roofline import RangeMetrics, range_name_gpu_metrics
+from advisor.vocab import json_row
 
 MAX_RANGES = 20
 BASIS = (
@@ -52,8 +53,7 @@ class RangeGpuMetrics:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON row: `kernel_class` is written `class` (docs/json-output.md)."""
-        row = asdict(self)
-        return {("class" if k == "kernel_class" else k): v for k, v in row.items()}
+        return json_row(self)
 
 
 @dataclass(frozen=True)
