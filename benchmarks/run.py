@@ -468,6 +468,17 @@ def write_doc(rows: list[Row], out: str, loads: tuple[float, float], done: bool)
     return table + "\n\n" + target_md
 
 
+def compiled() -> None:
+    """Byte-compile the package first, as `pip install` does: with PYTHONDONTWRITEBYTECODE set (CI images
+    often set it) every timed run would otherwise compile each module edited since its last .pyc again, a
+    cost no installed copy pays (with no bytecode at all, a 0.24 s warm analyze takes 0.55 s)."""
+    import compileall
+
+    for pkg in ("advisor", "parsers", "rules", "reports"):
+        if (ROOT / pkg).is_dir():
+            compileall.compile_dir(str(ROOT / pkg), quiet=1)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--inputs", nargs="*", help="trace files (default: the largest shared real fixtures)")
@@ -487,6 +498,7 @@ def main() -> int:
     if args.scaled:
         inputs += [args.scaled / n for n in SCALED]
     inputs = [p for p in inputs if p.exists()]
+    compiled()
     load0 = os.getloadavg()[0]
     rows: list[Row] = []
     for p in inputs:

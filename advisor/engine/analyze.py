@@ -11,9 +11,9 @@ from advisor.engine.result import Analysis, InputFacts, Sections, Summary, load
 from advisor.engine.summary import input_info, summarize
 from advisor.model.store import Run
 from advisor.parsers.base import ProgressFn, no_progress
-from advisor.perf import gpu_metrics_section
 from advisor.perf.mfu import Mfu, mfu_section
 from advisor.perf.ops import ops_section
+from advisor.perf.range_verdicts import gpu_metrics_section
 from advisor.perf.serving import serving_section
 from advisor.rules.base import Finding
 from advisor.rules.classify import RunVerdict, Verdict

@@ -13,11 +13,10 @@ import json
 import types
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from functools import cache
 from typing import TYPE_CHECKING, Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from advisor.engine.findings import RuleReport, RuleResult
-from advisor.engine.ncu import NcuJoin
-from advisor.engine.ncu_profile import NcuProfile
 from advisor.perf.mfu import Mfu
 from advisor.perf.range_verdicts import GpuMetrics
 from advisor.perf.serving import Serving
@@ -26,6 +25,8 @@ from advisor.rules.classify import RunVerdict
 from advisor.vocab import TimeShare
 
 if TYPE_CHECKING:
+    from advisor.engine.ncu import NcuJoin
+    from advisor.engine.ncu_profile import NcuProfile
     from advisor.engine.tables import Table
 
 T = TypeVar("T")
@@ -36,8 +37,26 @@ def load(cls: type[T], data: Mapping[str, Any]) -> T:
     names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
     if list(data) != names:
         raise ValueError(f"{cls.__name__}: keys {list(data)} are not the fields {names}")
-    hints = get_type_hints(cls)
+    hints = _hints(cls)  # type: ignore[arg-type]
     return cls(**{n: _value(hints[n], data[n]) for n in names})
+
+
+@cache
+def _hints(cls: type) -> dict[str, Any]:
+    """A dataclass's field types, resolved once per class (a warm `analyze` loads about 60 records)."""
+    try:
+        return get_type_hints(cls)
+    except NameError:  # a type named only for type checking: the Nsight Compute sections (Sections)
+        return get_type_hints(cls, localns=_ncu_types())
+
+
+def _ncu_types() -> dict[str, type]:
+    """The Nsight Compute section types, imported only to read back an analysis's sections: a run without
+    a report never loads the join (about 10 ms of a warm `analyze`)."""
+    from advisor.engine.ncu import NcuJoin
+    from advisor.engine.ncu_profile import NcuProfile
+
+    return {"NcuJoin": NcuJoin, "NcuProfile": NcuProfile}
 
 
 def _value(tp: Any, v: Any) -> Any:

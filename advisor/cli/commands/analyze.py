@@ -83,6 +83,8 @@ def add_dir_as(p: argparse.ArgumentParser) -> None:
 def captures(paths: list[str], args: argparse.Namespace) -> list[str]:
     """Each PATH as the runs it holds: a directory of repeated captures is one run per file (never a fake
     multi-GPU run), a directory of rank files stays one run, as `advisor diff` reads a side."""
+    if not any(os.path.isdir(p) for p in paths):  # files are runs as they are (no diff module to import)
+        return list(paths)
     from advisor.api import ParseOptions, SideOptions, resolve_side
 
     opts = SideOptions(dir_as=args.dir_as, use_cache=not args.no_cache, with_rules=False,
