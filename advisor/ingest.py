@@ -44,6 +44,7 @@ from advisor.model.store import (
     default_cache_dir,
     read_entry_meta,
     replace_entry_meta,
+    sql_string,
     verify_entry,
     write_entry,
 )
@@ -252,8 +253,7 @@ def _check_ids(path: Path, tables: dict[str, pa.Table], files: dict[str, Path]) 
         parts = []
         for name in ("kernels", "memops"):
             if name in files:
-                quoted = str(files[name]).replace("'", "''")
-                parts.append(f"SELECT device_id, stream_id FROM read_parquet('{quoted}')")
+                parts.append(f"SELECT device_id, stream_id FROM read_parquet({sql_string(files[name])})")
             elif name in tables and tables[name].num_rows:
                 con.register(f"t_{name}", tables[name].select(["device_id", "stream_id"]))
                 parts.append(f"SELECT device_id, stream_id FROM t_{name}")

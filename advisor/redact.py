@@ -159,8 +159,10 @@ def _count_sql(path: Path) -> str | None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    lit = "'" + str(path).replace("'", "''") + "'"
-    pattern = "'" + PREFILTER.replace("'", "''") + "'"
+    from advisor.model.store import sql_string
+
+    lit = sql_string(path)
+    pattern = sql_string(PREFILTER)
     cols = ['"' + f.name.replace('"', '""') + '"' for f in pq.read_schema(path)
             if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
     parts = [f"(SELECT count(*) FROM read_parquet({lit}) WHERE regexp_matches({c}, {pattern}))" for c in cols]

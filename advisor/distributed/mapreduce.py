@@ -30,6 +30,7 @@ import duckdb
 from advisor import metrics
 from advisor.distributed.fold import Fold
 from advisor.distributed.rankrun import RankOutcome, RankPlan, analyze_rank
+from advisor.model.store import sql_string
 from advisor.parsers.base import ProgressFn, no_progress
 
 CROSS_RANK = ("collective_instances", "rank_clocks", "rank_comm")
@@ -72,7 +73,7 @@ def map_rank(path: str, out_dir: str, shift_ns: int, cache_dir: str | None = Non
         cols = COLUMNS.replace("start_ns, end_ns", f"start_ns + {shift} AS start_ns, end_ns + {shift} AS end_ns")
         coll = f"{stem}.collectives.parquet"
         run.sql(f"COPY (SELECT {index} AS file_idx, {cols} FROM collectives WHERE source = 'kernel') "
-                f"TO '{_quote(Path(coll))}' (FORMAT parquet)")
+                f"TO {sql_string(Path(coll))} (FORMAT parquet)")
         balance = ""
         if run.count("kernels") or run.count("memops"):
             rows = [{"file_idx": index} | r for r in metrics.query(run, "device_balance")]
@@ -187,7 +188,7 @@ def _seeds(con: duckdb.DuckDBPyConnection, maps: Sequence[RankMap], devs: Mappin
         "SELECT NULL::INTEGER AS device_id WHERE false",
     }
     for name, sql in shared.items():
-        con.execute(f"COPY ({sql}) TO '{_quote(seeds / f'{name}.parquet')}' (FORMAT parquet)")
+        con.execute(f"COPY ({sql}) TO {sql_string(seeds / f'{name}.parquet')} (FORMAT parquet)")
     con.execute("""CREATE TEMP TABLE inst_seed AS
         SELECT m.file_idx, i.* FROM m_collective_instances i JOIN devmap m USING (device_id)
         UNION ALL
@@ -204,7 +205,8 @@ def _seeds(con: duckdb.DuckDBPyConnection, maps: Sequence[RankMap], devs: Mappin
     cut = seeds / "instances"  # one pass writes every rank's cut: file_idx=<i>/data_0.parquet
     _cut(con, cut)
     empty = seeds / "no_instances.parquet"
-    con.execute(f"COPY (SELECT * EXCLUDE (file_idx) FROM inst_seed WHERE false) TO '{_quote(empty)}' (FORMAT parquet)")
+    con.execute(f"COPY (SELECT * EXCLUDE (file_idx) FROM inst_seed WHERE false) TO {sql_string(empty)} "
+                "(FORMAT parquet)")
     plans = []
     for m in maps:
         own = seeds / f"{m.index:06d}"
@@ -238,10 +240,6 @@ def _cut(con: duckdb.DuckDBPyConnection, cut: Path) -> None:
             part = cut / f"file_idx={int(idx[lo])}"
             part.mkdir(parents=True, exist_ok=True)
             pq.write_table(body.slice(lo, hi - lo), part / "data_0.parquet")
-
-
-def _quote(p: Path) -> str:
-    return str(p).replace("'", "''")
 
 
 def shifts(files: Sequence[Path]) -> list[int]:

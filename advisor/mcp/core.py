@@ -167,8 +167,9 @@ def snapshot(path: str, dest: Path) -> list[str]:
     (one table each, metrics under their names), for read-only SQL; returns the table names."""
     from advisor import metrics
     from advisor.model.schema import TABLES
+    from advisor.model.store import sql_string
 
-    lit = "'" + str(dest).replace("'", "''") + "'"
+    lit = sql_string(dest)
     names: list[str] = []
     with opened(path) as r:
         r.sql(f"ATTACH {lit} AS snap")

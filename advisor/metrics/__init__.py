@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.metrics import derived
-from advisor.model.store import Run
+from advisor.model.store import Run, sql_string
 
 _PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _HEADER = re.compile(r"^--\s*(\w+):\s*(.*)$")
@@ -167,7 +167,7 @@ def seed(run: Run, name: str, parquet: Path) -> None:
     if run.entry is not None:
         raise ValueError("seed() is for in-memory runs: a cache entry must keep what its own trace gives")
     metric = get(name)
-    source = "read_parquet('" + str(parquet).replace("'", "''") + "')"
+    source = f"read_parquet({sql_string(parquet)})"
     if metric.materialize:
         derived.drop(run, metric.table)
         run.sql(f"CREATE TEMP TABLE {metric.table} AS SELECT * FROM {source}")

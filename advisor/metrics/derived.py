@@ -26,7 +26,7 @@ import duckdb
 from advisor.interrupt import raise_if_interrupted
 from advisor.model.limits import duckdb_memory
 from advisor.model.schema import SCHEMA_VERSION
-from advisor.model.store import Run, file_crc32
+from advisor.model.store import Run, file_crc32, sql_string
 
 # DuckDB types Parquet cannot hold exactly: written as the lossless type, read back as the original.
 _WIDE = {"HUGEINT": "DECIMAL(38,0)", "UHUGEINT": "DECIMAL(38,0)"}
@@ -116,19 +116,20 @@ def _large(rows: int, types: list[tuple[str, str]] | list[list[str]]) -> bool:
 
 
 def drop(run: Run, table: str) -> None:
-    """Drop the TEMP TABLE or TEMP VIEW `table`, whichever it is (a kept table may come back as either)."""
-    found = run.sql_rows(
-        "SELECT 'VIEW' FROM duckdb_views() WHERE view_name = $t AND temporary "
-        "UNION ALL SELECT 'TABLE' FROM duckdb_tables() WHERE table_name = $t AND temporary",
-        {"t": table},
-    )
-    for (kind,) in found:
-        run.sql(f"DROP {kind} {table}")
+    """Drop the TEMP TABLE or TEMP VIEW `table`, whichever it is (a kept table may come back as either).
+
+    Two DROP ... IF EXISTS statements, the second only when the name is a view: a warm analyze drops
+    before each of about ten loads, and asking the catalog which kind it is took 0.8 ms each time.
+    """
+    try:
+        run.sql(f"DROP TABLE IF EXISTS temp.main.{table}")
+    except duckdb.CatalogException:  # "Existing object ... is of type View"
+        run.sql(f"DROP VIEW IF EXISTS temp.main.{table}")
 
 
 def _select(path: Path, types: list[Any]) -> str:
     cols = ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' for c, t in types)
-    return f"SELECT {cols} FROM read_parquet({_quote(path)})"
+    return f"SELECT {cols} FROM read_parquet({sql_string(path)})"
 
 
 def load_table(run: Run, table: str, name: str, key: str) -> bool:
@@ -182,7 +183,7 @@ def save_table(run: Run, table: str, name: str, key: str) -> None:
         _replace(
             path,
             lambda tmp: run.sql(
-                f"COPY (SELECT {cols} FROM {table}) TO {_quote(tmp)} (FORMAT parquet, COMPRESSION zstd)"
+                f"COPY (SELECT {cols} FROM {table}) TO {sql_string(tmp)} (FORMAT parquet, COMPRESSION zstd)"
             ),
         )
         save_json(run, name + ".types", key,
@@ -192,7 +193,3 @@ def save_table(run: Run, table: str, name: str, key: str) -> None:
         return
     if _large(rows, types):
         load_table(run, table, name, key)
-
-
-def _quote(path: Path) -> str:
-    return "'" + str(path).replace("'", "''") + "'"

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from advisor.errors import SchemaError
 from advisor.model.limits import duckdb_config
 from advisor.model.schema import TABLES
+from advisor.model.store import sql_string
 
 if TYPE_CHECKING:  # Arrow loads with the tables a parse conforms; checking written files needs only DuckDB
     import pyarrow as pa
@@ -98,7 +99,7 @@ def check_file(name: str, path: Path, source: str = "") -> FileCheck:
     import duckdb
 
     spec = TABLES[name]
-    lit = "'" + str(path).replace("'", "''") + "'"
+    lit = sql_string(path)
     con = duckdb.connect(config=duckdb_config())
     try:
         got = [(r[0], r[1]) for r in con.execute(f"DESCRIBE SELECT * FROM read_parquet({lit})").fetchall()]
