@@ -19,6 +19,7 @@ A rank whose task fails is reported by file name with its error; the others are 
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -267,20 +268,46 @@ def client_for(workers: int | None, scheduler: str | None) -> Any:
     return Client(cluster)  # type: ignore[no-untyped-call]
 
 
-def _gather(futures: Mapping[Any, str], progress: ProgressFn, what: str,
+# a task to run on the cluster: (function, its arguments, Dask key, the rank file's name for progress and errors)
+Task = tuple[Callable[..., Any], tuple[Any, ...], str, str]
+
+
+def in_flight(client: Any) -> int:
+    """How many tasks to keep submitted at once: twice the cluster's worker threads (at least 8), so every
+    worker has its next rank queued while the scheduler holds a bounded number of task states. All at once,
+    each rank's plan and task state stayed in the driver's scheduler until the map ended (about 23 KB per rank
+    of the rules map at 1,024 ranks)."""
+    threads: dict[str, int] = client.nthreads()
+    return max(8, 2 * sum(threads.values()))
+
+
+def _gather(client: Any, tasks: Sequence[Task], progress: ProgressFn, what: str,
             take: Callable[[Any], None] | None = None) -> tuple[list[Any], dict[str, str]]:
-    """Every task's result as it completes (progress per rank); a failed task is named (its file) with its
-    error, never fatal. Each future is released once read, so the workers do not keep the results. With
-    `take`, each result is handed to it as it arrives and not kept (the driver holds none of them)."""
+    """Run `tasks` with at most `in_flight` submitted, each result as it completes (progress per rank); a failed
+    task is named (its file) with its error, never fatal. Each future is released once read, so the workers do
+    not keep the results. With `take`, each result is handed to it as it arrives and not kept (the driver
+    holds none of them)."""
     from dask.distributed import as_completed
 
+    queue = iter(tasks)
+    names: dict[Any, str] = {}
+    running = as_completed()  # type: ignore[no-untyped-call]
+
+    def submit(n: int) -> None:
+        for fn, args, key, name in itertools.islice(queue, n):
+            fut = client.submit(fn, *args, key=key, pure=False)
+            names[fut] = name
+            running.add(fut)  # type: ignore[no-untyped-call]
+
+    submit(in_flight(client))
     done: list[Any] = []
     failed: dict[str, str] = {}
-    for n, fut in enumerate(as_completed(list(futures)), 1):  # type: ignore[no-untyped-call]
+    for n, fut in enumerate(running, 1):
+        name = names.pop(fut)
         try:
             result = fut.result()
         except Exception as e:  # a failed rank is reported by name; the others are still reduced
-            failed[futures[fut]] = f"{type(e).__name__}: {e}"
+            failed[name] = f"{type(e).__name__}: {e}"
         else:
             if take is None:
                 done.append(result)
@@ -288,7 +315,8 @@ def _gather(futures: Mapping[Any, str], progress: ProgressFn, what: str,
                 take(result)
             del result
         fut.release()
-        progress(n, len(futures), f"{what} {futures[fut]}")
+        submit(1)
+        progress(n, len(tasks), f"{what} {name}")
     return done, failed
 
 
@@ -307,11 +335,9 @@ def analyze_ranks(
     after each rank's task (done, total, what) and once per reduce."""
     out_dir.mkdir(parents=True, exist_ok=True)
     cache = str(cache_dir) if cache_dir else None
-    futures = {
-        client.submit(map_rank, str(f), str(out_dir), s, cache, i, key=f"rank-{f.name}", pure=False): f.name
-        for i, (f, s) in enumerate(zip(files, shifts(files), strict=True))
-    }
-    maps, failed = _gather(futures, progress, "read")
+    reads = [(map_rank, (str(f), str(out_dir), s, cache, i), f"rank-{f.name}", f.name)
+             for i, (f, s) in enumerate(zip(files, shifts(files), strict=True))]
+    maps, failed = _gather(client, reads, progress, "read")
     if not maps:
         return RankResult({}, failed)
     shift = dict(zip([str(f) for f in files], shifts(files), strict=True))
@@ -321,9 +347,8 @@ def analyze_ranks(
         return RankResult(red.tables, failed)
     names = {p.path: Path(p.path).name for p in red.plans}
     fold, take = _folder(red, select)
-    futs = {client.submit(analyze_rank, p, key=f"rules-{names[p.path]}", pure=False): names[p.path] for p in red.plans}
-    _, failed2 = _gather(futs, progress, "rules", take)
-    del futs
+    checks = [(analyze_rank, (p,), f"rules-{names[p.path]}", names[p.path]) for p in red.plans]
+    _, failed2 = _gather(client, checks, progress, "rules", take)
     res = _combined(red, fold, failed | failed2, options)
     progress(1, 1, "combine")
     return res

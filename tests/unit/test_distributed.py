@@ -104,6 +104,7 @@ def test_local_cluster_matches_single_process(run_dir: Path, expected: Any, tmp_
               expected)
         # a damaged rank is reported by name, the others are still reduced
         res = mapreduce.analyze_ranks(_files(damaged), tmp_path / "pq2", client, tmp_path / "cache", rules=True)
+        _bounded_in_flight(client)
     finally:
         cluster = client.cluster
         client.close()
@@ -111,6 +112,25 @@ def test_local_cluster_matches_single_process(run_dir: Path, expected: Any, tmp_
     assert list(res.failed) == ["rank00009.json.gz"]
     assert len(res.tables["rank_comm"]) == RANKS
     assert res.analysis is not None and res.analyzed == RANKS
+
+
+def _square(x: int) -> int:
+    return x * x
+
+
+def _bounded_in_flight(client: Any) -> None:
+    """The client never holds more submitted tasks than `in_flight` (2 per worker thread, at least 8): 40 tasks on 2
+    single-threaded workers pass through 8 at a time (plus the one just read, whose release Dask completes on
+    its event loop), every result arrives, and one failure is named."""
+    window = mapreduce.in_flight(client)
+    held: list[int] = []
+    tasks = [(_square, (i,), f"sq-{i}", f"t{i}") for i in range(40)] + [(_square, ("x",), "sq-bad", "bad")]
+    got, failed = mapreduce._gather(client, tasks, lambda *_: held.append(len(client.futures)),
+                                    "square")
+    assert window == 8
+    assert sorted(got) == [i * i for i in range(40)]
+    assert list(failed) == ["bad"] and failed["bad"].startswith("TypeError")
+    assert len(held) == 41 and max(held) <= window + 1
 
 
 def test_in_process_path_matches(run_dir: Path, expected: Any, tmp_path: Path) -> None:
