@@ -80,6 +80,7 @@ if TYPE_CHECKING:  # each name is imported on first use (module __getattr__ belo
     from advisor.perf.ops.attention import cost as attention_cost
     from advisor.perf.ops.conv import cost as conv_cost
     from advisor.perf.ops.gemm import cost as gemm_cost
+    from advisor.perf.ops.section import Ops, OpStat
     from advisor.perf.peaks import PEAK_TABLE, PRECISION_LABEL, match_peaks
     from advisor.perf.range_verdicts import GpuMetrics, RangeGpuMetrics
     from advisor.perf.serving import Serving
@@ -122,6 +123,7 @@ _LAZY = {
     "attention_cost": "advisor.perf.ops.attention",
     "conv_cost": "advisor.perf.ops.conv",
     "gemm_cost": "advisor.perf.ops.gemm",
+    **dict.fromkeys(("Ops", "OpStat"), "advisor.perf.ops.section"),
     "PRECISION_LABEL": "advisor.perf.peaks",
     "Serving": "advisor.perf.serving",
     **dict.fromkeys(("GpuMetrics", "RangeGpuMetrics"), "advisor.perf.range_verdicts"),
@@ -137,7 +139,8 @@ _LAZY = {
 
 __all__ = ["Analysis", "AnalysisDiff", "CacheEntry", "CopyStat", "Cost", "DEFAULT_THRESHOLD_PCT", "DeviceTime",
            "FORMATS_HELP", "FamilyTime", "Finding", "Fix", "GpuMetrics", "JoinedKernel", "KernelFinding",
-           "MAX_STREAMS", "Mfu", "NcuJoinSection", "NcuProfile", "NotApplicable", "OP_MODELS", "OpCall", "Outcomes",
+           "MAX_STREAMS", "Mfu", "NcuJoinSection", "NcuProfile", "NotApplicable", "OP_MODELS", "OpCall", "OpStat",
+           "Ops", "Outcomes",
            "PEAK_TABLE", "PRECISION_LABEL", "ParseOptions", "ProfiledKernel", "ProgressFn", "RangeGpuMetrics",
            "RangesSummary", "Rate", "ReportInputs", "RooflineTime", "RuleReport", "RuleResult", "Run", "RunVerdict",
            "SORT_KEYS", "Serving", "Side", "SideOptions", "Summary", "Table", "TimeShare", "TopKernels",

@@ -2,14 +2,17 @@
 
 One word per concept (STYLE.md): the speed-of-light classifier (advisor.perf), the rules, the engine and the
 diff all say "evidence" and "window" with these types, and every percentage of the analysis is `pct`, so
-two surfaces showing the same share round it the same way. It imports nothing from the project: any layer
-may use it.
+two surfaces showing the same share round it the same way. Typed rows of the JSON contract are written by
+`json_row` and read back by `load` (a section kept in the cache). It imports nothing from the project: any
+layer may use it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Any, overload
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, is_dataclass
+from typing import Any, TypeVar, Union, get_args, get_origin, get_type_hints, overload
 
 
 @overload
@@ -44,6 +47,32 @@ def json_row(row: Any, skip: tuple[str, ...] = ()) -> dict[str, Any]:
             v = getattr(row, f.name)
             out["class" if f.name == "kernel_class" else f.name] = list(v) if isinstance(v, tuple) else v
     return out
+
+
+T = TypeVar("T")
+
+
+def load(cls: type[T], data: Mapping[str, Any]) -> T:
+    """`cls` (a dataclass) from its JSON form; keys must be exactly the fields, in order (drift fails loudly)."""
+    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    if list(data) != names:
+        raise ValueError(f"{cls.__name__}: keys {list(data)} are not the fields {names}")
+    hints = get_type_hints(cls)
+    return cls(**{n: _value(hints[n], data[n]) for n in names})
+
+
+def _value(tp: Any, v: Any) -> Any:
+    if v is None:
+        return None
+    origin = get_origin(tp)
+    if origin in (Union, types.UnionType):
+        inner = [a for a in get_args(tp) if a is not type(None)]
+        return _value(inner[0], v) if len(inner) == 1 else v
+    if origin is tuple:
+        return tuple(_value(get_args(tp)[0], x) for x in v)
+    if isinstance(tp, type) and is_dataclass(tp):
+        return load(tp, v)
+    return v
 
 
 def share(ns: float, of_ns: float, of: str) -> dict[str, Any]:

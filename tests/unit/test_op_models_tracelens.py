@@ -124,18 +124,19 @@ def test_ops_section_on_qwen(cache_dir: Path) -> None:
     finally:
         run.close()
     assert section is not None
-    cov = section["coverage"][0]
-    assert (cov["kernel_ns"], cov["linked_ns"]) == (45432698, 31760058)  # 436 kernels ran before the CPU trace
-    assert cov["modelled_of_linked"]["pct"] >= 99.9
-    items = {i["name"]: i for i in section["items"]}
+    cov = section.coverage[0]
+    assert (cov.kernel_ns, cov.linked_ns) == (45432698, 31760058)  # 436 kernels ran before the CPU trace
+    assert cov.modelled_of_linked.pct is not None and cov.modelled_of_linked.pct >= 99.9
+    items = {i.name: i for i in section.items}
     mm = items["aten::mm"]
     gemm_rows = [r for r in _rows("GEMM.csv") if r["name"] == "aten::mm"]  # every mm shape, with its count
-    assert mm["calls"] == sum(int(r["name_count"]) for r in gemm_rows) == 96
-    assert mm["flop"] == pytest.approx(sum(float(r["GFLOPS_first"]) * 1e9 * int(r["name_count"]) for r in gemm_rows))
-    assert (mm["bound"], mm["precision"]) == ("compute", ["bf16_tc"])
-    assert items["aten::mul"]["bound"] == "memory"
-    assert [u["name"] for u in section["unmodelled"]] == ["aten::arange"]
-    assert json.loads(json.dumps(section)) == section  # plain JSON values only
+    assert mm.calls == sum(int(r["name_count"]) for r in gemm_rows) == 96
+    assert mm.flop == pytest.approx(sum(float(r["GFLOPS_first"]) * 1e9 * int(r["name_count"]) for r in gemm_rows))
+    assert (mm.bound, mm.precision) == ("compute", ("bf16_tc",))
+    assert items["aten::mul"].bound == "memory"
+    assert [u.name for u in section.unmodelled] == ["aten::arange"]
+    doc = section.to_dict()
+    assert json.loads(json.dumps(doc)) == doc  # plain JSON values only
 
 
 def test_roofline_split_on_qwen(cache_dir: Path) -> None:
