@@ -29,6 +29,16 @@ def pct(part: float, whole: float, empty: float | None = None) -> float | None:
     return round(100.0 * part / whole, 1) if whole else empty
 
 
+def device_span_of(device_id: object) -> str:
+    """The denominator of a share of one device's time, worded once for every rule and the verdict."""
+    return f"device span (first to last GPU activity on device {device_id})"
+
+
+def rounded(v: float | None, digits: int) -> float | None:
+    """`v` rounded to `digits` places; None (a figure the trace does not give) stays None."""
+    return None if v is None else round(v, digits)
+
+
 # Verdict classes that name no single bound: `none` (nothing to judge), `mixed` (two named apart), `unknown`.
 NOT_A_BOUND = ("none", "mixed", "unknown")
 

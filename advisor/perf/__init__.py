@@ -7,7 +7,7 @@ its basis (which counters, which peak, which source) so a verdict can be checked
 
 from advisor.perf.figure import RooflineFigure, ncu_figure, ops_figure
 from advisor.perf.kernel_class import ClassifiedKernel, KernelClass, classify, classify_run
-from advisor.perf.ncu_join import JoinResult, combined_view, join, join_kernels, normalize_name
+from advisor.perf.ncu_join import JoinResult, join, join_kernels, normalize_name
 from advisor.perf.peaks import PEAK_TABLE, GpuPeaks, Roof, RoofSet, match_peaks, roofs_for
 from advisor.perf.range_verdicts import gpu_metrics_section
 from advisor.perf.roofline import KernelRoofline, ncu_rooflines
@@ -15,7 +15,6 @@ from advisor.perf.timeline_roofline import (
     OpRoofline,
     RangeMetrics,
     kineto_op_rooflines,
-    range_gpu_metrics,
     range_name_gpu_metrics,
 )
 
@@ -33,7 +32,6 @@ __all__ = [
     "RooflineFigure",
     "classify",
     "classify_run",
-    "combined_view",
     "gpu_metrics_section",
     "join",
     "join_kernels",
@@ -43,7 +41,6 @@ __all__ = [
     "ncu_rooflines",
     "normalize_name",
     "ops_figure",
-    "range_gpu_metrics",
     "range_name_gpu_metrics",
     "roofs_for",
 ]

@@ -21,7 +21,8 @@ import pytest
 from advisor.ingest import open_run
 from advisor.model.schema import TABLES
 from advisor.model.store import Run
-from advisor.perf import classify_run, combined_view, join
+from advisor.perf import classify_run, join
+from advisor.perf.ncu_join import base_name
 from tests.conftest import ROOT, real_path
 
 CUTLASS = "ncu/cutlass_a100_fused_two_gemms_s8_ncu2024.1.1.ncu-rep"
@@ -144,11 +145,11 @@ def test_cutlass_report_joined_to_its_timeline(ncu_run: Run) -> None:
     assert shares["not_profiled"] == pytest.approx(2 * INIT_NS / total)
     assert result.weighted_speedups() == []  # this report's only rule result (SOLBottleneck) has no estimate
 
-    view = combined_view(result)
-    assert [r["class"] for r in view] == ["latency", "latency", None]  # fused 78 us, non-fused 66 us, init 50 us
-    assert [r["count"] for r in view] == [3, 6, 2]
-    assert view[0]["rule"] == "sol_latency" and view[0]["short_name"] == "cutlass::Kernel"
-    assert view[0]["time_share"] == pytest.approx(3 * FUSED_NS / total)
+    view = result.groups  # largest share first
+    assert [g.kernel_class for g in view] == ["latency", "latency", None]  # fused 78 us, non-fused 66 us, init 50 us
+    assert [g.count for g in view] == [3, 6, 2]
+    assert view[0].rule == "sol_latency" and base_name(view[0].name) == "cutlass::Kernel"
+    assert view[0].time_share == pytest.approx(3 * FUSED_NS / total)
 
 
 def test_a_different_program_does_not_match(ncu_run: Run) -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from advisor.ingest import open_run
-from advisor.perf.ops import OpCall, op_cost, op_groups, ops_section, roofline_split
+from advisor.perf.ops import OpCall, op_cost, op_groups, ops_section
 from tests.conftest import real_path
 
 QWEN = "tracelens/h100_qwen1.5-0.5b_inference.json.gz"
@@ -137,28 +137,6 @@ def test_ops_section_on_qwen(cache_dir: Path) -> None:
     assert [u.name for u in section.unmodelled] == ["aten::arange"]
     doc = section.to_dict()
     assert json.loads(json.dumps(doc)) == doc  # plain JSON values only
-
-
-def test_roofline_split_on_qwen(cache_dir: Path) -> None:
-    """GEMMs (mm, addmm: intensity 480-690 FLOP/B, above H100's BF16 ridge of 295) are the compute-bound
-    time; every other modelled op is memory-bound. Kernel times re-read from the JSON by External id."""
-    with gzip.open(real_path(QWEN), "rt", encoding="utf-8") as f:
-        events = json.load(f)["traceEvents"]
-    names = {e["args"]["External id"]: e["name"] for e in events if e.get("cat") == "cpu_op"}
-    by_name: dict[str, float] = defaultdict(float)
-    for e in events:
-        if e.get("cat") == "kernel" and e["args"].get("External id") in names:
-            by_name[names[e["args"]["External id"]]] += e["dur"] * 1e3
-    run = open_run(str(real_path(QWEN)))
-    try:
-        (split,) = roofline_split(run).values()
-    finally:
-        run.close()
-    assert split.compute_ns == pytest.approx(by_name["aten::mm"] + by_name["aten::addmm"], abs=len(by_name))
-    assert split.compute_ns + split.memory_ns == split.modelled_ns
-    assert split.modelled_ns == pytest.approx(sum(by_name.values()) - by_name["aten::arange"], abs=len(by_name))
-    assert split.kernel_ns == 45432698 and split.modelled_pct == 69.9
-    assert "compute-bound" in split.basis
 
 
 def test_cpu_ops_keep_strides_and_concrete_inputs(cache_dir: Path) -> None:

@@ -1,4 +1,4 @@
-"""The per-op roofline as `analyze` reports it (`ops`), and the compute/memory split the verdict can use.
+"""The per-op roofline as `analyze` reports it (`ops`).
 
 Per op name and device (all argument sets together): calls, GPU time (the union of each call's own
 kernels), FLOPs and compulsory bytes from the recorded shapes, achieved TFLOP/s and TB/s,
@@ -21,7 +21,7 @@ from advisor import metrics
 from advisor.metrics import derived
 from advisor.model.store import Run
 from advisor.perf.ops.trace import OpGroup, op_groups
-from advisor.vocab import TimeShare, json_row, load, pct
+from advisor.vocab import TimeShare, json_row, load, pct, rounded
 
 MAX_ITEMS = 30
 # Ops whose kernels are communication: priced by the collective rules, not by an op roofline.
@@ -40,41 +40,6 @@ NVTX_BASIS = (
     "GPU time = the union of the kernels launched inside each range (metric op_links); roofs: the device's peaks "
     "for the op's precision, docs/peaks.md"
 )
-SPLIT_BASIS = (
-    "roofline of each modelled op (FLOPs and bytes from its recorded shapes): its GPU time counts as "
-    "compute-bound when FLOPs / compute peak >= bytes / DRAM bandwidth, else memory-bound"
-)
-
-
-@dataclass(frozen=True)
-class Split:
-    """One device's modelled kernel time, split by roofline bound."""
-
-    device_id: int | None
-    compute_ns: int
-    memory_ns: int
-    modelled_ns: int  # summed kernel time of the modelled ops (compute + memory + no-roof)
-    kernel_ns: int  # all kernel time on the device
-    basis: str = SPLIT_BASIS
-
-    @property
-    def modelled_pct(self) -> float | None:
-        return round(100.0 * self.modelled_ns / self.kernel_ns, 1) if self.kernel_ns else None
-
-
-def roofline_split(run: Run) -> dict[int | None, Split]:
-    """Per device: kernel time of modelled ops that the roofline calls compute- vs memory-bound, and
-    the modelled share of all kernel time (what the verdict can use where shapes exist)."""
-    totals = {r["device_id"]: int(r["kernel_ns"]) for r in _totals(run)}
-    acc: dict[int | None, list[int]] = defaultdict(lambda: [0, 0, 0])
-    for g in op_groups(run):
-        if g.cost is None:
-            continue
-        a = acc[g.device_id]
-        a[2] += g.kernel_ns
-        if g.roof is not None and g.roof.bound is not None:
-            a[0 if g.roof.bound == "compute" else 1] += g.kernel_ns
-    return {d: Split(d, a[0], a[1], a[2], totals.get(d, 0)) for d, a in acc.items()}
 
 
 def _totals(run: Run) -> list[dict[str, Any]]:
@@ -244,13 +209,13 @@ def _item(gs: list[OpGroup]) -> OpStat:
         kernel_ns=sum(g.kernel_ns for g in gs),
         flop=flop,
         bytes=moved,
-        tflops=_r(flop / gpu_ns / 1e3 if gpu_ns else None, 3),
-        tbps=_r(moved / gpu_ns / 1e3 if gpu_ns else None, 3),
-        intensity=_r(flop / moved if moved else None, 2),
+        tflops=rounded(flop / gpu_ns / 1e3 if gpu_ns else None, 3),
+        tbps=rounded(moved / gpu_ns / 1e3 if gpu_ns else None, 3),
+        intensity=rounded(flop / moved if moved else None, 2),
         precision=tuple(sorted({g.roof.precision for g in gs if g.roof is not None})),
-        compute_roof_ns=_r(comp_ns, 0),
-        memory_roof_ns=_r(mem_ns, 0),
-        attainable_pct=_r(100.0 * roof_ns / gpu_ns if roof_ns is not None and gpu_ns else None, 1),
+        compute_roof_ns=rounded(comp_ns, 0),
+        memory_roof_ns=rounded(mem_ns, 0),
+        attainable_pct=rounded(100.0 * roof_ns / gpu_ns if roof_ns is not None and gpu_ns else None, 1),
         bound=bound,
         formula=g0.cost.formula if g0.cost else "",
     )
@@ -273,10 +238,6 @@ def _unmodelled(groups: list[OpGroup]) -> list[Unmodelled]:
         kernel_ns[g.name] += g.kernel_ns
     rows = [Unmodelled(n, calls[n], kernel_ns[n], reason[n]) for n in reason]
     return sorted(rows, key=lambda r: (-r.kernel_ns, r.name))
-
-
-def _r(v: float | None, nd: int) -> float | None:
-    return None if v is None else round(v, nd)
 
 
 @cache
