@@ -10,7 +10,7 @@ from advisor.perf.kernel_class import ClassifiedKernel, KernelClass, classify, c
 from advisor.perf.ncu_join import JoinResult, join, join_kernels, normalize_name
 from advisor.perf.peaks import PEAK_TABLE, GpuPeaks, Roof, RoofSet, match_peaks, roofs_for
 from advisor.perf.range_verdicts import gpu_metrics_section
-from advisor.perf.roofline import KernelRoofline, ncu_rooflines
+from advisor.perf.roofline import KernelRoofline
 from advisor.perf.timeline_roofline import (
     OpRoofline,
     RangeMetrics,
@@ -38,7 +38,6 @@ __all__ = [
     "kineto_op_rooflines",
     "match_peaks",
     "ncu_figure",
-    "ncu_rooflines",
     "normalize_name",
     "ops_figure",
     "range_name_gpu_metrics",

@@ -166,11 +166,6 @@ class JoinResult:
             out[g.kernel_class or "not_profiled"] += g.time_share
         return dict(out)
 
-    def weighted_speedups(self) -> list[dict[str, Any]]:
-        """Nsight Compute's estimated speedups scaled to the run: % of all kernel time, and ns."""
-        rows = [s | {"kernel": g.name, "time_share": g.time_share} for g in self.groups for s in g.est_speedups]
-        return sorted(rows, key=lambda r: -r["run_pct"])
-
     def summary(self) -> dict[str, Any]:
         return {
             "ncu_instances": self.ncu_instances,

@@ -277,7 +277,7 @@ def test_profiler_recorded_flops_are_used_through_the_kineto_parser(tmp_path: Pa
     assert mm.flops_per_s == pytest.approx(recorded / 200e-6)  # 687 TFLOP/s of the H100's 989.5 dense BF16
     v = mm.classify()
     assert (v.kernel_class, v.rule, v.confidence) == ("compute", "roofline_compute", "low")
-    assert v.evidence_number("attained_pct") == pytest.approx(100 * recorded / 200e-6 / 989.5e12)
+    assert v.evidence_value("attained_pct") == pytest.approx(100 * recorded / 200e-6 / 989.5e12)
     flop_ev = next(e for e in v.evidence if e.name == "flop")
     assert flop_ev.value == recorded and flop_ev.source.startswith("Kineto op FLOPs (profiler)")
     assert (add.flop, add.flop_basis, add.precision) == (m * n, "profiler", "fp32")
