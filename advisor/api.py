@@ -80,12 +80,13 @@ if TYPE_CHECKING:  # each name is imported on first use (module __getattr__ belo
     from advisor.perf.ops.attention import cost as attention_cost
     from advisor.perf.ops.conv import cost as conv_cost
     from advisor.perf.ops.gemm import cost as gemm_cost
+    from advisor.perf.ops.section import Ops, OpStat
     from advisor.perf.peaks import PEAK_TABLE, PRECISION_LABEL, match_peaks
     from advisor.perf.range_verdicts import GpuMetrics, RangeGpuMetrics
     from advisor.perf.serving import Serving
     from advisor.rules.base import Finding, Fix, NotApplicable, Window
     from advisor.rules.catalog import sections
-    from advisor.rules.classify import RunVerdict, Verdict
+    from advisor.rules.classify import RangeVerdict, RunVerdict, Verdict
     from advisor.rules.registry import get_rule, select_rules
     from advisor.vocab import TimeShare, bound_suffix
 
@@ -122,6 +123,7 @@ _LAZY = {
     "attention_cost": "advisor.perf.ops.attention",
     "conv_cost": "advisor.perf.ops.conv",
     "gemm_cost": "advisor.perf.ops.gemm",
+    **dict.fromkeys(("Ops", "OpStat"), "advisor.perf.ops.section"),
     "PRECISION_LABEL": "advisor.perf.peaks",
     "Serving": "advisor.perf.serving",
     **dict.fromkeys(("GpuMetrics", "RangeGpuMetrics"), "advisor.perf.range_verdicts"),
@@ -131,15 +133,16 @@ _LAZY = {
     **dict.fromkeys(("Finding", "Fix", "NotApplicable", "Window"), "advisor.rules.base"),
     "sections": "advisor.rules.catalog",
     **dict.fromkeys(("PEAK_TABLE", "match_peaks"), "advisor.perf.peaks"),
-    **dict.fromkeys(("RunVerdict", "Verdict"), "advisor.rules.classify"),
+    **dict.fromkeys(("RangeVerdict", "RunVerdict", "Verdict"), "advisor.rules.classify"),
     "get_rule": "advisor.rules.registry",
 }
 
 __all__ = ["Analysis", "AnalysisDiff", "CacheEntry", "CopyStat", "Cost", "DEFAULT_THRESHOLD_PCT", "DeviceTime",
            "FORMATS_HELP", "FamilyTime", "Finding", "Fix", "GpuMetrics", "JoinedKernel", "KernelFinding",
-           "MAX_STREAMS", "Mfu", "NcuJoinSection", "NcuProfile", "NotApplicable", "OP_MODELS", "OpCall", "Outcomes",
-           "PEAK_TABLE", "PRECISION_LABEL", "ParseOptions", "ProfiledKernel", "ProgressFn", "RangeGpuMetrics",
-           "RangesSummary", "Rate", "ReportInputs", "RooflineTime", "RuleReport", "RuleResult", "Run", "RunVerdict",
+           "MAX_STREAMS", "Mfu", "NcuJoinSection", "NcuProfile", "NotApplicable", "OP_MODELS", "OpCall", "OpStat",
+           "Ops", "Outcomes", "PEAK_TABLE", "PRECISION_LABEL", "ParseOptions", "ProfiledKernel", "ProgressFn",
+           "RangeGpuMetrics", "RangeVerdict", "RangesSummary", "Rate", "ReportInputs", "RooflineTime", "RuleReport",
+           "RuleResult", "Run", "RunVerdict",
            "SORT_KEYS", "Serving", "Side", "SideOptions", "Summary", "Table", "TimeShare", "TopKernels",
            "UnmatchedLaunch", "Verdict", "Window", "analyze", "analyze_run", "attention_cost", "bound_suffix",
            "busy_bins", "check_address_space", "chrome_trace", "conv_cost", "default_cache_dir", "diff", "diff_sides",

@@ -523,7 +523,3 @@ def _rmtree_quiet(p: Path) -> None:
     import shutil
 
     shutil.rmtree(p, ignore_errors=True)
-
-
-def describe_cache(run: Run) -> dict[str, Any]:
-    return {"entry": str(run.entry) if run.entry else None, "parse_seconds": run.meta.get("parse_seconds")}

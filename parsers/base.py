@@ -74,16 +74,6 @@ class Interner:
     def ids(self, values: Iterable[str | None]) -> list[int | None]:
         return [self.id(v) for v in values]
 
-    def intern_array(self, arr: pa.Array | pa.ChunkedArray) -> pa.Array:
-        """Vectorized interning of a string column: dictionary-encode, then map dictionary to ids."""
-        import pyarrow as pa
-
-        if isinstance(arr, pa.ChunkedArray):
-            arr = arr.combine_chunks()
-        enc = arr.dictionary_encode()
-        mapping = pa.array(self.ids(enc.dictionary.to_pylist()), pa.int64())
-        return mapping.take(enc.indices)
-
     def table(self) -> pa.Table:
         import pyarrow as pa
 

@@ -102,11 +102,6 @@ def mapping() -> dict[str, Any]:
         return tomllib.load(f)
 
 
-def key_metrics() -> dict[str, str]:
-    """Analysis key -> ncu metric name, e.g. 'duration' -> 'gpu__time_duration.sum'."""
-    return {m["key"]: m["name"] for m in mapping()["metric"]}
-
-
 @cache
 def canonical_unit(unit: str) -> tuple[str, float]:
     """Map an ncu unit spelling to (canonical unit, factor): canonical value = value * factor.

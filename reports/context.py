@@ -369,8 +369,8 @@ def _interactive(inp: ReportInputs) -> dict[str, Any]:
     plots = {"timeline": timeline_plot(tl) if tl else None,
              "roofline": roofline_plot(inp.roofline_chart, sec.ops),
              "mfu": mfu_plot(sec.mfu)}
-    items = (sec.ops or {}).get("items") or []
-    ops_total = int((sec.ops or {}).get("items_total") or len(items))
+    items = sec.ops.items if sec.ops else ()
+    ops_total = sec.ops.items_total if sec.ops else 0
     return {
         "plots": {k: v for k, v in plots.items() if v is not None},
         "timeline_note": (f"Drag to zoom, double-click to reset. Top: the fraction of each of {len(tl.devices[0][2])} "

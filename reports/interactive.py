@@ -21,10 +21,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.api import Mfu, Rate
 from advisor.reports.units import fmt_ns, fmt_pct
+
+if TYPE_CHECKING:
+    from advisor.api import Ops, OpStat
 
 MAX_TIMELINE_OPS = 20_000  # GPU operations drawn one by one; the rest are only in the binned busy fractions
 CLASS_COLOURS = {"compute": "#2f7fd1", "communication": "#8e44ad", "memcpy": "#e08e0b", "memset": "#c0392b"}
@@ -283,16 +286,16 @@ def _gap_traces(d: TimelineData, lanes: Sequence[tuple[int, int | None, str]]) -
 # ------------------------------------------------------------------ roofline
 
 
-def roofline_plot(chart: Mapping[str, Any] | None, ops: Mapping[str, Any] | None) -> Plot | None:
+def roofline_plot(chart: Mapping[str, Any] | None, ops: Ops | None) -> Plot | None:
     """Log-log roofline: the figure data's kernel/op points by bound class (area ~ time share), every modelled
     op of analyze's `ops` section (intensity, achieved TFLOP/s, area ~ GPU time), and the roofs."""
     pts = [p for p in (chart or {}).get("points") or [] if _pos(p.get("ai")) and _pos(p.get("flops_per_s"))]
-    items = [it for it in (ops or {}).get("items") or [] if _pos(it.get("intensity")) and _pos(it.get("tflops"))]
+    items = [it for it in (ops.items if ops else ()) if _pos(it.intensity) and _pos(it.tflops)]
     if not pts and not items:
         return None
     traces = _point_traces(pts, chart or {}) + _ops_trace(items)
-    xs = [float(p["ai"]) for p in pts] + [float(it["intensity"]) for it in items]
-    ys = [float(p["flops_per_s"]) / 1e12 for p in pts] + [float(it["tflops"]) for it in items]
+    xs = [float(p["ai"]) for p in pts] + [float(it.intensity or 0) for it in items]
+    ys = [float(p["flops_per_s"]) / 1e12 for p in pts] + [float(it.tflops or 0) for it in items]
     roofs = (chart or {}).get("roofs") or []
     traces += _roof_traces(roofs, xs, ys)
     layout = {
@@ -333,18 +336,18 @@ def _point_traces(pts: Sequence[Mapping[str, Any]], chart: Mapping[str, Any]) ->
     return out
 
 
-def _ops_trace(items: Sequence[Mapping[str, Any]]) -> list[Plot]:
+def _ops_trace(items: Sequence[OpStat]) -> list[Plot]:
     if not items:
         return []
-    longest = max(int(it.get("gpu_ns") or 0) for it in items) or 1
+    longest = max(it.gpu_ns for it in items) or 1
     return [{
         "type": "scatter", "mode": "markers", "name": "modelled op (analyze ops; area ~ GPU time)",
-        "x": [float(it["intensity"]) for it in items], "y": [float(it["tflops"]) for it in items],
+        "x": [float(it.intensity or 0) for it in items], "y": [float(it.tflops or 0) for it in items],
         "marker": {"symbol": "diamond", "color": "rgba(46,139,87,0.55)", "line": {"width": 1, "color": "#1f6f3f"},
-                   "size": [6 + 22 * math.sqrt(int(it.get("gpu_ns") or 0) / longest) for it in items]},
-        "customdata": [[hover_text(it.get("name")), hover_text(it.get("family")), fmt_ns(it.get("gpu_ns")),
-                        f"{int(it.get('calls') or 0):,}", fmt_pct(it.get("attainable_pct")),
-                        str(it.get("bound") or "no roof"), f"device {it.get('device_id')}"] for it in items],
+                   "size": [6 + 22 * math.sqrt(it.gpu_ns / longest) for it in items]},
+        "customdata": [[hover_text(it.name), hover_text(it.family), fmt_ns(it.gpu_ns), f"{it.calls:,}",
+                        fmt_pct(it.attainable_pct), str(it.bound or "no roof"), f"device {it.device_id}"]
+                       for it in items],
         "hovertemplate": "%{customdata[0]} (%{customdata[1]}, %{customdata[6]})<br>%{x:.3g} op/byte, "
                          "%{y:.3g} TFLOP/s; GPU time %{customdata[2]} in %{customdata[3]} call(s)"
                          "<br>%{customdata[4]} of attainable, %{customdata[5]}-bound<extra></extra>",

@@ -16,6 +16,7 @@ from typing import Any
 from advisor import metrics
 from advisor.rules.base import Context, Evidence, Option, pct
 from advisor.rules.steps import step_windows
+from advisor.vocab import device_span_of
 
 # the option every rule built on blocking_calls declares
 MAX_REFILL_OPTION = Option(
@@ -94,7 +95,7 @@ def idle_evidence(r: BlockingCalls, calls: str, host_time: str) -> list[Evidence
             "gpu_idle_share",
             pct(r.idle_ns, r.span_ns),
             "%",
-            f"device span (first to last GPU activity on device {r.device_id})",
+            device_span_of(r.device_id),
         ),
         Evidence("top_call", r.top_name, "name"),
     ]

@@ -29,6 +29,7 @@ from advisor import metrics
 from advisor.model.store import Run
 from advisor.rules.base import pct
 from advisor.rules.steps import step_windows
+from advisor.vocab import device_span_of
 
 if TYPE_CHECKING:  # the join and its roofline code load only when an ncu report is joined
     from advisor.perf.ncu_join import JoinResult
@@ -258,7 +259,7 @@ def _classify(run: Run, max_ranges: int, max_range_depth: int, ncu_shift: Shift 
             DeviceVerdict(
                 w.device_id,
                 ranks.get(w.device_id),
-                decide(w.ns, w.span_ns, f"device span (first to last GPU activity on device {w.device_id})"),
+                decide(w.ns, w.span_ns, device_span_of(w.device_id)),
             )
             for w in device_windows
         )
@@ -337,15 +338,6 @@ def range_verdicts(groups: Iterable[RangeGroup]) -> tuple[RangeVerdict, ...]:
         v = replace(v, basis=v.basis + RANGE_NOTE, confidence="low")
         out.append(RangeVerdict(name, count, total, v))
     return tuple(sorted(out, key=lambda r: (-r.total_ns, r.name)))
-
-
-def measured_shift(run: Run) -> tuple[Shift | None, str | None]:
-    """The per-op roofline's shift of the timeline classes and its basis, where the trace recorded shapes
-    (classify's `measured` without Nsight Compute); (None, None) where it did not."""
-    from advisor.rules.roof_verdict import roof_classes
-
-    measured = roof_classes(run)
-    return (measured.shift, measured.basis) if measured is not None else (None, None)
 
 
 def _sum_ns(parts: Iterable[Mapping[str, int]]) -> dict[str, int]:

@@ -30,6 +30,7 @@ from advisor.perf.kernel_class import ClassifiedKernel, classify_run
 from advisor.perf.ncu_join import JoinResult, base_name, normalize_name
 from advisor.perf.ncu_join import KernelGroup as TimelineGroup
 from advisor.rules.base import Context, Evidence, Option, Window, ms, pct
+from advisor.vocab import rounded
 
 NCU_REQUIRES = frozenset({"ncu_kernels", "ncu_metrics"})
 # the option every ncu rule declares: no fix is credited with more than this share of a kernel's time
@@ -173,8 +174,8 @@ def busiest(r: dict[str, Any]) -> float:
 def sol_evidence(r: dict[str, Any]) -> list[Evidence]:
     """SM and memory throughput of the representative launch, when the report has them."""
     return [
-        *maybe("sm_throughput_pct", r2(num(r, "sm_pct")), "%", SM_OF),
-        *maybe("memory_throughput_pct", r2(num(r, "mem_pct")), "%", MEM_OF),
+        *maybe("sm_throughput_pct", rounded(num(r, "sm_pct"), 2), "%", SM_OF),
+        *maybe("memory_throughput_pct", rounded(num(r, "mem_pct"), 2), "%", MEM_OF),
     ]
 
 
@@ -316,10 +317,6 @@ def num(row: dict[str, Any], column: str) -> float | None:
 def maybe(name: str, value: float | int | str | None, unit: str, of: str | None = None) -> list[Evidence]:
     """[Evidence] when the report had the number, [] when it did not (evidence never holds None)."""
     return [] if value is None else [Evidence(name, value, unit, of)]
-
-
-def r2(v: float | None) -> float | None:
-    return round(v, 2) if v is not None else None
 
 
 def as_int(v: float | None) -> int | None:

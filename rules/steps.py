@@ -26,11 +26,3 @@ def step_windows(run: Run) -> list[metrics.WindowTimes]:
         memo["steps"] = metrics.shares(run, "step_windows") if marked else []
     steps: list[metrics.WindowTimes] = memo["steps"]
     return steps
-
-
-def step_count(run: Run) -> int:
-    """Step instances in the trace (the most on any one device); 0 when none are marked."""
-    per: dict[int, int] = {}
-    for w in step_windows(run):
-        per[w.device_id] = per.get(w.device_id, 0) + 1
-    return max(per.values(), default=0)

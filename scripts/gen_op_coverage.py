@@ -12,9 +12,12 @@ import os
 import tempfile
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from docgen import emit
+
+if TYPE_CHECKING:
+    from advisor.perf.ops.section import Ops
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "op-coverage.md"
@@ -37,7 +40,7 @@ transformer traces.
 """
 
 
-def _sections(paths: list[Path]) -> list[tuple[str, dict[str, Any]]]:
+def _sections(paths: list[Path]) -> list[tuple[str, Ops]]:
     from advisor.ingest import open_run
     from advisor.perf.ops import ops_section
 
@@ -57,32 +60,32 @@ def _pct(part: float, whole: float) -> str:
     return f"{100.0 * part / whole:.1f}%" if whole else "-"
 
 
-def _trace_rows(sections: list[tuple[str, dict[str, Any]]]) -> list[str]:
+def _trace_rows(sections: list[tuple[str, Ops]]) -> list[str]:
     rows = ["| trace | transformer | kernel ms | linked | modelled of all | modelled of linked | modelled of "
             "linked compute | largest unmodelled (ms) |", "|---|---|---|---|---|---|---|---|"]
     for name, s in sections:
-        k = sum(c["kernel_ns"] for c in s["coverage"])
-        linked = sum(c["linked_ns"] for c in s["coverage"])
-        comm = sum(c["communication_ns"] for c in s["coverage"])
-        mod = sum(c["modelled_ns"] for c in s["coverage"])
-        todo = [u for u in s["unmodelled"] if not u["reason"].startswith("communication")][:3]
-        miss = ", ".join(f"`{u['name']}` {u['kernel_ns'] / 1e6:.2f}" for u in todo) or "-"
+        k = sum(c.kernel_ns for c in s.coverage)
+        linked = sum(c.linked_ns for c in s.coverage)
+        comm = sum(c.communication_ns for c in s.coverage)
+        mod = sum(c.modelled_ns for c in s.coverage)
+        todo = [u for u in s.unmodelled if not u.reason.startswith("communication")][:3]
+        miss = ", ".join(f"`{u.name}` {u.kernel_ns / 1e6:.2f}" for u in todo) or "-"
         tr = "yes" if any(t in name.lower() for t in TRANSFORMERS) else ""
         rows.append(f"| {name} | {tr} | {k / 1e6:.2f} | {_pct(linked, k)} | {_pct(mod, k)} | {_pct(mod, linked)} | "
                     f"{_pct(mod, linked - comm)} | {miss} |")
     return rows
 
 
-def _family_rows(sections: list[tuple[str, dict[str, Any]]]) -> list[str]:
+def _family_rows(sections: list[tuple[str, Ops]]) -> list[str]:
     acc: dict[str, dict[str, Any]] = defaultdict(lambda: {"names": set(), "calls": 0, "ns": 0, "traces": 0})
     for _, s in sections:
         seen = set()
-        for item in s["items"]:
-            f = acc[item["family"]]
-            f["names"].add(item["name"])
-            f["calls"] += item["calls"]
-            f["ns"] += item["kernel_ns"]
-            seen.add(item["family"])
+        for item in s.items:
+            f = acc[item.family]
+            f["names"].add(item.name)
+            f["calls"] += item.calls
+            f["ns"] += item.kernel_ns
+            seen.add(item.family)
         for fam in seen:
             acc[fam]["traces"] += 1
     total = sum(f["ns"] for f in acc.values())
@@ -93,7 +96,7 @@ def _family_rows(sections: list[tuple[str, dict[str, Any]]]) -> list[str]:
     return rows
 
 
-def render(sections: list[tuple[str, dict[str, Any]]]) -> str:
+def render(sections: list[tuple[str, Ops]]) -> str:
     lines = [HEAD, "## Per trace", "", *_trace_rows(sections), "", "## Per model family (all traces)", "",
              *_family_rows(sections), ""]
     return "\n".join(lines)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from statistics import fmean
 
-from advisor.diff.facts import Capture, Device
+from advisor.diff.facts import Capture, Device, RangeTotal
 from advisor.diff.names import api_key, kernel_key, range_key
 
 
@@ -103,24 +103,22 @@ def activity_totals(captures: list[Capture], mode: str, keys: set[str]) -> dict[
 
 
 def range_totals(captures: list[Capture]) -> dict[tuple[str, str], Totals]:
-    out: dict[tuple[str, str], Totals] = {}
-    n = len(captures)
-    for cap in captures:
-        for r in cap.ranges:
-            t = out.setdefault((r.source, range_key(r.name)), Totals())
-            t.count += r.count / n
-            t.total_ns += r.total_ns / n
-            t.names[r.name] = t.names.get(r.name, 0.0) + r.total_ns / n
-    return out
+    """(range source, normalized range name) -> per-capture mean count and time."""
+    return _totals([[((r.source, range_key(r.name)), r) for r in cap.ranges] for cap in captures])
 
 
 def api_totals(captures: list[Capture]) -> dict[tuple[str, str], Totals]:
     """("api", normalized CUDA runtime/driver call name) -> per-capture mean count and host time."""
+    return _totals([[(("api", api_key(r.name)), r) for r in cap.api] for cap in captures])
+
+
+def _totals(per_capture: list[list[tuple[tuple[str, str], RangeTotal]]]) -> dict[tuple[str, str], Totals]:
+    """Rows (name, count, total_ns) of each capture under their key, as per-capture means."""
     out: dict[tuple[str, str], Totals] = {}
-    n = len(captures)
-    for cap in captures:
-        for r in cap.api:
-            t = out.setdefault(("api", api_key(r.name)), Totals())
+    n = len(per_capture)
+    for rows in per_capture:
+        for key, r in rows:
+            t = out.setdefault(key, Totals())
             t.count += r.count / n
             t.total_ns += r.total_ns / n
             t.names[r.name] = t.names.get(r.name, 0.0) + r.total_ns / n

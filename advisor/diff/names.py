@@ -38,25 +38,14 @@ _MODULE_INDEX = re.compile(r"(?<=[A-Za-z_])\.\d+(?=\.|\b)")
 _FX_GRAPH_HASH = re.compile(r"\b(CompiledFxGraph)\s+[0-9a-z]{16,}\b")
 
 
-def _strip_parens(name: str) -> str:
-    """Drop every balanced `(...)` group: parameter lists differ between demanglers (`const T1 &` vs types)."""
+def _strip(name: str, pair: str) -> str:
+    """Drop every balanced group of `pair` ("()": parameter lists, which differ between demanglers
+    (`const T1 &` vs types); "<>": template arguments)."""
     out, depth = [], 0
     for ch in name:
-        if ch == "(":
+        if ch == pair[0]:
             depth += 1
-        elif ch == ")":
-            depth = max(0, depth - 1)
-        elif depth == 0:
-            out.append(ch)
-    return "".join(out)
-
-
-def _strip_templates(name: str) -> str:
-    out, depth = [], 0
-    for ch in name:
-        if ch == "<":
-            depth += 1
-        elif ch == ">":
+        elif ch == pair[1]:
             depth = max(0, depth - 1)
         elif depth == 0:
             out.append(ch)
@@ -73,7 +62,7 @@ def kernel_key(name: str) -> str:
         return wrapped.group("inner").strip()
     head, lt, rest = n.partition("<")
     n = head + lt + _NUM_LITERAL.sub("N", rest)
-    n = _strip_parens(n).replace("operator", "")
+    n = _strip(n, "()").replace("operator", "")
     n = re.sub(r"\bconst\b", "", n)
     n = re.sub(r"\s*([*&<>,:])\s*", r"\1", n).replace("::::", "::")
     n = n.replace(",", ", ").strip()
@@ -88,7 +77,7 @@ def kernel_key(name: str) -> str:
 def kernel_family(name: str) -> str:
     """Coarse identity: the kernel key without any template arguments."""
     key = kernel_key(name)
-    return _strip_templates(key).strip() or key
+    return _strip(key, "<>").strip() or key
 
 
 _WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+")

@@ -11,15 +11,18 @@ is `unlisted` there, not gone.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import asdict
 from typing import Any
 
 from advisor.engine.result import Sections
+from advisor.perf.mfu import Mfu, Rate
+from advisor.perf.ops.section import Ops, OpStat
+from advisor.vocab import json_row
 
 BASIS = ("each side's analysis (sections ops and mfu): op FLOPs from recorded shapes over the op's GPU time "
          "(the union of its kernels), whole capture, not scaled by the diff's work ratio; ops matched by name and "
          "device")
 OP_FIELDS = ("calls", "gpu_ns", "flop", "tflops", "tbps", "intensity", "attainable_pct", "bound", "precision")
-MFU_FIELDS = ("span_ns", "flop", "tflops", "mfu_pct", "modelled_pct")
 
 
 def _device(dev: Any, devices: Mapping[int, str] | None) -> str:
@@ -28,13 +31,23 @@ def _device(dev: Any, devices: Mapping[int, str] | None) -> str:
     return "device ?" if dev is None else f"device {dev}"
 
 
-def _keyed(items: list[Mapping[str, Any]], devices: Mapping[int, str] | None,
-           by_name: bool) -> dict[tuple[str, str], Mapping[str, Any]]:
-    return {(str(r["name"]) if by_name else "", _device(r["device_id"], devices)): r for r in items}
+def _ops(ops: Ops | None, devices: Mapping[int, str] | None) -> dict[tuple[str, str], OpStat]:
+    return {(r.name, _device(r.device_id, devices)): r for r in (ops.items if ops else ())}
 
 
-def _get(row: Mapping[str, Any] | None, key: str) -> Any:
-    return row[key] if row is not None else None
+def _mfu(mfu: Mfu | None, devices: Mapping[int, str] | None) -> dict[str, Rate]:
+    return {_device(d.device_id, devices): d.rate for d in (mfu.devices if mfu else ())}
+
+
+def _get(row: OpStat | Rate | None, key: str) -> Any:
+    return getattr(row, key) if row is not None else None
+
+
+def _fields(row: OpStat | None) -> dict[str, Any] | None:
+    if row is None:
+        return None
+    d = json_row(row)
+    return {k: d[k] for k in OP_FIELDS}
 
 
 def _delta(b: float | None, n: float | None, nd: int) -> float | None:
@@ -53,13 +66,12 @@ def _status(b: Any, n: Any, base_cut: bool, new_cut: bool) -> str:
     return "unlisted" if new_cut else "gone"
 
 
-def _op_row(key: tuple[str, str], b: Mapping[str, Any] | None, n: Mapping[str, Any] | None,
-            cuts: tuple[bool, bool]) -> dict[str, Any]:
+def _op_row(key: tuple[str, str], b: OpStat | None, n: OpStat | None, cuts: tuple[bool, bool]) -> dict[str, Any]:
     return {
         "name": key[0], "device": key[1], "family": _get(b, "family") or _get(n, "family"),
         "status": _status(b, n, *cuts),
-        "base": {k: b[k] for k in OP_FIELDS} if b is not None else None,
-        "new": {k: n[k] for k in OP_FIELDS} if n is not None else None,
+        "base": _fields(b),
+        "new": _fields(n),
         "delta_tflops": _delta(_get(b, "tflops"), _get(n, "tflops"), 3),
         "tflops_ratio": _ratio(_get(b, "tflops"), _get(n, "tflops")),
         "delta_gpu_ns": _delta(_get(b, "gpu_ns"), _get(n, "gpu_ns"), 0),
@@ -67,18 +79,18 @@ def _op_row(key: tuple[str, str], b: Mapping[str, Any] | None, n: Mapping[str, A
     }
 
 
-def _mfu_row(key: str, b: Mapping[str, Any] | None, n: Mapping[str, Any] | None) -> dict[str, Any]:
+def _mfu_row(key: str, b: Rate | None, n: Rate | None) -> dict[str, Any]:
     return {
         "device": key,
-        "base": {k: b[k] for k in MFU_FIELDS} if b is not None else None,
-        "new": {k: n[k] for k in MFU_FIELDS} if n is not None else None,
+        "base": asdict(b) if b is not None else None,
+        "new": asdict(n) if n is not None else None,
         "delta_tflops": _delta(_get(b, "tflops"), _get(n, "tflops"), 3),
         "delta_mfu_pp": _delta(_get(b, "mfu_pct"), _get(n, "mfu_pct"), 2),
     }
 
 
-def _cut(ops: Mapping[str, Any] | None) -> bool:
-    return ops is not None and int(ops["items_total"]) > len(ops["items"])
+def _cut(ops: Ops | None) -> bool:
+    return ops is not None and ops.items_total > len(ops.items)
 
 
 def ops_diff(base: Sections, new: Sections, base_devices: Mapping[int, str] | None = None,
@@ -90,20 +102,18 @@ def ops_diff(base: Sections, new: Sections, base_devices: Mapping[int, str] | No
     """
     if base.ops is None and new.ops is None:
         return None
-    b = _keyed(list(base.ops["items"]) if base.ops else [], base_devices, True)
-    n = _keyed(list(new.ops["items"]) if new.ops else [], new_devices, True)
+    b, n = _ops(base.ops, base_devices), _ops(new.ops, new_devices)
     cuts = (_cut(base.ops), _cut(new.ops))
     rows = [_op_row(k, b.get(k), n.get(k), cuts) for k in b.keys() | n.keys()]
     rows.sort(key=lambda r: (-max((s or {}).get("gpu_ns") or 0 for s in (r["base"], r["new"])), r["name"], r["device"]))
-    bm = _keyed(base.mfu.to_dict()["devices"] if base.mfu else [], base_devices, False)
-    nm = _keyed(new.mfu.to_dict()["devices"] if new.mfu else [], new_devices, False)
-    mfu = [_mfu_row(k[1], bm.get(k), nm.get(k)) for k in sorted(bm.keys() | nm.keys())]
+    bm, nm = _mfu(base.mfu, base_devices), _mfu(new.mfu, new_devices)
+    mfu = [_mfu_row(k, bm.get(k), nm.get(k)) for k in sorted(bm.keys() | nm.keys())]
     return {
         "basis": BASIS,
         "items": rows[:top],
         "items_total": len(rows),
         "omitted": max(len(rows) - top, 0),
         "matched": sum(r["status"] == "matched" for r in rows),
-        "listed": {"base": len(base.ops["items"]) if base.ops else 0, "new": len(new.ops["items"]) if new.ops else 0},
+        "listed": {"base": len(base.ops.items) if base.ops else 0, "new": len(new.ops.items) if new.ops else 0},
         "mfu": mfu,
     }

@@ -21,9 +21,6 @@ class Interval:
     method: str
     df: float
 
-    def contains_zero(self) -> bool:
-        return self.low <= 0.0 <= self.high
-
 
 def _betacf(a: float, b: float, x: float) -> float:
     tiny, qab, qap, qam = 1e-300, a + b, a + 1.0, a - 1.0

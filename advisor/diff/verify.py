@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from advisor.vocab import pct
+
 REALISED_RATIO = 0.8  # measured >= 80% of predicted: realised
 # below it but an improvement beyond the threshold: partly realised; no improvement: not realised
 
@@ -52,7 +54,7 @@ def verify(doc: dict[str, Any]) -> dict[str, Any] | None:
 def _fixed(c: dict[str, Any], how: str, gain_ns: int, span_ns: int) -> dict[str, Any]:
     return {"code": c["code"], "name": c["name"], "fingerprint": c["fingerprint"], "how": how,
             "message": c["message"], "predicted_ns": gain_ns,
-            "predicted_pct": round(100.0 * gain_ns / span_ns, 1) if span_ns else None}
+            "predicted_pct": pct(gain_ns, span_ns)}
 
 
 def _status(verdict: str, measured: float | None, predicted: float) -> str:

@@ -13,6 +13,7 @@ from advisor import metrics
 from advisor.model.store import Run
 from advisor.perf import ClassifiedKernel, OpRoofline, classify_run, kineto_op_rooflines, ncu_figure, ops_figure
 from advisor.perf.sol import sol_class_or_none
+from advisor.vocab import pct
 
 # --------------------------------------------------------------------------- kernels
 
@@ -41,7 +42,7 @@ def kernel_table(
             "total_ns": int(r["total_ns"] or 0),
             "mean_ns": round(float(r["mean_ns"] or 0)),
             "p95_ns": round(float(r["p95_ns"] or 0)),
-            "share_pct": round(100.0 * int(r["total_ns"] or 0) / all_ns, 1) if all_ns else None,
+            "share_pct": pct(int(r["total_ns"] or 0), all_ns),
             "ncu_class": sol_class_or_none(r["sm_pct"], r["mem_pct"]),
         }
         for r in rows
@@ -181,7 +182,7 @@ def range_tree(run: Run, limit: int = 2000, max_depth: int = 16) -> dict[str, An
             "total_ns": int(r["total_ns"]),
             "mean_ns": round(float(r["mean_ns"])),
             "max_ns": int(r["max_ns"]),
-            "share_pct": round(100.0 * int(r["total_ns"]) / span, 1) if span else None,
+            "share_pct": pct(int(r["total_ns"]), span),
         }
         for r in rows
     ]

@@ -21,7 +21,7 @@ from advisor.perf.sol import Sol
 from advisor.rules.base import pct
 from advisor.rules.ncu_kernels import OF_WARPS, classified, launch_key, launch_location
 from advisor.rules.ncu_verdict import NCU_ONLY_BASIS, PROFILED_OF
-from advisor.vocab import json_row
+from advisor.vocab import json_row, rounded
 
 MAX_FINDINGS = 3  # findings listed per kernel, most time saved first
 
@@ -112,10 +112,10 @@ def _row(ck: ClassifiedKernel, total: int, by_location: Mapping[str, list[Mappin
         share_pct_of=PROFILED_OF,
         grid=tuple(la.grid),
         block=tuple(la.block),
-        waves_per_sm=_round(la.m("waves_per_sm"), 3),
-        achieved_occupancy_pct=_round(la.m("achieved_occupancy_pct"), 2),
+        waves_per_sm=rounded(la.m("waves_per_sm"), 3),
+        achieved_occupancy_pct=rounded(la.m("achieved_occupancy_pct"), 2),
         achieved_occupancy_pct_of=OF_WARPS,
-        theoretical_occupancy_pct=_round(la.m("theoretical_occupancy_pct"), 2),
+        theoretical_occupancy_pct=rounded(la.m("theoretical_occupancy_pct"), 2),
         theoretical_occupancy_pct_of=OF_WARPS,
         kernel_class=v.kernel_class,
         rule=v.rule,
@@ -133,7 +133,3 @@ def _findings(found: Sequence[Mapping[str, Any]]) -> tuple[KernelFinding, ...]:
         KernelFinding(f.get("code"), f.get("name"), f.get("est_gain_ns"), (f.get("fixes") or [{}])[0].get("title"))
         for f in ranked[:MAX_FINDINGS]
     )
-
-
-def _round(v: float | None, digits: int) -> float | None:
-    return round(v, digits) if v is not None else None

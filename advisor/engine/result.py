@@ -10,68 +10,28 @@ from __future__ import annotations
 
 import html
 import json
-import types
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields, is_dataclass
-from functools import cache
-from typing import TYPE_CHECKING, Any, TypeVar, Union, get_args, get_origin, get_type_hints
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from advisor.engine.findings import RuleReport, RuleResult
 from advisor.perf.mfu import Mfu
+from advisor.perf.ops.section import Ops
 from advisor.perf.range_verdicts import GpuMetrics
 from advisor.perf.serving import Serving
 from advisor.rules.base import Finding
 from advisor.rules.classify import RunVerdict
-from advisor.vocab import TimeShare
+from advisor.vocab import TimeShare, defer_types
+from advisor.vocab import load as load  # the loader of typed rows (re-exported: the engine reads kept facts)
 
 if TYPE_CHECKING:
     from advisor.engine.ncu import NcuJoin
     from advisor.engine.ncu_profile import NcuProfile
     from advisor.engine.tables import Table
 
-T = TypeVar("T")
-
-
-def load(cls: type[T], data: Mapping[str, Any]) -> T:
-    """`cls` (a dataclass) from its JSON form; keys must be exactly the fields, in order (drift fails loudly)."""
-    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
-    if list(data) != names:
-        raise ValueError(f"{cls.__name__}: keys {list(data)} are not the fields {names}")
-    hints = _hints(cls)  # type: ignore[arg-type]
-    return cls(**{n: _value(hints[n], data[n]) for n in names})
-
-
-@cache
-def _hints(cls: type) -> dict[str, Any]:
-    """A dataclass's field types, resolved once per class (a warm `analyze` loads about 60 records)."""
-    try:
-        return get_type_hints(cls)
-    except NameError:  # a type named only for type checking: the Nsight Compute sections (Sections)
-        return get_type_hints(cls, localns=_ncu_types())
-
-
-def _ncu_types() -> dict[str, type]:
-    """The Nsight Compute section types, imported only to read back an analysis's sections: a run without
-    a report never loads the join (about 10 ms of a warm `analyze`)."""
-    from advisor.engine.ncu import NcuJoin
-    from advisor.engine.ncu_profile import NcuProfile
-
-    return {"NcuJoin": NcuJoin, "NcuProfile": NcuProfile}
-
-
-def _value(tp: Any, v: Any) -> Any:
-    if v is None:
-        return None
-    origin = get_origin(tp)
-    if origin in (Union, types.UnionType):
-        inner = [a for a in get_args(tp) if a is not type(None)]
-        return _value(inner[0], v) if len(inner) == 1 else v
-    if origin is tuple:
-        return tuple(_value(get_args(tp)[0], x) for x in v)
-    if isinstance(tp, type) and is_dataclass(tp):
-        return load(tp, v)
-    return v
-
+# Sections names the Nsight Compute types for type checking only: a run without a report never imports the join
+# (about 10 ms of a warm `analyze`); `load` imports them when it reads Sections back
+defer_types(NcuJoin="advisor.engine.ncu", NcuProfile="advisor.engine.ncu_profile")
 
 @dataclass(frozen=True)
 class InputFacts:
@@ -231,7 +191,7 @@ class Sections:
     ncu: NcuJoin | None = None  # the --ncu join (advisor.engine.ncu.join_section)
     ncu_profile: NcuProfile | None = None  # an Nsight Compute report's launches (engine.ncu_profile)
     gpu_metrics: GpuMetrics | None = None  # nsys GPU metrics per NVTX range (perf.range_verdicts)
-    ops: Mapping[str, Any] | None = None  # per-op roofline from recorded shapes (perf.ops)
+    ops: Ops | None = None  # per-op roofline from recorded shapes (perf.ops)
     mfu: Mfu | None = None  # MFU and TFLOP/s per device, step and range (perf.mfu)
     serving: Serving | None = None  # graph replay, serving steps by phase (perf.serving)
 
@@ -282,7 +242,7 @@ class Analysis:
                        headline_note=self.headline_note, findings=rd["findings"], rules=rd["rules"])
         for key in ("ncu_profile", "gpu_metrics", "ops", "mfu", "serving"):
             if (section := getattr(self.sections, key)) is not None:
-                doc[key] = section if isinstance(section, Mapping) else section.to_dict()
+                doc[key] = section.to_dict()
         return doc
 
     def to_json(self) -> str:

@@ -331,8 +331,6 @@ TABLES: dict[str, Table] = {
     )
 }
 
-TIME_TABLES = ("kernels", "memops", "api_calls", "sync", "ranges", "cpu_ops", "collectives")
-
 
 def empty(name: str) -> pa.Table:
     """An empty table with the model schema of `name`."""

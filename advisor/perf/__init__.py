@@ -11,15 +11,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from advisor.perf.figure import RooflineFigure, ncu_figure, ops_figure
     from advisor.perf.kernel_class import ClassifiedKernel, KernelClass, classify, classify_run
-    from advisor.perf.ncu_join import JoinResult, combined_view, join, join_kernels, normalize_name
+    from advisor.perf.ncu_join import JoinResult, join, join_kernels, normalize_name
     from advisor.perf.peaks import PEAK_TABLE, GpuPeaks, Roof, RoofSet, match_peaks, roofs_for
     from advisor.perf.range_verdicts import gpu_metrics_section
-    from advisor.perf.roofline import KernelRoofline, ncu_rooflines
+    from advisor.perf.roofline import KernelRoofline
     from advisor.perf.timeline_roofline import (
         OpRoofline,
         RangeMetrics,
         kineto_op_rooflines,
-        range_gpu_metrics,
         range_name_gpu_metrics,
     )
 
@@ -34,7 +33,6 @@ _WHERE = {
     "classify": "advisor.perf.kernel_class",
     "classify_run": "advisor.perf.kernel_class",
     "JoinResult": "advisor.perf.ncu_join",
-    "combined_view": "advisor.perf.ncu_join",
     "join": "advisor.perf.ncu_join",
     "join_kernels": "advisor.perf.ncu_join",
     "normalize_name": "advisor.perf.ncu_join",
@@ -46,11 +44,9 @@ _WHERE = {
     "roofs_for": "advisor.perf.peaks",
     "gpu_metrics_section": "advisor.perf.range_verdicts",
     "KernelRoofline": "advisor.perf.roofline",
-    "ncu_rooflines": "advisor.perf.roofline",
     "OpRoofline": "advisor.perf.timeline_roofline",
     "RangeMetrics": "advisor.perf.timeline_roofline",
     "kineto_op_rooflines": "advisor.perf.timeline_roofline",
-    "range_gpu_metrics": "advisor.perf.timeline_roofline",
     "range_name_gpu_metrics": "advisor.perf.timeline_roofline",
 }
 
@@ -75,17 +71,14 @@ __all__ = [
     "RooflineFigure",
     "classify",
     "classify_run",
-    "combined_view",
     "gpu_metrics_section",
     "join",
     "join_kernels",
     "kineto_op_rooflines",
     "match_peaks",
     "ncu_figure",
-    "ncu_rooflines",
     "normalize_name",
     "ops_figure",
-    "range_gpu_metrics",
     "range_name_gpu_metrics",
     "roofs_for",
 ]

@@ -16,6 +16,7 @@ from advisor.perf.kernel_class import ClassifiedKernel
 from advisor.perf.peaks import PRECISION_LABEL, RoofSet
 from advisor.perf.roofline import device_roofs
 from advisor.perf.timeline_roofline import OpRoofline
+from advisor.vocab import json_row
 
 
 @dataclass(frozen=True)
@@ -29,13 +30,7 @@ class RooflineFigure:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "points": list(self.points),
-            "roofs": list(self.roofs),
-            "ridges": list(self.ridges),
-            "basis": self.basis,
-            "notes": list(self.notes),
-        }
+        return json_row(self)
 
 
 def roofs_data(roofs: RoofSet, precisions: Iterable[str]) -> list[dict[str, Any]]:

@@ -48,11 +48,6 @@ class KernelClass:
     def evidence_value(self, name: str) -> float | int | str | None:
         return next((e.value for e in self.evidence if e.name == name), None)
 
-    def evidence_number(self, name: str) -> float | None:
-        """A numeric evidence value (None when absent or text): what threshold rules compare."""
-        v = self.evidence_value(name)
-        return float(v) if isinstance(v, int | float) else None
-
 
 @dataclass(frozen=True)
 class ClassifiedKernel:

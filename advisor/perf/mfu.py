@@ -22,6 +22,7 @@ from typing import Any
 from advisor import metrics
 from advisor.model.store import Run
 from advisor.perf.ops.trace import GroupRoof, args_key, group_roofs
+from advisor.vocab import pct
 
 MAX_RANGES = 10
 MAX_STEPS = 50
@@ -143,7 +144,7 @@ def _rate(flop: float, peak_s: float, span_ns: int, modelled_ns: float, kernel_n
         span_ns, flop, round(flop / span_ns / 1e3, 3) if span_ns else None,
         # FLOPs with no peak for their precision on this device cannot be weighed: no MFU from them alone
         round(100.0 * peak_s * 1e9 / span_ns, 2) if span_ns and (peak_s or not flop) else None,
-        round(100.0 * modelled_ns / kernel_ns, 1) if kernel_ns else None,
+        pct(modelled_ns, kernel_ns),
     )
 
 

@@ -166,11 +166,6 @@ class JoinResult:
             out[g.kernel_class or "not_profiled"] += g.time_share
         return dict(out)
 
-    def weighted_speedups(self) -> list[dict[str, Any]]:
-        """Nsight Compute's estimated speedups scaled to the run: % of all kernel time, and ns."""
-        rows = [s | {"kernel": g.name, "time_share": g.time_share} for g in self.groups for s in g.est_speedups]
-        return sorted(rows, key=lambda r: -r["run_pct"])
-
     def summary(self) -> dict[str, Any]:
         return {
             "ncu_instances": self.ncu_instances,
@@ -398,36 +393,3 @@ def launch_contexts(run: Run) -> dict[tuple[Any, Any], str]:
     Same spelling as ncu_kernels.nvtx_context (outermost first), so the two compare directly.
     """
     return {(r["pid"], r["correlation_id"]): r["context"] for r in metrics.query(run, "launch_contexts")}
-
-
-# ------------------------------------------------------------------------------------------------
-def combined_view(result: JoinResult, limit: int | None = None) -> list[dict[str, Any]]:
-    """One row per timeline kernel group, largest share first: what the engine and surfaces show.
-
-    Groups without an ncu verdict are kept (class None) so the view accounts for all GPU time.
-    """
-    rows = []
-    for g in result.groups[:limit] if limit else result.groups:
-        top = max(g.est_speedups, key=lambda s: s["est_speedup_pct"], default=None)
-        verdict = g.ncu[0].verdict if g.ncu else None
-        rows.append(
-            {
-                "kernel": g.name,
-                "short_name": base_name(g.name),
-                "grid": g.grid,
-                "block": g.block,
-                "count": g.count,
-                "total_ns": g.total_ns,
-                "time_share": g.time_share,
-                "ncu_instances": len(g.ncu),
-                "class": g.kernel_class,
-                "rule": g.rule,
-                "reason": verdict.reason if verdict else None,
-                "confidence": verdict.confidence if verdict else None,
-                "top_ncu_rule": top["rule"] if top else None,
-                "top_est_speedup_pct": top["est_speedup_pct"] if top else None,
-                "top_run_pct": top["run_pct"] if top else None,
-                "top_est_gain_ns": top["est_gain_ns"] if top else None,
-            }
-        )
-    return rows

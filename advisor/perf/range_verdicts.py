@@ -14,7 +14,7 @@ from typing import Any
 
 from advisor.model.store import Run
 from advisor.perf.timeline_roofline import RangeMetrics, range_name_gpu_metrics
-from advisor.vocab import json_row
+from advisor.vocab import json_row, rounded
 
 MAX_RANGES = 20
 BASIS = (
@@ -23,7 +23,6 @@ BASIS = (
     "latency below 60% on both, else the larger side (Nsight Compute's SOL rule)"
 )
 OF = "the device's peak for that metric, as nsys samples it"
-CAPTURE_HINT = "nsys profile --gpu-metrics-devices=all (with NVTX ranges around the phases to compare)"
 MISSING = ("no NVTX range overlaps a GPU metrics sample, so there is nothing to average over; "
            "wrap the phases in NVTX ranges (torch.cuda.nvtx.range / nvtx.annotate)")
 
@@ -88,20 +87,16 @@ def _item(r: RangeMetrics) -> RangeGpuMetrics:
         instances=r.instances,
         total_ns=r.total_ns,
         samples=r.samples,
-        sm_active_pct=_round(r.sm_active_pct),
+        sm_active_pct=rounded(r.sm_active_pct, 1),
         sm_active_pct_of=f"SMs Active: {OF}",
-        compute_pct=_round(r.compute_pct),
+        compute_pct=rounded(r.compute_pct, 1),
         compute_pct_of=f"max of SM Issue and Tensor Active: {OF}",
-        dram_pct=_round(r.dram_pct),
+        dram_pct=rounded(r.dram_pct, 1),
         dram_pct_of=f"DRAM Read + DRAM Write Bandwidth: {OF}",
-        tensor_pct=_round(r.tensor_pct),
+        tensor_pct=rounded(r.tensor_pct, 1),
         tensor_pct_of=f"Tensor Active: {OF}",
         kernel_class=verdict.kernel_class,
         rule=verdict.rule,
         reason=verdict.reason,
         confidence=verdict.confidence,
     )
-
-
-def _round(v: float | None) -> float | None:
-    return None if v is None else round(v, 1)

@@ -26,7 +26,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from statistics import median
 
-from advisor.model.store import Run
 from advisor.perf.ncu_read import (
     FLOP_OPS,
     FLOP_PRECISIONS,
@@ -38,7 +37,6 @@ from advisor.perf.ncu_read import (
     TENSOR_PIPE,
     TENSOR_SRC_PRECISION,
     NcuLaunch,
-    read_launches,
 )
 from advisor.perf.peaks import PER_SM_OPS, Roof, RoofSet, op_unit, roofs_for
 
@@ -128,11 +126,6 @@ class KernelRoofline:
 
 
 # ------------------------------------------------------------------------------------------------
-def ncu_rooflines(run: Run) -> list[KernelRoofline]:
-    """The roofline of every profiled launch in an Nsight Compute run."""
-    return [kernel_roofline(launch) for launch in read_launches(run)]
-
-
 def kernel_roofline(launch: NcuLaunch) -> KernelRoofline:
     """Work, traffic and roofs of one launch."""
     work = tuple(sass_work(launch) + tensor_work(launch))

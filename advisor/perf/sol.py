@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from advisor.perf.ncu_read import KEY_METRICS, NcuLaunch
+from advisor.vocab import rounded
 
 LATENCY_BOUND_PCT = 60.0  # Nsight Compute SOLBottleneck latency_bound_threshold
 BALANCED_PCT = 10.0  # SOLBottleneck balanced_threshold
@@ -165,16 +166,16 @@ class Sol:
     def to_dict(self) -> dict[str, Any]:
         return {
             "class": self.kernel_class,
-            "compute_pct": _r(self.compute_pct),
+            "compute_pct": rounded(self.compute_pct, 2),
             "compute_pct_of": "SM peak sustained throughput over the kernel's elapsed time (sm__throughput)",
             "compute_unit": self.compute_unit.to_dict() if self.compute_unit else None,
-            "memory_pct": _r(self.memory_pct),
+            "memory_pct": rounded(self.memory_pct, 2),
             "memory_pct_of": "peak sustained throughput of the busiest of L1/TEX, L2, DRAM over the kernel's elapsed "
             "time (gpu__compute_memory_throughput)",
             "memory_unit": self.memory_unit.to_dict() if self.memory_unit else None,
             "limiting": str(self.limiting) if self.limiting else None,
             "units": [u.to_dict() for u in self.units],
-            "tensor_pipe_pct": _r(self.tensor_pct),
+            "tensor_pipe_pct": rounded(self.tensor_pct, 2),
             "tensor_pipe_pct_of": "tensor pipe peak (busy cycles)",
             "gemm_like": self.gemm_like,
             "tensor_idle": self.tensor_idle,
@@ -246,7 +247,3 @@ def peak_of(metric: str) -> str:
 
 def _metric(key: str) -> str:
     return KEY_METRICS[key]
-
-
-def _r(v: float | None) -> float | None:
-    return round(v, 2) if v is not None else None

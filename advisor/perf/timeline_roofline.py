@@ -208,11 +208,6 @@ def _matmul_out_bytes(name: str, shapes: list[Any], dtypes: list[Any]) -> float:
     return float(math.prod(a[:-1]) * b[-1] * DTYPE_BYTES[dt])
 
 
-def op_precision(name: str, dtypes: list[Any], tf32_kernels: bool = False, roofs: RoofSet | None = None) -> str:
-    """The roof an op is judged against (see `choose_precision`, which also says why)."""
-    return choose_precision(name, dtypes, tf32_kernels, roofs)[0]
-
-
 def choose_precision(
     name: str, dtypes: list[Any], tf32_kernels: bool = False, roofs: RoofSet | None = None
 ) -> tuple[str, str]:
@@ -303,19 +298,6 @@ class RangeMetrics:
             return KernelClass("latency", "gpu_metrics_latency", why, "low", ev)
         why = f"{'DRAM' if cls == 'memory' else 'compute'} {max(comp, dram):.1f}% >= {LATENCY_BOUND_PCT:.0f}% (sampled)"
         return KernelClass(cls, f"gpu_metrics_{cls}", why, "low", ev)
-
-
-def range_gpu_metrics(run: Run, sources: tuple[str, ...] = ("nvtx",)) -> list[RangeMetrics]:
-    """Mean of each sampled GPU metric per (range, device) over the range's time span."""
-    means: dict[tuple[int, int], dict[str, float]] = {}
-    names: dict[tuple[int, int], str] = {}
-    counts: dict[tuple[int, int], int] = {}
-    for r in metrics.query(run, "range_gpu_metric_means", sources=list(sources)):
-        key = (int(r["range_id"]), int(r["device_id"]))
-        means.setdefault(key, {})[r["metric"]] = float(r["mean"])
-        names[key] = r["name"]
-        counts[key] = max(counts.get(key, 0), int(r["n"]))
-    return [RangeMetrics(k[0], names[k], k[1], counts[k], m) for k, m in means.items()]
 
 
 def range_name_gpu_metrics(run: Run, sources: tuple[str, ...] = ("nvtx",)) -> list[RangeMetrics]:

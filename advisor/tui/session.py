@@ -1,4 +1,4 @@
-"""What the app explores: one run (or a base and a new run) with its analyze document.
+"""What the app explores: one run (or a base and a new run) with its typed analysis.
 
 Screens query the run from worker threads; one DuckDB connection must not run two queries at
 once, so every query goes through `Session.query`, which holds the session lock.
@@ -27,11 +27,7 @@ class OpenedRun:
 
     path: str
     run: Run
-    analysis: Analysis
-    doc: dict[str, Any] = field(init=False)  # the analysis as the JSON contract, trace text made inert
-
-    def __post_init__(self) -> None:
-        self.doc = sanitize(self.analysis.to_dict())
+    analysis: Analysis  # typed: the screens make trace text inert as they draw it
 
 
 @dataclass
@@ -41,7 +37,7 @@ class Session:
     new: OpenedRun
     base: OpenedRun | None = None
     diff: dict[str, Any] | None = None  # advisor.diff's document, for BASE NEW
-    ncu_run: Run | None = None  # `--ncu REPORT`, joined to `new` by analyze (doc["ncu"])
+    ncu_run: Run | None = None  # `--ncu REPORT`, joined to `new` by analyze (sections.ncu)
     ncu_path: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
     showing_base: bool = False  # `tui BASE NEW`: the screens other than Diff show BASE (key b toggles)
@@ -54,10 +50,6 @@ class Session:
     @property
     def run(self) -> Run:
         return self.shown.run
-
-    @property
-    def doc(self) -> dict[str, Any]:
-        return self.shown.doc
 
     @property
     def analysis(self) -> Analysis:
@@ -75,10 +67,11 @@ class Session:
         A name profiled at several launch configurations takes the class holding most of its timeline time.
         """
         weight: dict[str, dict[str, int]] = {}
-        for k in (self.doc.get("ncu") or {}).get("kernels", []):
-            if k.get("class"):
-                by_class = weight.setdefault(k["kernel"], {})
-                by_class[k["class"]] = by_class.get(k["class"], 0) + int(k.get("timeline_ns") or 0)
+        joined = self.analysis.sections.ncu
+        for k in joined.kernels if joined is not None else ():
+            if k.kernel_class:
+                by_class = weight.setdefault(inert(k.kernel), {})  # keyed as the (inert) kernel table names it
+                by_class[k.kernel_class] = by_class.get(k.kernel_class, 0) + k.timeline_ns
         return {name: max(by_class, key=lambda c: (by_class[c], c)) for name, by_class in weight.items()}
 
     def query(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

@@ -17,6 +17,7 @@ from advisor.rules.base import (
     ms,
     pct,
 )
+from advisor.vocab import device_span_of
 
 
 class ExposedCommunication(Rule):
@@ -105,7 +106,7 @@ class ExposedCommunication(Rule):
             f"{_starved(r)}",
             (
                 Evidence("exposed_comm_time", int(r["exposed_ns"]), "ns"),
-                Evidence("exposed_comm_share", pct(r["exposed_ns"], r["span_ns"]), "%", _span(r)),
+                Evidence("exposed_comm_share", pct(r["exposed_ns"], r["span_ns"]), "%", device_span_of(r["device_id"])),
                 Evidence(
                     "comm_overlap",
                     pct(r["comm_ns"] - r["exposed_ns"], r["comm_ns"]),
@@ -128,7 +129,7 @@ class ExposedCommunication(Rule):
                 Evidence("comm_kernels", int(r["n_comm"]), "count"),
                 Evidence("comm_time", comm, "ns"),
                 Evidence("exposed_comm_time", exposed, "ns"),
-                Evidence("exposed_comm_share", pct(exposed, r["span_ns"]), "%", _span(r)),
+                Evidence("exposed_comm_share", pct(exposed, r["span_ns"]), "%", device_span_of(r["device_id"])),
                 Evidence("comm_overlap", pct(hidden, comm), "%", "communication time on the device"),
                 Evidence("comm_on_compute_stream", int(r["n_comm_on_compute_stream"]), "count"),
                 Evidence("top_comm_kernel", str(r["top_comm_kernel"]), "name"),
@@ -181,10 +182,6 @@ def _starved(r: dict[str, Any]) -> str:
         f"; {ms(starved)} of it ran while the host had issued no compute to run beside it (the GPU waits on the "
         "host or the step ends there: overlap cannot hide it)"
     )
-
-
-def _span(r: dict[str, Any]) -> str:
-    return f"device span (first to last GPU activity on device {r['device_id']})"
 
 
 def _peer_wait(r: dict[str, Any]) -> str:

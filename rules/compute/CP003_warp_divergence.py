@@ -17,10 +17,10 @@ from advisor.rules.ncu_kernels import (
     maybe,
     nsight_speedups,
     num,
-    r2,
     share_evidence,
     sol_evidence,
 )
+from advisor.vocab import rounded
 
 WARP = 32.0
 NSIGHT_RULES = ("ThreadDivergence",)
@@ -145,10 +145,10 @@ class WarpDivergence(Rule):
             evidence=[
                 Evidence("threads_per_inst", round(threads, 2), "thread"),
                 Evidence("warp_efficiency_pct", round(100 * threads / WARP, 1), "%", OF_WARP),
-                *maybe("threads_per_inst_executed", r2(num(r, "threads_per_inst")), "thread"),
-                *maybe("threads_per_inst_pred_on", r2(num(r, "threads_pred_on")), "thread"),
+                *maybe("threads_per_inst_executed", rounded(num(r, "threads_per_inst"), 2), "thread"),
+                *maybe("threads_per_inst_pred_on", rounded(num(r, "threads_pred_on"), 2), "thread"),
                 *maybe("divergent_branch_targets", as_int(divergent), "branch"),
-                *maybe("uniform_branch_pct", r2(num(r, "uniform_pct")), "%", OF_BRANCH_TARGETS),
+                *maybe("uniform_branch_pct", rounded(num(r, "uniform_pct"), 2), "%", OF_BRANCH_TARGETS),
                 *maybe("branch_inst_pct", _branch_share(g), "%", OF_INST),
                 *maybe("block_threads", as_int(num(r, "block_threads")), "thread"),
                 *sol_evidence(r),

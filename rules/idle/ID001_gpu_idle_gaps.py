@@ -6,6 +6,7 @@ from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Op
 from advisor.rules.blocking import SYNC_CALLS, overlappable_idle
 from advisor.rules.compile_graphs import graph_gap_idle
 from advisor.rules.steps import step_windows
+from advisor.vocab import device_span_of
 
 FIXES = {
     "input": Fix("feed the GPU from a faster input pipeline", "more DataLoader workers, pin_memory, prefetch", "safe"),
@@ -288,9 +289,5 @@ def _idle_rows(ctx: Context) -> tuple[list[dict[str, Any]], dict[int, dict[str, 
             s["of"] = f"total time of the {s['n']} step(s) on device {s['device_id']}"
         return ctx.metric("idle_in_steps", min_gap_ns=ctx.ns("min_gap_us")), spans
     for r in ctx.metric("device_spans"):
-        spans[int(r["device_id"])] = dict(r, of=_span(int(r["device_id"])))
+        spans[int(r["device_id"])] = dict(r, of=device_span_of(int(r["device_id"])))
     return ctx.metric("idle_by_cause", min_gap_ns=ctx.ns("min_gap_us")), spans
-
-
-def _span(dev: int) -> str:
-    return f"device span (first to last GPU activity on device {dev})"

@@ -4,6 +4,7 @@ from typing import Any
 
 from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
 from advisor.rules.steps import step_windows
+from advisor.vocab import device_span_of
 
 
 class NoCopyComputeOverlap(Rule):
@@ -137,7 +138,7 @@ class NoCopyComputeOverlap(Rule):
 
 
 def _span(r: dict[str, Any]) -> str:
-    return str(r.get("of") or f"device span (first to last GPU activity on device {r['device_id']})")
+    return str(r.get("of") or device_span_of(r["device_id"]))
 
 
 def _in_steps(ctx: Context, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

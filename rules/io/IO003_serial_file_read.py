@@ -14,6 +14,7 @@ from advisor.rules.base import (
     ms,
     pct,
 )
+from advisor.vocab import device_span_of
 
 
 class SerialFileRead(Rule):
@@ -104,7 +105,7 @@ class SerialFileRead(Rule):
                             "read_idle_share",
                             pct(r["idle_ns"], r["span_ns"]),
                             "%",
-                            f"device span (first to last GPU activity on device {r['device_id']})",
+                            device_span_of(r["device_id"]),
                         ),
                         Evidence("longest_gap", int(r["max_gap_ns"]), "ns"),
                     ],

@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
+from advisor.vocab import device_span_of
 
 
 class SmallKernelStorm(Rule):
@@ -104,7 +105,8 @@ class SmallKernelStorm(Rule):
             (
                 Evidence("launch_gap_time", int(r["launch_gap_ns"]), "ns"),
                 Evidence("short_kernel_share", pct(r["n_short"], r["n_kernels"]), "%", "kernels on the device"),
-                Evidence("launch_gap_share", pct(r["launch_gap_ns"], r["span_ns"]), "%", _span(r)),
+                Evidence("launch_gap_share", pct(r["launch_gap_ns"], r["span_ns"]), "%",
+                         device_span_of(r["device_id"])),
             ),
         )
 
@@ -128,7 +130,7 @@ class SmallKernelStorm(Rule):
                 Evidence("short_kernel_time", int(r["short_ns"]), "ns"),
                 Evidence("launch_gaps", int(r["n_launch_gaps"]), "count"),
                 Evidence("launch_gap_time", gaps, "ns"),
-                Evidence("launch_gap_share", pct(gaps, r["span_ns"]), "%", _span(r)),
+                Evidence("launch_gap_share", pct(gaps, r["span_ns"]), "%", device_span_of(r["device_id"])),
                 Evidence("optimizer_gap_time", int(r["optimizer_gap_ns"]), "ns"),
             ],
             est_gain_ns=gaps,
@@ -149,7 +151,3 @@ class SmallKernelStorm(Rule):
             ),
             location=f"device={r['device_id']}",
         )
-
-
-def _span(r: dict[str, Any]) -> str:
-    return f"device span (first to last GPU activity on device {r['device_id']})"

@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
+from advisor.vocab import device_span_of
 
 
 class PerParameterOptimizer(Rule):
@@ -98,7 +99,7 @@ class PerParameterOptimizer(Rule):
         kernel = sum(int(r["kernel_ns"]) for r in rows)
         host = sum(int(r["host_end_ns"]) - int(r["host_start_ns"]) for r in rows)
         opt = str(rows[0]["optimizer"]).removeprefix("Optimizer.step#").removesuffix(".step")
-        of = f"device span (first to last GPU activity on device {dev})"
+        of = device_span_of(dev)
         return self.finding(
             f"device {dev}: {len(rows)} {opt} optimizer steps launched {n} per-parameter kernels ({n // len(rows)} "
             f"per step, no multi-tensor kernel); the GPU idled {ms(idle)} inside them ({pct(idle, span)}% of the span)",

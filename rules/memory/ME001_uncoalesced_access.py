@@ -7,6 +7,7 @@ from advisor.rules.ncu_kernels import (
     MAX_GAIN_FRACTION_OPTION,
     NCU_REQUIRES,
     KernelGroup,
+    as_int,
     estimate_gain,
     group_launches,
     maybe,
@@ -15,6 +16,7 @@ from advisor.rules.ncu_kernels import (
     profiled_ns,
     share_evidence,
 )
+from advisor.vocab import rounded
 
 SECTOR_BYTES = 32.0
 NSIGHT_RULES = ("UncoalescedGlobalAccess", "UncoalescedAccess")
@@ -96,7 +98,7 @@ class UncoalescedAccess(Rule):
                 f"worst excess is {100 * (_excess(worst) or 0):.1f}% of global sectors ({worst.short_name})",
                 (
                     Evidence("excess_sector_pct", round(100 * (_excess(worst) or 0), 1), "%", "global sectors moved"),
-                    *maybe("sectors_per_request", _round(_sectors_per_request(worst)), "sector/request"),
+                    *maybe("sectors_per_request", rounded(_sectors_per_request(worst), 2), "sector/request"),
                 ),
             )
         return Fired(tuple(self._finding(ctx, g, total, nsight) for g in firing))
@@ -120,11 +122,11 @@ class UncoalescedAccess(Rule):
             window=g.window,
             evidence=[
                 Evidence("excess_sector_pct", round(100 * excess, 1), "%", "global sectors moved (ld + st)"),
-                *maybe("sectors_per_request", _round(spr), "sector/request"),
-                *maybe("ideal_sectors_per_request", _round(ideal), "sector/request"),
-                *maybe("load_bytes_per_sector", _round(num(g.rep, "ld_bytes_per_sector")), "byte/sector"),
-                *maybe("global_sectors", _int(g.total("global_sectors")), "sector"),
-                *maybe("global_sectors_ideal", _int(g.total("global_sectors_ideal")), "sector"),
+                *maybe("sectors_per_request", rounded(spr, 2), "sector/request"),
+                *maybe("ideal_sectors_per_request", rounded(ideal, 2), "sector/request"),
+                *maybe("load_bytes_per_sector", rounded(num(g.rep, "ld_bytes_per_sector"), 2), "byte/sector"),
+                *maybe("global_sectors", as_int(g.total("global_sectors")), "sector"),
+                *maybe("global_sectors_ideal", as_int(g.total("global_sectors_ideal")), "sector"),
                 Evidence("memory_throughput_pct", round(mem, 1), "%", "max of L1/L2/DRAM peak (SOL)"),
                 *share_evidence(g, total),
                 *gain.evidence,
@@ -168,14 +170,6 @@ def _ideal_sectors_per_request(g: KernelGroup) -> float | None:
     """Sectors a request would need if every fetched byte were used: actual x bytes used / 32."""
     spr, used = _sectors_per_request(g), num(g.rep, "ld_bytes_per_sector")
     return spr * used / SECTOR_BYTES if spr is not None and used is not None else None
-
-
-def _round(v: float | None) -> float | None:
-    return round(v, 2) if v is not None else None
-
-
-def _int(v: float | None) -> int | None:
-    return int(v) if v is not None else None
 
 
 def _fmt(v: float | None) -> str:

@@ -18,10 +18,10 @@ from advisor.rules.ncu_kernels import (
     maybe,
     nsight_speedups,
     num,
-    r2,
     share_evidence,
     sol_evidence,
 )
+from advisor.vocab import rounded
 
 NSIGHT_RULES = ("TheoreticalOccupancy", "AchievedOccupancy")
 
@@ -153,13 +153,13 @@ class LowOccupancy(Rule):
             window=g.window,
             evidence=[
                 Evidence("achieved_occupancy_pct", round(achieved, 2), "%", OF_WARPS),
-                *maybe("theoretical_occupancy_pct", r2(theoretical), "%", OF_WARPS),
-                *maybe("achieved_warps_per_sm", r2(num(r, "achieved_warps")), "warp"),
-                *maybe("max_warps_per_sm", r2(warps), "warp"),
+                *maybe("theoretical_occupancy_pct", rounded(theoretical, 2), "%", OF_WARPS),
+                *maybe("achieved_warps_per_sm", rounded(num(r, "achieved_warps"), 2), "warp"),
+                *maybe("max_warps_per_sm", rounded(warps, 2), "warp"),
                 Evidence("occupancy_limiter", limiter, ""),
-                *maybe("limiter_blocks_per_sm", r2(num(r, f"limit_{limiter}")), "block"),
-                *maybe("waves_per_sm", r2(num(r, "waves")), "wave"),
-                *maybe("registers_per_thread", r2(num(r, "registers")), "register/thread"),
+                *maybe("limiter_blocks_per_sm", rounded(num(r, f"limit_{limiter}"), 2), "block"),
+                *maybe("waves_per_sm", rounded(num(r, "waves"), 2), "wave"),
+                *maybe("registers_per_thread", rounded(num(r, "registers"), 2), "register/thread"),
                 *sol_evidence(r),
                 Evidence("kernel_class", ck.verdict.kernel_class, ""),
                 *share_evidence(g, total),
@@ -209,4 +209,3 @@ def _fix(limiter: str) -> Fix:
         "blocks": "use larger blocks: the per-SM block limit is reached with small ones",
     }.get(limiter, "find the limiter in Nsight Compute's Occupancy section and relax it")
     return Fix("raise occupancy", detail, "safe")
-

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from advisor.rules.base import Clean, Context, Evidence, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
+from advisor.vocab import device_span_of
 
 
 class UnfusedElementwiseChain(Rule):
@@ -67,7 +68,7 @@ class UnfusedElementwiseChain(Rule):
             dev, gain = int(c["device_id"]), int(c["gain_ns"])
             if pct(gain, spans[dev]["span_ns"]) < float(ctx.opt("min_gain_pct")):
                 continue
-            of = f"device span (first to last GPU activity on device {dev})"
+            of = device_span_of(dev)
             findings.append(
                 self.finding(
                     f"device {dev}: {int(c['n_chains'])} chains of elementwise kernels "

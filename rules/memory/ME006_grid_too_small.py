@@ -19,10 +19,10 @@ from advisor.rules.ncu_kernels import (
     maybe,
     nsight_speedups,
     num,
-    r2,
     share_evidence,
     sol_evidence,
 )
+from advisor.vocab import rounded
 
 NSIGHT_RULES = ("LaunchConfiguration",)
 
@@ -137,7 +137,7 @@ class GridTooSmall(Rule):
                 *maybe("grid_blocks", int(blocks) if blocks is not None else None, "block"),
                 *maybe("sm_count", int(sms) if sms else None, "SM"),
                 *maybe("block_threads", as_int(num(r, "block_threads")), "thread"),
-                *maybe("achieved_occupancy_pct", r2(num(r, "achieved")), "%", OF_WARPS),
+                *maybe("achieved_occupancy_pct", rounded(num(r, "achieved"), 2), "%", OF_WARPS),
                 *sol_evidence(r),
                 *share_evidence(g, total),
                 *gain.evidence,

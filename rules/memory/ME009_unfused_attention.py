@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
+from advisor.vocab import device_span_of
 
 
 class UnfusedAttention(Rule):
@@ -98,7 +99,7 @@ class UnfusedAttention(Rule):
 
     def _finding(self, r: dict[str, Any], span: int) -> Finding:
         dev, scores = int(r["device_id"]), int(r["scores_ns"])
-        of = f"device span (first to last GPU activity on device {dev})"
+        of = device_span_of(dev)
         return self.finding(
             f"device {dev}: {r['n_chains']} unfused attention chains (batched GEMM > softmax > GEMM, "
             f"{_how(r)}); the passes over the materialized scores took {ms(scores)} ({pct(scores, span)}% of the span)",

@@ -136,6 +136,7 @@ def test_api_diff_carries_the_same_ops() -> None:
     assert d.ops is not None and d.to_dict()["ops"] == d.ops
     row = d.ops["items"][0]
     assert (row["name"], row["device"], row["status"]) == ("aten::mm", "device 0", "matched")
-    assert row["base"]["tflops"] == a.sections.ops["items"][0]["tflops"]  # type: ignore[index]
-    assert row["new"]["tflops"] == b.sections.ops["items"][0]["tflops"]  # type: ignore[index]
+    assert a.sections.ops is not None and b.sections.ops is not None
+    assert row["base"]["tflops"] == a.sections.ops.items[0].tflops
+    assert row["new"]["tflops"] == b.sections.ops.items[0].tflops
     assert a.sections.mfu is not None and d.ops["mfu"][0]["base"]["mfu_pct"] == a.sections.mfu.devices[0].rate.mfu_pct

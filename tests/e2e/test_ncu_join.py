@@ -21,7 +21,8 @@ import pytest
 from advisor.ingest import open_run
 from advisor.model.schema import TABLES
 from advisor.model.store import Run
-from advisor.perf import classify_run, combined_view, join
+from advisor.perf import classify_run, join
+from advisor.perf.ncu_join import base_name
 from tests.conftest import ROOT, real_path
 
 CUTLASS = "ncu/cutlass_a100_fused_two_gemms_s8_ncu2024.1.1.ncu-rep"
@@ -142,13 +143,13 @@ def test_cutlass_report_joined_to_its_timeline(ncu_run: Run) -> None:
     shares = result.class_shares()
     assert shares["latency"] == pytest.approx(0.7423, abs=1e-4)
     assert shares["not_profiled"] == pytest.approx(2 * INIT_NS / total)
-    assert result.weighted_speedups() == []  # this report's only rule result (SOLBottleneck) has no estimate
+    assert all(not g.est_speedups for g in result.groups)  # its only rule result (SOLBottleneck) has no estimate
 
-    view = combined_view(result)
-    assert [r["class"] for r in view] == ["latency", "latency", None]  # fused 78 us, non-fused 66 us, init 50 us
-    assert [r["count"] for r in view] == [3, 6, 2]
-    assert view[0]["rule"] == "sol_latency" and view[0]["short_name"] == "cutlass::Kernel"
-    assert view[0]["time_share"] == pytest.approx(3 * FUSED_NS / total)
+    view = result.groups  # largest share first
+    assert [g.kernel_class for g in view] == ["latency", "latency", None]  # fused 78 us, non-fused 66 us, init 50 us
+    assert [g.count for g in view] == [3, 6, 2]
+    assert view[0].rule == "sol_latency" and base_name(view[0].name) == "cutlass::Kernel"
+    assert view[0].time_share == pytest.approx(3 * FUSED_NS / total)
 
 
 def test_a_different_program_does_not_match(ncu_run: Run) -> None:
@@ -241,9 +242,9 @@ def test_captured_workloads_get_the_class_they_were_built_to_show(scenario: str,
 
 
 def test_strided_copy_moves_eight_times_the_sectors(own_cache: Path) -> None:
-    def spr(scenario: str) -> float | None:
+    def spr(scenario: str) -> float | int | str | None:
         (k,) = classify_run(open_run(_ncu_input(CAPTURES / "ncu" / scenario), cache_dir=own_cache))
-        return k.verdict.evidence_number("global_load_sectors_per_request")
+        return k.verdict.evidence_value("global_load_sectors_per_request")
 
     assert spr("ME001_uncoalesced_access_baseline") == pytest.approx(32.0)
     assert spr("ME001_uncoalesced_access_optimized") == pytest.approx(4.0)
@@ -321,7 +322,7 @@ def test_weighted_ncu_speedup_of_the_strided_copy(own_cache: Path) -> None:
     )
     (group,) = [g for g in result.groups if g.kernel_class is not None]
     assert group.time_share == pytest.approx(0.988, abs=1e-3)
-    uncoalesced = next(w for w in result.weighted_speedups() if w["rule"] == "UncoalescedGlobalAccess")
+    uncoalesced = next(w for w in group.est_speedups if w["rule"] == "UncoalescedGlobalAccess")
     assert uncoalesced["est_speedup_pct"] == pytest.approx(81.7, abs=0.05)
     assert uncoalesced["run_pct"] == pytest.approx(81.7 * 0.988, abs=0.1)
     assert uncoalesced["est_gain_ns"] == pytest.approx(group.total_ns * 0.817, rel=1e-3)

@@ -36,7 +36,7 @@ from advisor.engine.findings import RuleReport, classify, run_rules
 from advisor.engine.ncu import join_timeline
 from advisor.model.store import Run
 from advisor.rules.classify import Verdict
-from advisor.rules.steps import WARMUP_PATTERN, step_count, step_windows
+from advisor.rules.steps import WARMUP_PATTERN, step_windows
 from tests import savings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -197,6 +197,14 @@ def input_path(v: Variant, scratch: Path) -> Path:
         if not link.exists():
             link.symlink_to(f)
     return d
+
+
+def step_count(run: Run) -> int:
+    """Step instances in the trace (the most on any one device); 0 when none are marked."""
+    per: dict[int, int] = {}
+    for w in step_windows(run):
+        per[w.device_id] = per.get(w.device_id, 0) + 1
+    return max(per.values(), default=0)
 
 
 def iterations(run: Run) -> int:

@@ -33,8 +33,8 @@ def kernel_rows(app: AdvisorApp) -> dict[str, list[str]]:
 def test_kernels_show_the_ncu_class_of_matched_kernels() -> None:
     async def script(app: AdvisorApp, pilot: Any) -> None:
         assert app.session is not None and app.session.ncu_run is not None
-        sec = app.session.doc["ncu"]  # the same join section `analyze --ncu` writes
-        assert (sec["profiled_launches"], sec["matched"]) == (1, 1)
+        sec = app.session.analysis.sections.ncu  # the same join section `analyze --ncu` writes
+        assert sec is not None and (sec.profiled_launches, sec.matched) == (1, 1)
         await pilot.press("k")
         await settle(app, pilot)
         info = str(app.screen.query_one("#kernels-info", Static).render())

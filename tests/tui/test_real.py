@@ -47,7 +47,8 @@ def test_nsys_run_every_screen() -> None:
         assert len(top) > 0
         # the classifier's per-range verdicts (analyze's verdict.ranges) reach the tree and the detail line
         assert app.session is not None
-        named = {r["name"]: r["verdict"]["class"] for r in app.session.doc["verdict"]["ranges"]}
+        verdict = app.session.analysis.verdict
+        named = {r.name: r.verdict.class_ for r in verdict.ranges} if verdict is not None else {}
         assert named, "no per-range verdicts on this run"
         tagged = [n for n in top if str(n.label).split("  ")[0] in named]
         assert tagged and all(str(n.label).endswith("  " + named[str(n.label).split("  ")[0]]) for n in tagged)

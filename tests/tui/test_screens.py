@@ -371,8 +371,8 @@ def test_base_new_toggle_switches_the_shown_run() -> None:
         await pilot.press("b")
         await settle(app, pilot)
         assert app.current_mode == "overview" and "showing BASE" in app.sub_title
-        base_span = session.base.doc["capture"]["span_ns"] if session.base else None
-        assert base_span != session.new.doc["capture"]["span_ns"]
+        base_span = session.base.analysis.summary.capture.span_ns if session.base else None
+        assert base_span is not None and base_span != session.new.analysis.summary.capture.span_ns
         line = static_text(app, "#run-line")
         assert line != new_line and f"{base_span / 1e6:.1f} ms" in line
         assert static_text(app, "#first-fix") != new_fix  # the base run has no findings of its own

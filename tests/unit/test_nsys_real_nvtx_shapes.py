@@ -64,8 +64,8 @@ def test_real_nvtx_shapes_price_the_op(db: sqlite3.Connection) -> None:
     (m, k), (_, n) = sizes[1], sizes[2]
     ops = analyze(TRACE).sections.ops
     assert ops is not None
-    item = ops["items"][0]
-    assert (item["name"], item["calls"], item["precision"]) == (name, 1, ["fp32"])
-    assert item["flop"] == 2 * m * n * k + m * n  # addmm: the GEMM plus the bias add
+    item = ops.items[0]
+    assert (item.name, item.calls, item.precision) == (name, 1, ("fp32",))
+    assert item.flop == 2 * m * n * k + m * n  # addmm: the GEMM plus the bias add
     kernel_ns = db.execute("SELECT [end] - start FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
-    assert item["gpu_ns"] == kernel_ns
+    assert item.gpu_ns == kernel_ns

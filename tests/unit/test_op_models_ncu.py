@@ -22,8 +22,9 @@ from pathlib import Path
 import pytest
 
 from advisor.ingest import open_run
-from advisor.perf import ncu_rooflines
+from advisor.perf.ncu_read import read_launches
 from advisor.perf.ops import gemm, op_groups
+from advisor.perf.roofline import kernel_roofline
 from tests.conftest import ROOT, real_path
 
 NCU = ROOT / "fixtures" / "ncu"
@@ -43,7 +44,7 @@ BYTES_BESIDE = {
 def _ncu_work(path: Path, precision: str) -> tuple[float, float | None]:
     run = open_run(str(path))
     try:
-        (launch,) = ncu_rooflines(run)
+        (launch,) = [kernel_roofline(la) for la in read_launches(run)]
     finally:
         run.close()
     return sum(w.ops for w in launch.work if w.precision == precision), launch.dram_bytes
@@ -81,7 +82,7 @@ def test_cutlass_int8_gemms_match_the_imma_pipe_estimate(cache_dir: Path) -> Non
     pytest.importorskip("ncu_report", reason="pip install ncu-report")
     run = open_run(str(real_path("ncu/cutlass_a100_fused_two_gemms_s8_ncu2024.1.1.ncu-rep")))
     try:
-        launches = ncu_rooflines(run)
+        launches = [kernel_roofline(la) for la in read_launches(run)]
     finally:
         run.close()
     one = gemm.cost(3072, 384, 384, dtype="int8").flop

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from advisor.perf.kernel_class import ClassifiedKernel, KernelClass
-from advisor.perf.ncu_join import TimelineKernel, base_name, combined_view, join_kernels, normalize_name
+from advisor.perf.ncu_join import TimelineKernel, base_name, join_kernels, normalize_name
 from advisor.perf.ncu_read import NcuLaunch
 from advisor.perf.peaks import RoofSet
 from advisor.perf.roofline import KernelRoofline
@@ -60,12 +60,12 @@ def test_weights_and_speedups_scale_with_run_share() -> None:
     res = join_kernels(ncu, tl, speedups)
     assert res.match_rate == 1.0 and res.timeline_kernel_ns == 2000
     assert res.class_shares() == pytest.approx({"memory": 0.45, "compute": 0.5, "not_profiled": 0.05})
-    (s,) = res.weighted_speedups()
+    (s,) = (s for g in res.groups for s in g.est_speedups)
     assert s["run_pct"] == pytest.approx(50.0 * 0.45) and s["est_gain_ns"] == pytest.approx(450.0)
     assert s["source"] == "Nsight Compute"
-    view = combined_view(res)
-    assert [r["class"] for r in view] == ["compute", "memory", None]
-    assert view[1]["top_ncu_rule"] == "UncoalescedGlobalAccess" and view[1]["top_run_pct"] == pytest.approx(22.5)
+    assert [g.kernel_class for g in res.groups] == ["compute", "memory", None]  # largest share first
+    (top,) = res.groups[1].est_speedups
+    assert top["rule"] == "UncoalescedGlobalAccess" and top["run_pct"] == pytest.approx(22.5)
 
 
 def test_kth_instance_and_context() -> None:

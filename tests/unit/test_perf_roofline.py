@@ -55,8 +55,8 @@ def test_every_kernel_is_latency_bound_by_the_sol_rule(kernels: list[ClassifiedK
         assert v.evidence_value("sm_throughput_pct") == pytest.approx(sm)
         assert v.evidence_value("memory_throughput_pct") == pytest.approx(mem)
         assert v.evidence_value("waves_per_sm") == pytest.approx(waves)
-    assert [round(k.verdict.evidence_number("sm_throughput_pct") or 0, 1) for k in kernels] == [17.8, 18.1, 15.0]
-    assert [round(k.verdict.evidence_number("waves_per_sm") or 0, 2) for k in kernels] == [0.44, 0.44, 0.89]
+    assert [round(k.verdict.evidence_value("sm_throughput_pct") or 0, 1) for k in kernels] == [17.8, 18.1, 15.0]
+    assert [round(k.verdict.evidence_value("waves_per_sm") or 0, 2) for k in kernels] == [0.44, 0.44, 0.89]
 
 
 def test_int8_tensor_ops_match_the_cutlass_problem_size(kernels: list[ClassifiedKernel]) -> None:
@@ -102,7 +102,7 @@ def test_signals_for_rules(kernels: list[ClassifiedKernel]) -> None:
     assert plain.evidence_value("local_memory_sectors") == 0
     assert fused.evidence_value("occupancy_limiter") == "shared_mem"
     assert fused.evidence_value("registers_per_thread") == 254
-    assert (fused.evidence_number("local_memory_sectors") or 0) > 0
+    assert (fused.evidence_value("local_memory_sectors") or 0) > 0
 
 
 def test_figure_data(kernels: list[ClassifiedKernel]) -> None:

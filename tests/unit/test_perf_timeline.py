@@ -20,9 +20,9 @@ import pytest
 from advisor.ingest import open_run
 from advisor.model.schema import TABLES
 from advisor.model.store import Run
-from advisor.perf import gpu_metrics_section, kineto_op_rooflines, ops_figure, range_gpu_metrics
+from advisor.perf import gpu_metrics_section, kineto_op_rooflines, ops_figure, range_name_gpu_metrics
 from advisor.perf.peaks import roofs_for
-from advisor.perf.timeline_roofline import choose_precision, op_precision, shape_flop, tensor_bytes
+from advisor.perf.timeline_roofline import choose_precision, shape_flop, tensor_bytes
 from tests.conftest import real_path
 from tests.unit.nsys_tables import write_nvtx
 
@@ -41,8 +41,8 @@ def test_shape_flop_formulas() -> None:
 def test_tensor_bytes_and_precision() -> None:
     dt = ["c10::BFloat16", "c10::BFloat16"]
     assert tensor_bytes("aten::mm", "[[64, 32], [32, 16]]", dt) == (64 * 32 + 32 * 16 + 64 * 16) * 2
-    assert op_precision("aten::mm", dt) == "bf16_tc"
-    assert op_precision("aten::add", ["float", "float"]) == "fp32"
+    assert choose_precision("aten::mm", dt)[0] == "bf16_tc"
+    assert choose_precision("aten::add", ["float", "float"])[0] == "fp32"
 
 
 def test_float_matmul_roof_follows_its_kernels_and_the_device() -> None:
@@ -169,7 +169,7 @@ def test_gpu_metrics_per_nvtx_range() -> None:
             "strings": _t("strings", [{"string_id": 0, "value": "copy"}, {"string_id": 1, "value": "gemm"}]),
         }
     )
-    got = {r.name: r for r in range_gpu_metrics(run)}
+    got = {r.name: r for r in range_name_gpu_metrics(run)}
     assert got["copy"].dram_pct == pytest.approx(85.0) and got["copy"].samples == 10
     assert got["gemm"].compute_pct == pytest.approx(85.0)
     assert (got["copy"].classify().kernel_class, got["gemm"].classify().kernel_class) == ("memory", "compute")
@@ -277,7 +277,7 @@ def test_profiler_recorded_flops_are_used_through_the_kineto_parser(tmp_path: Pa
     assert mm.flops_per_s == pytest.approx(recorded / 200e-6)  # 687 TFLOP/s of the H100's 989.5 dense BF16
     v = mm.classify()
     assert (v.kernel_class, v.rule, v.confidence) == ("compute", "roofline_compute", "low")
-    assert v.evidence_number("attained_pct") == pytest.approx(100 * recorded / 200e-6 / 989.5e12)
+    assert v.evidence_value("attained_pct") == pytest.approx(100 * recorded / 200e-6 / 989.5e12)
     flop_ev = next(e for e in v.evidence if e.name == "flop")
     assert flop_ev.value == recorded and flop_ev.source.startswith("Kineto op FLOPs (profiler)")
     assert (add.flop, add.flop_basis, add.precision) == (m * n, "profiler", "fp32")
@@ -324,7 +324,7 @@ def test_gpu_metrics_per_nvtx_range_through_the_nsys_parser(tmp_path: Path) -> N
     """The same two phases as above, but read from an nsys export by the nsys parser."""
     run = open_run(nsys_export_with_gpu_metrics(tmp_path / "metrics.sqlite"), cache_dir=tmp_path / "cache")
     assert run.count("gpu_metrics") == 100
-    got = {r.name: r for r in range_gpu_metrics(run)}
+    got = {r.name: r for r in range_name_gpu_metrics(run)}
     run.close()
     assert (got["copy"].device_id, got["copy"].samples) == (0, 10)
     assert (got["copy"].compute_pct, got["copy"].dram_pct) == (pytest.approx(20.0), pytest.approx(85.0))

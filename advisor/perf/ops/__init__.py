@@ -4,7 +4,7 @@ One small module per family (`gemm`, `conv`, `attention`, `norm` (softmax and no
 `elementwise`, `reduce`, `memory` (embedding, index, gather, scatter, cat), `pool`, `optimizer`,
 `triton`, `vllm`);
 each model is a function `OpCall -> Cost | None` whose docstring gives its formula. Usable with a
-trace (`op_groups`, `ops_section`, `roofline_split`) or without one:
+trace (`op_groups`, `ops_section`) or without one:
 
 >>> from advisor.perf.ops import gemm
 >>> c = gemm.cost(4096, 4096, 4096, dtype="bf16")
@@ -18,7 +18,7 @@ trace (`op_groups`, `ops_section`, `roofline_split`) or without one:
 from advisor.perf.ops import attention, conv, elementwise, gemm, memory, norm, optimizer, pool, reduce, triton, vllm
 from advisor.perf.ops.base import Cost, OpCall, OpModel, RooflineTime, gpu_roofs
 from advisor.perf.ops.registry import FAMILIES, MODELS, model_for, op_cost
-from advisor.perf.ops.section import Split, ops_section, roofline_split
+from advisor.perf.ops.section import ops_section
 from advisor.perf.ops.trace import OpGroup, op_groups
 
 __all__ = [
@@ -29,7 +29,6 @@ __all__ = [
     "OpGroup",
     "OpModel",
     "RooflineTime",
-    "Split",
     "attention",
     "conv",
     "elementwise",
@@ -44,7 +43,6 @@ __all__ = [
     "optimizer",
     "pool",
     "reduce",
-    "roofline_split",
     "triton",
     "vllm",
 ]

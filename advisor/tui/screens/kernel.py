@@ -43,7 +43,7 @@ class KernelScreen(AdvisorScreen):
 
     def show(self, data: dict[str, Any]) -> None:
         items = data["items"]
-        t0 = self.session.doc["capture"]["start_ns"] or 0
+        t0 = self.session.analysis.summary.capture.start_ns or 0
         linked = sum(1 for r in items if r["nvtx"] or r["op"])
         info = f"{data['count']} execution(s); the {len(items)} longest shown, start relative to capture start"
         info += f"; {linked} with launch context" if items else ""

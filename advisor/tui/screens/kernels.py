@@ -12,7 +12,7 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Header, Input, Static
 
 from advisor.api import SORT_KEYS, kernel_table
-from advisor.tui.format import clip, fmt_pct, ns
+from advisor.tui.format import clip, fmt_pct, inert, ns
 from advisor.tui.messages import DataReady
 from advisor.tui.screens.base import AdvisorScreen
 from advisor.tui.screens.kernel import KernelScreen
@@ -71,12 +71,12 @@ class KernelsScreen(AdvisorScreen):
         info += f"  ·  total {ns(data['total_kernel_ns'])} ({data['of']})"
         if data["source"] == "ncu_kernels":
             info += "  ·  from Nsight Compute (replayed launches)"
-        joined = self.session.doc.get("ncu")
+        joined = self.session.analysis.sections.ncu
         classes = self.session.ncu_classes if joined else {}
         if joined:
-            report = Path(joined["path"]).name if joined.get("path") else "the --ncu report"
-            info += (f"  ·  ncu class from {report} ({joined['matched']} of "
-                     f"{joined['profiled_launches']} profiled launch(es) matched)")
+            report = inert(Path(joined.path).name) if joined.path else "the --ncu report"
+            info += (f"  ·  ncu class from {report} ({joined.matched} of "
+                     f"{joined.profiled_launches} profiled launch(es) matched)")
         self.query_one("#kernels-info", Static).update(Text(info))
         table = self.query_one("#kernels", DataTable)
         table.clear()

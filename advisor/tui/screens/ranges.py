@@ -4,7 +4,7 @@ the classifier's per-range verdicts."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -12,51 +12,51 @@ from textual.widgets import Header, Static, Tree
 from textual.widgets.tree import TreeNode
 
 from advisor.api import range_tree
-from advisor.tui.format import clip, fmt_pct, ns
+from advisor.tui.format import clip, fmt_pct, inert, ns
 from advisor.tui.messages import DataReady
 from advisor.tui.screens.base import AdvisorScreen
 from advisor.tui.widgets import app_footer
+
+if TYPE_CHECKING:
+    from advisor.api import RangeVerdict, RunVerdict
 
 # PyTorch emit_nvtx call ids, dropped from tree names by explore.range_tree: dropped here too to match verdicts
 CALL_IDS = re.compile(r", (?:seq|op_id) = [0-9]+")
 
 
-def range_verdicts(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def range_verdicts(verdict: RunVerdict | None) -> dict[str, RangeVerdict]:
     """Range name -> the classifier's verdict for every range of that name (analyze's `verdict.ranges`:
-    the range names with most time), keyed as the tree names them."""
-    out: dict[str, dict[str, Any]] = {}
-    for r in (doc.get("verdict") or {}).get("ranges") or []:
-        if r.get("verdict"):
-            out.setdefault(CALL_IDS.sub("", str(r["name"])), dict(r["verdict"], count=r.get("count"),
-                                                                   total_ns=r.get("total_ns")))
+    the range names with most time), keyed as the tree names them (inert, call ids dropped)."""
+    out: dict[str, RangeVerdict] = {}
+    for r in verdict.ranges if verdict is not None else ():
+        out.setdefault(CALL_IDS.sub("", inert(r.name)), r)
     return out
 
 
-def node_label(node: dict[str, Any], width: int, verdict: dict[str, Any] | None = None) -> Text:
+def node_label(node: dict[str, Any], width: int, verdict: RangeVerdict | None = None) -> Text:
     text = Text(clip(node["path"][-1], width))
     text.append(f"  {node['count']}×  {ns(node['total_ns'])}  {fmt_pct(node['share_pct'])}", style="dim")
-    if verdict and verdict.get("class"):
-        text.append(f"  {verdict['class']}", style="bold")
+    if verdict and verdict.verdict.class_:
+        text.append(f"  {verdict.verdict.class_}", style="bold")
     return text
 
 
-def detail_text(node: dict[str, Any], verdicts: dict[str, dict[str, Any]]) -> Text:
+def detail_text(node: dict[str, Any], verdicts: dict[str, RangeVerdict]) -> Text:
     text = Text(" > ".join(node["path"]), style="bold")
     text.append(f"\nsource {node['source']} · {node['count']} instance(s) · total {ns(node['total_ns'])} "
                 f"({fmt_pct(node['share_pct'])} of the capture span) · mean {ns(node['mean_ns'])} · "
                 f"max {ns(node['max_ns'])}")
-    verdict = verdicts.get(node["path"][-1])
+    r = verdicts.get(node["path"][-1])
     text.append("\nverdict: ", style="dim")
-    if not verdict:
+    if r is None:
         text.append("n/a (the classifier gives verdicts for the range names with most time; not this one)",
                     style="dim")
         return text
-    text.append(str(verdict.get("class", "?")), style="bold")
-    if verdict.get("cause"):
-        text.append(f": {verdict['cause']}")
-    if verdict.get("count") is not None:
-        text.append(f"  (all {verdict['count']} ranges of this name, {ns(verdict.get('total_ns'))}; "
-                    f"confidence {verdict.get('confidence', 'n/a')})", style="dim")
+    text.append(r.verdict.class_, style="bold")
+    if r.verdict.cause:
+        text.append(f": {inert(r.verdict.cause)}")
+    text.append(f"  (all {r.count} ranges of this name, {ns(r.total_ns)}; confidence {r.verdict.confidence})",
+                style="dim")
     return text
 
 
@@ -90,7 +90,7 @@ class RangesScreen(AdvisorScreen):
         tree: Tree[dict[str, Any]] = self.query_one("#ranges", Tree)
         tree.clear()
         width = max(self.app.size.width - 40, 20)
-        verdicts = range_verdicts(self.session.doc)
+        verdicts = range_verdicts(self.session.analysis.verdict)
         by_path: dict[tuple[str, ...], TreeNode[dict[str, Any]]] = {(): tree.root}
         for node in sorted(nodes, key=lambda n: len(n["path"])):  # stable: keeps total-desc order per level
             path = tuple(node["path"])
@@ -103,5 +103,5 @@ class RangesScreen(AdvisorScreen):
 
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted[dict[str, Any]]) -> None:
         if event.node.data is not None:
-            self.query_one("#range-detail", Static).update(detail_text(event.node.data,
-                                                                       range_verdicts(self.session.doc)))
+            verdicts = range_verdicts(self.session.analysis.verdict)
+            self.query_one("#range-detail", Static).update(detail_text(event.node.data, verdicts))

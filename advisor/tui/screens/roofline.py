@@ -10,7 +10,7 @@ kernels) are lettered A, B, ... by GPU time, largest first, in the plot and in t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -23,6 +23,9 @@ from advisor.tui.screens.base import AdvisorScreen
 from advisor.tui.session import sanitize
 from advisor.tui.widgets import app_footer
 from advisor.tui.widgets.roofline_plot import RooflinePlot, marker, op_points
+
+if TYPE_CHECKING:
+    from advisor.api import Ops
 
 FLOPS_KEY = "_flops_per_s"
 # Columns besides the name, and about the width they take with padding: the name gets what is left.
@@ -84,12 +87,12 @@ def info_text(result: dict[str, Any], ncu_path: str | None = None) -> str:
     return text
 
 
-def ops_info(section: dict[str, Any] | None, points: list[dict[str, Any]]) -> str:
+def ops_info(section: Ops | None, points: list[dict[str, Any]]) -> str:
     """One line on the modelled ops: how many, and the share of kernel time the models cover per device."""
     if section is None or not points:
         return ""
-    cover = ", ".join(f"device {c['device_id']} {fmt_pct(c['modelled']['pct'])}" for c in section["coverage"])
-    shown = f"{len(points)} of {section['items_total']}" if section["items_total"] > len(points) else str(len(points))
+    cover = ", ".join(f"device {c.device_id} {fmt_pct(c.modelled.pct)}" for c in section.coverage)
+    shown = f"{len(points)} of {section.items_total}" if section.items_total > len(points) else str(len(points))
     return (f"modelled ops {points[0]['marker']}-{points[-1]['marker']}: {shown} by GPU time, FLOPs and bytes "
             f"from recorded shapes; kernel time modelled: {cover} (u: MFU per device, step and range)")
 
@@ -116,8 +119,8 @@ class RooflineScreen(AdvisorScreen):
 
     def show(self, result: dict[str, Any]) -> None:
         info = self.query_one("#roofline-info", Static)
-        section = self.ops_section()
-        ops = op_points(section, PRECISION_LABEL)
+        section = self.session.analysis.sections.ops
+        ops = sanitize(op_points(section, PRECISION_LABEL))  # trace text made inert
         if not result["available"] and not ops:
             info.update(Text(result["reason"]))
             info.add_class("not-available")
@@ -137,11 +140,6 @@ class RooflineScreen(AdvisorScreen):
             op_table: DataTable[Text] = DataTable(id="roofline-ops", cursor_type="row", zebra_stripes=True)
             self.mount(op_table, after=last)
             self.fill_ops(op_table, ops)
-
-    def ops_section(self) -> dict[str, Any] | None:
-        """The analysis `ops` section (typed Analysis, trace text made inert)."""
-        section = self.session.analysis.sections.ops
-        return sanitize(dict(section)) if section is not None else None
 
     def fill_ops(self, table: DataTable[Text], ops: list[dict[str, Any]]) -> None:
         """One row per modelled op, by GPU time: its point's letter, time, roofline numbers and name."""

@@ -87,8 +87,8 @@ class TimelineScreen(AdvisorScreen):
 
     def origin(self) -> int:
         """Times are shown relative to the capture start, as on the Kernels screen."""
-        start = self.session.doc["capture"]["start_ns"]
-        return int(start) if start is not None else (self.full[0] if self.full else 0)
+        start = self.session.analysis.summary.capture.start_ns
+        return start if start is not None else (self.full[0] if self.full else 0)
 
     def set_window(self, t0: float, t1: float) -> None:
         if self.full is None:

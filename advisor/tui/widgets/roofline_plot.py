@@ -12,11 +12,14 @@ global state, so figures are built on the UI thread only.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import plotext as plt
 from rich.text import Text
 from textual.widget import Widget
+
+if TYPE_CHECKING:
+    from advisor.api import Ops
 
 MARKERS = "123456789abcdefghijklmnopqrstuvwxyz"
 OP_MARKERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -33,22 +36,22 @@ def op_marker(i: int) -> str:
     return OP_MARKERS[i] if i < len(OP_MARKERS) else "*"
 
 
-def op_points(section: dict[str, Any] | None, labels: dict[str, str]) -> list[dict[str, Any]]:
+def op_points(section: Ops | None, labels: dict[str, str]) -> list[dict[str, Any]]:
     """The analysis `ops` items as plot points, in the section's order (GPU time, largest first).
 
     Each op's roofs come back out of its own roofline times: compute peak = FLOPs / compute roof time,
     bandwidth = bytes / memory roof time (the peaks the engine judged it against). labels: precision ->
     roof name (advisor.api.PRECISION_LABEL)."""
     out = []
-    for i, r in enumerate((section or {"items": []})["items"]):
-        comp, mem = r["compute_roof_ns"], r["memory_roof_ns"]
-        precision = "+".join(r["precision"])
+    for i, r in enumerate(section.items if section is not None else ()):
+        comp, mem = r.compute_roof_ns, r.memory_roof_ns
+        precision = "+".join(r.precision)
         out.append({
-            "marker": op_marker(i), "name": r["name"], "device_id": r["device_id"], "calls": r["calls"],
-            "gpu_ns": r["gpu_ns"], "bound": r["bound"], "precision": precision,
-            "intensity": r["intensity"], "flops_per_s": r["tflops"] * 1e12 if r["tflops"] else None,
-            "attainable_pct": r["attainable_pct"], "tflops": r["tflops"], "family": r["family"],
-            "peak": r["flop"] / comp * 1e9 if comp else None, "bandwidth": r["bytes"] / mem * 1e9 if mem else None,
+            "marker": op_marker(i), "name": r.name, "device_id": r.device_id, "calls": r.calls,
+            "gpu_ns": r.gpu_ns, "bound": r.bound, "precision": precision,
+            "intensity": r.intensity, "flops_per_s": r.tflops * 1e12 if r.tflops else None,
+            "attainable_pct": r.attainable_pct, "tflops": r.tflops, "family": r.family,
+            "peak": r.flop / comp * 1e9 if comp else None, "bandwidth": r.bytes / mem * 1e9 if mem else None,
             "roof_name": labels.get(precision, precision),
         })
     return out
