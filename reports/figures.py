@@ -10,7 +10,7 @@ Colours are CSS classes chosen here from a fixed palette, never taken from data.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -329,17 +329,21 @@ def _step_area(top: Sequence[float], base: Sequence[float], box: _Box) -> str:
 UNATTRIBUTED = ("unknown", "unattributed")
 
 
-def _gap_classes(gaps: Sequence[GapSegment]) -> dict[str, str]:
-    """Cause text -> palette class, in order of total gap time (the biggest cause gets gap-0).
-
-    A gap with no attributed cause is always grey, so the eye goes to the causes that are known.
-    """
+def rank_causes(gaps: Iterable[tuple[str, int]]) -> tuple[list[str], list[str]]:
+    """(cause, idle ns) per gap -> the attributed causes by total idle time, largest first, and the
+    unattributed ones: the SVG and the interactive timeline colour the biggest cause first and always
+    draw a gap with no attributed cause grey, so the eye goes to the causes that are known."""
     total: dict[str, int] = {}
-    for g in gaps:
-        total[g.cause] = total.get(g.cause, 0) + max(g.end_ns - g.start_ns, 0)
+    for cause, ns in gaps:
+        total[cause] = total.get(cause, 0) + ns
     ranked = sorted((c for c in total if c not in UNATTRIBUTED), key=lambda c: -total[c])
-    out = {c: f"gap-{min(i, GAP_PALETTE - 1)}" for i, c in enumerate(ranked)}
-    return out | {c: "gap-unknown" for c in total if c in UNATTRIBUTED}
+    return ranked, [c for c in total if c in UNATTRIBUTED]
+
+
+def _gap_classes(gaps: Sequence[GapSegment]) -> dict[str, str]:
+    """Cause text -> palette class, in order of total gap time (the biggest cause gets gap-0)."""
+    ranked, grey = rank_causes((g.cause, max(g.end_ns - g.start_ns, 0)) for g in gaps)
+    return {c: f"gap-{min(i, GAP_PALETTE - 1)}" for i, c in enumerate(ranked)} | dict.fromkeys(grey, "gap-unknown")
 
 
 def _gap_rects(gaps: Sequence[GapSegment], causes: Mapping[str, str], t0: int, window: float, y: float) -> list[Shape]:

@@ -24,6 +24,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from advisor.api import Mfu, Rate
+from advisor.reports.figures import rank_causes
 from advisor.reports.units import fmt_ns, fmt_pct
 
 if TYPE_CHECKING:
@@ -33,7 +34,6 @@ MAX_TIMELINE_OPS = 20_000  # GPU operations drawn one by one; the rest are only 
 CLASS_COLOURS = {"compute": "#2f7fd1", "communication": "#8e44ad", "memcpy": "#e08e0b", "memset": "#c0392b"}
 BOUND_COLOURS = {"memory": "#e08e0b", "compute": "#2f7fd1", "latency": "#c0392b", "unknown": "#9aa3ad"}
 CAUSE_COLOURS = ("#d62728", "#111111", "#17becf", "#8c564b", "#e377c2", "#bcbd22", "#ff7f0e", "#7f7f7f")
-UNATTRIBUTED = ("unknown", "unattributed")
 LANE_PX, BUSY_PX, MARGIN_PX = 18, 150, 150
 
 Plot = dict[str, Any]
@@ -253,13 +253,9 @@ def _op_traces(d: TimelineData, lanes: Sequence[tuple[int, int | None, str]]) ->
 
 def gap_colours(gaps: Iterable[Mapping[str, Any]]) -> dict[str, str]:
     """Cause -> colour, the cause with the most idle time first; unattributed gaps grey (as the SVG does)."""
-    total: dict[str, int] = {}
-    for g in gaps:
-        c = str(g.get("cause") or "unknown")
-        total[c] = total.get(c, 0) + int(g["end_ns"]) - int(g["start_ns"])
-    ranked = sorted((c for c in total if c not in UNATTRIBUTED), key=lambda c: -total[c])
+    ranked, grey = rank_causes((str(g.get("cause") or "unknown"), int(g["end_ns"]) - int(g["start_ns"])) for g in gaps)
     out = {c: CAUSE_COLOURS[min(i, len(CAUSE_COLOURS) - 1)] for i, c in enumerate(ranked)}
-    return out | {c: "#9aa3ad" for c in total if c in UNATTRIBUTED}
+    return out | dict.fromkeys(grey, "#9aa3ad")
 
 
 def _gap_traces(d: TimelineData, lanes: Sequence[tuple[int, int | None, str]]) -> list[Plot]:

@@ -11,14 +11,13 @@ from advisor.cli.render_facts import md_facts, text_facts
 from advisor.cli.render_gpu_metrics import md_gpu_metrics, text_gpu_metrics
 from advisor.cli.render_mfu import text_mfu, text_serving
 from advisor.cli.render_ncu import md_ncu, md_ncu_profile, text_ncu, text_ncu_profile
-from advisor.reports.units import fmt_bytes, fmt_ns
+from advisor.reports.units import fmt_bytes, fmt_ns, fmt_pct
 
 MD_LIMIT = 65_536  # a GitHub PR comment's size limit
 
 
 def fmt_share(s: api.TimeShare) -> str:
-    p = "n/a" if s.pct is None else f"{s.pct:.1f}%"
-    return f"{fmt_ns(s.ns)} ({p})"
+    return f"{fmt_ns(s.ns)} ({fmt_pct(s.pct)})"
 
 
 def _device_label(device_id: int, rank: int | None, name: str | None) -> str:

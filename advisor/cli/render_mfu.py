@@ -6,14 +6,13 @@ from __future__ import annotations
 
 from advisor.api import Mfu, Rate, Serving
 from advisor.cli.render_escape import clean
-from advisor.reports.units import fmt_ns
+from advisor.reports.units import fmt_ns, fmt_pct
 
 
 def _row(r: Rate) -> str:
     tf = "n/a" if r.tflops is None else f"{r.tflops:.2f}"
-    mfu = "n/a" if r.mfu_pct is None else f"{r.mfu_pct:.1f}%"
     cov = "n/a" if r.modelled_pct is None else f"{r.modelled_pct:.0f}%"
-    return f"{mfu:>7} {tf:>9} {cov:>8} {fmt_ns(r.span_ns):>11}"
+    return f"{fmt_pct(r.mfu_pct):>7} {tf:>9} {cov:>8} {fmt_ns(r.span_ns):>11}"
 
 
 def text_mfu(sec: Mfu | None, limit: int = 5) -> list[str]:

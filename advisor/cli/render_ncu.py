@@ -12,7 +12,7 @@ from typing import Any
 
 from advisor import api
 from advisor.cli.render_escape import clean, md_cell
-from advisor.reports.units import fmt_ns
+from advisor.reports.units import fmt_ns, fmt_pct
 
 
 def kernel_label(k: api.JoinedKernel | api.UnmatchedLaunch) -> str:
@@ -78,10 +78,6 @@ def _dims(d: Sequence[Any]) -> str:
     return "x".join("?" if v is None else str(v) for v in d)
 
 
-def _p(v: float | None) -> str:
-    return "n/a" if v is None else f"{v:.1f}%"
-
-
 def _side(sol: dict[str, Any], side: str) -> str:
     """'17.8% (tensor pipe)' or 'not available': a side of the speed of light with the unit limiting it."""
     pct, unit = sol[f"{side}_pct"], sol[f"{side}_unit"]
@@ -90,17 +86,16 @@ def _side(sol: dict[str, Any], side: str) -> str:
     if not unit:
         return f"{pct:.1f}%"
     same = abs(float(unit["pct"]) - float(pct)) < 0.05
-    return f"{pct:.1f}% ({clean(unit['unit'], 30)}{'' if same else ' ' + _p(unit['pct'])})"
+    return f"{pct:.1f}% ({clean(unit['unit'], 30)}{'' if same else ' ' + fmt_pct(unit['pct'])})"
 
 
 def _tensor(sol: dict[str, Any]) -> str:
-    t = "n/a" if sol["tensor_pipe_pct"] is None else f"{sol['tensor_pipe_pct']:.1f}%"
-    return t + (" (GEMM-like: tensor pipe idle)" if sol["tensor_idle"] else "")
+    return fmt_pct(sol["tensor_pipe_pct"]) + (" (GEMM-like: tensor pipe idle)" if sol["tensor_idle"] else "")
 
 
 def _occupancy(k: api.ProfiledKernel) -> str:
     theo = k.theoretical_occupancy_pct
-    return _p(k.achieved_occupancy_pct) + (f" (theoretical {theo:.1f}%)" if theo is not None else "")
+    return fmt_pct(k.achieved_occupancy_pct) + (f" (theoretical {theo:.1f}%)" if theo is not None else "")
 
 
 def _found(k: api.ProfiledKernel) -> str:
@@ -116,7 +111,7 @@ def text_ncu_profile(sec: api.NcuProfile | None) -> list[str]:
         sol = k.sol.to_dict()  # the SOL as the JSON gives it (rounded), so text and JSON agree
         waves = "n/a" if k.waves_per_sm is None else f"{k.waves_per_sm:.2f}"
         out.append(f"   #{k.ncu_id} {clean(k.short_name, 80)}: {fmt_ns(k.duration_ns)} "
-                   f"({_p(k.share_pct)}), grid {_dims(k.grid)} block {_dims(k.block)}, {waves} waves per SM, "
+                   f"({fmt_pct(k.share_pct)}), grid {_dims(k.grid)} block {_dims(k.block)}, {waves} waves per SM, "
                    f"occupancy {_occupancy(k)}")
         units = ", ".join(f"{clean(u['unit'], 20)} {u['pct']:.1f}%" for u in sol["units"]) or "not available"
         out.append(f"      {str(k.kernel_class).upper()}-bound: SM {_side(sol, 'compute')}, "
@@ -144,7 +139,7 @@ def md_ncu_profile(sec: api.NcuProfile | None) -> list[str]:
         sol = k.sol.to_dict()
         waves = "n/a" if k.waves_per_sm is None else f"{k.waves_per_sm:.2f}"
         out.append(
-            f"| {k.ncu_id} | {md_cell(k.short_name, 100)} | {fmt_ns(k.duration_ns)} ({_p(k.share_pct)}) | "
+            f"| {k.ncu_id} | {md_cell(k.short_name, 100)} | {fmt_ns(k.duration_ns)} ({fmt_pct(k.share_pct)}) | "
             f"{_dims(k.grid)} / {_dims(k.block)} | {waves} | {md_cell(_occupancy(k))} | "
             f"{md_cell(_side(sol, 'compute'))} | {md_cell(_side(sol, 'memory'))} | {md_cell(k.kernel_class)} | "
             f"{md_cell(_tensor(sol))} | {md_cell(_found(k), 200)} |"
