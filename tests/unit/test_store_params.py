@@ -38,13 +38,16 @@ def test_list_parameter_filters_like_bound_one() -> None:
 )
 def test_warm_analyze_loads_no_pandas_and_no_arrow(rel: str, tmp_path: Path) -> None:
     """A warm analyze reads the cached model through DuckDB alone: neither pandas nor pyarrow (with numpy, about a
-    tenth of a second of imports) is loaded. The cold run parses with Arrow."""
+    tenth of a second of imports) is loaded. The cold run parses with Arrow. Nor does a run without an Nsight
+    Compute report load the ncu join, its sections or the figures, nor does `analyze` of a file load `diff`."""
     trace = real_path(rel)
     env = dict(os.environ, ADVISOR_CACHE_DIR=str(tmp_path / "cache"))
+    unused = ("advisor.diff", "advisor.engine.ncu", "advisor.engine.ncu_profile", "advisor.perf.figure")
     code = (
         "import sys, io, contextlib; from advisor.cli.main import main\n"
         "with contextlib.redirect_stdout(io.StringIO()): rc = main(['analyze', sys.argv[1], '--format', 'json'])\n"
-        "print(rc, sorted(m for m in sys.modules if m.split('.')[0] in ('pandas', 'pyarrow'))[:3])"
+        "print(rc, sorted(m for m in sys.modules if m.split('.')[0] in ('pandas', 'pyarrow')\n"
+        f"                 or m.startswith({unused!r}))[:3])"
     )
     cold = subprocess.run([sys.executable, "-c", code, str(trace)], env=env, capture_output=True, text=True)
     assert cold.returncode == 0, cold.stderr[-2000:]
