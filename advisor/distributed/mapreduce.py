@@ -283,8 +283,8 @@ Task = tuple[Callable[..., Any], tuple[Any, ...], str, str]
 def in_flight(client: Any) -> int:
     """How many tasks to keep submitted at once: twice the cluster's worker threads (at least 8), so every
     worker has its next rank queued while the scheduler holds a bounded number of task states. All at once,
-    each rank's plan and task state stayed in the driver's scheduler until the map ended (about 23 KB per rank
-    of the rules map at 1,024 ranks)."""
+    every rank's task state stayed in the driver's scheduler until the map ended (after the read map at 1,024
+    ranks the driver held 153 MB then, 142 MB bounded)."""
     threads: dict[str, int] = client.nthreads()
     return max(8, 2 * sum(threads.values()))
 
@@ -343,12 +343,12 @@ def analyze_ranks(
     after each rank's task (done, total, what) and once per reduce."""
     out_dir.mkdir(parents=True, exist_ok=True)
     cache = str(cache_dir) if cache_dir else None
-    reads = [(map_rank, (str(f), str(out_dir), s, cache, i), f"rank-{f.name}", f.name)
-             for i, (f, s) in enumerate(zip(files, shifts(files), strict=True))]
+    shift = dict(zip([str(f) for f in files], shifts(files), strict=True))  # each file's header read once
+    reads = [(map_rank, (str(f), str(out_dir), shift[str(f)], cache, i), f"rank-{f.name}", f.name)
+             for i, f in enumerate(files)]
     maps, failed = _gather(client, reads, progress, "read")
     if not maps:
         return RankResult({}, failed)
-    shift = dict(zip([str(f) for f in files], shifts(files), strict=True))
     red = reduce_ranks(maps, out_dir, _planner(shift, cache, options, select) if rules else None)
     progress(1, 1, "cross-rank reduce")
     if not rules:

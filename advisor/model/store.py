@@ -504,7 +504,7 @@ def _connect(spill: Path | None = None) -> duckdb.DuckDBPyConnection:
     keep_range_joins(con)
     if spill is not None:
         con.execute(memory_sql())
-        con.execute(f"SET temp_directory = '{str(spill).replace(chr(39), chr(39) * 2)}'")
+        con.execute(f"SET temp_directory = {sql_string(spill)}")
         atexit.register(shutil.rmtree, spill, ignore_errors=True)
     threads = os.environ.get("ADVISOR_THREADS")
     if threads:
