@@ -15,7 +15,7 @@ from typing import Any
 
 from advisor import metrics
 from advisor.rules.base import Context, Evidence, Option, pct
-from advisor.rules.steps import step_windows
+from advisor.rules.steps import step_spans
 from advisor.vocab import device_span_of
 
 # the option every rule built on blocking_calls declares
@@ -141,8 +141,8 @@ def second_iteration_starts(ctx: Context) -> dict[int, int]:
     iteration). Devices with fewer than two marked iterations are left out."""
     out: dict[int, int] = {}
     per: dict[int, list[int]] = {}
-    for w in step_windows(ctx.run):
-        per.setdefault(w.device_id, []).append(w.start_ns)
+    for w in step_spans(ctx.run):
+        per.setdefault(int(w["device_id"]), []).append(int(w["start_ns"]))
     if not per and ctx.run.count("cpu_ops"):
         feeds: dict[Any, list[int]] = {}
         for r in ctx.metric("device_pids"):

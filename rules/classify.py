@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from advisor import metrics
 from advisor.model.store import Run
 from advisor.rules.base import pct
-from advisor.rules.steps import step_windows
+from advisor.rules.steps import step_totals, step_windows
 from advisor.vocab import device_span_of
 
 if TYPE_CHECKING:  # the join and its roofline code load only when an ncu report is joined
@@ -250,7 +250,8 @@ def _classify(run: Run, max_ranges: int, max_range_depth: int, ncu_shift: Shift 
     """ncu_shift: moves profiled kernels' time to the class Nsight Compute measured (None: no ncu)."""
     shift = ncu_shift or _same
     ranks = {int(r["device_id"]): r["rank"] for r in metrics.query(run, "device_spans")}
-    steps = shift(step_windows(run))
+    # a class shift moves each step's own pieces, so it needs the steps one by one; without one, their sums
+    steps = step_totals(run) if ncu_shift is None else _per_device(ncu_shift(step_windows(run)))
     if steps:
         run_verdict, devices = _from_steps(steps, ranks)
     else:
@@ -271,28 +272,33 @@ def _classify(run: Run, max_ranges: int, max_range_depth: int, ncu_shift: Shift 
     return RunVerdict(run_verdict, devices, _ranges(run, max_ranges, max_range_depth, ncu_shift))
 
 
+def _per_device(windows: list[metrics.WindowTimes]) -> list[metrics.DeviceShares]:
+    """Windows added up per device, devices in the order of their first window (as metrics.shares_by_device)."""
+    per: dict[int, list[metrics.WindowTimes]] = {}
+    for w in windows:
+        per.setdefault(w.device_id, []).append(w)
+    return [
+        metrics.DeviceShares(dev, len(ws), sum(w.span_ns for w in ws), min(w.start_ns for w in ws),
+                             max(w.end_ns for w in ws), _sum_ns(w.ns for w in ws))
+        for dev, ws in per.items()
+    ]
+
+
 def _from_steps(
-    steps: list[metrics.WindowTimes], ranks: Mapping[int, Any]
+    steps: list[metrics.DeviceShares], ranks: Mapping[int, Any]
 ) -> tuple[Verdict, tuple[DeviceVerdict, ...]]:
     """Run and device verdicts over the steady-state steps only (start-up and warm-up left out)."""
-    per: dict[int, list[metrics.WindowTimes]] = {}
-    for w in steps:
-        per.setdefault(w.device_id, []).append(w)
     devices = tuple(
         DeviceVerdict(
-            dev,
-            ranks.get(dev),
-            _in_steps(
-                _sum_ns(w.ns for w in ws),
-                sum(w.span_ns for w in ws),
-                f"total time of the {len(ws)} step(s) on device {dev}",
-            ),
+            d.device_id,
+            ranks.get(d.device_id),
+            _in_steps(d.ns, d.span_ns, f"total time of the {d.n_windows} step(s) on device {d.device_id}"),
         )
-        for dev, ws in sorted(per.items())
+        for d in sorted(steps, key=lambda d: d.device_id)
     )
-    n = max(len(ws) for ws in per.values())
-    of = f"total time of the {n} steady-state step(s) on the {len(per)} device(s) they feed"
-    return _in_steps(_sum_ns(w.ns for w in steps), sum(w.span_ns for w in steps), of), devices
+    n = max(d.n_windows for d in steps)
+    of = f"total time of the {n} steady-state step(s) on the {len(steps)} device(s) they feed"
+    return _in_steps(_sum_ns(d.ns for d in steps), sum(d.span_ns for d in steps), of), devices
 
 
 def _in_steps(ns: Mapping[str, int], span_ns: int, of: str) -> Verdict:

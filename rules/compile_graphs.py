@@ -16,7 +16,7 @@ from advisor import metrics
 from advisor.metrics.intervals import union
 from advisor.model.store import Run
 from advisor.rules.base import Window
-from advisor.rules.steps import step_windows
+from advisor.rules.steps import step_spans
 
 _COMPILE = -1  # the "thread" of a compile interval in the gap list: only its GPU idle is wanted
 _REGION_ID = re.compile(r"Torch-Compiled Region:\s*(\d+)/(\d+)")
@@ -119,16 +119,16 @@ def facts(run: Run) -> Facts:
 
 
 def _steps(run: Run) -> list[Step]:
-    wins = step_windows(run)
-    ids = [int(w.extra["range_id"]) for w in wins if w.extra.get("range_id") is not None]
+    wins = step_spans(run)
+    ids = [int(w["range_id"]) for w in wins if w.get("range_id") is not None]
     if not ids:
         return []
     threads = {int(r["range_id"]): r for r in metrics.query(run, "range_threads", ids=ids)}
     out = []
     for w in wins:
-        t = threads.get(int(w.extra.get("range_id", -1)))
+        t = threads.get(int(w["range_id"]) if w.get("range_id") is not None else -1)
         if t is not None:
-            out.append(Step(w.device_id, t["pid"], int(t["tid"]), w.start_ns, w.end_ns))
+            out.append(Step(int(w["device_id"]), t["pid"], int(t["tid"]), int(w["start_ns"]), int(w["end_ns"])))
     return out
 
 

@@ -9,6 +9,8 @@ no such ranges fall back to each device's whole span.
 
 from __future__ import annotations
 
+from typing import Any
+
 from advisor import metrics
 from advisor.model.store import Run
 
@@ -16,13 +18,39 @@ from advisor.model.store import Run
 WARMUP_PATTERN = r"^warm[ _-]?up([ _#:-]*[0-9]+)?$"
 
 
+def _marked(run: Run) -> bool:
+    return bool(run.count("ranges") and (run.count("kernels") or run.count("memops")))
+
+
+def step_totals(run: Run) -> list[metrics.DeviceShares]:
+    """Per device the trace feeds in marked steps: how many steps, their summed time, first start, last end and
+    timeline class times summed (metrics.shares_by_device: in DuckDB, no per-step rows); empty when the trace
+    marks no steps. What the verdict and the rules that add steps up read; computed once per run."""
+    memo = metrics.session(run).memo
+    if "step_totals" not in memo:
+        memo["step_totals"] = metrics.shares_by_device(run, "step_windows") if _marked(run) else []
+    totals: list[metrics.DeviceShares] = memo["step_totals"]
+    return totals
+
+
+def step_spans(run: Run) -> list[dict[str, Any]]:
+    """The step windows without their class times (win_id, device_id, start_ns, end_ns, label, range_id), in
+    win_id order: for callers that need each step's place, not what ran in it. Empty when no steps are marked."""
+    memo = metrics.session(run).memo
+    if "step_spans" not in memo:
+        memo["step_spans"] = metrics.window_rows(run, metrics.WindowSet.of("step_windows")) if _marked(run) else []
+    spans: list[dict[str, Any]] = memo["step_spans"]
+    return spans
+
+
 def step_windows(run: Run) -> list[metrics.WindowTimes]:
     """One window per (step instance, device it feeds) with the timeline class times inside it (metric
     step_windows, which the metrics that clip to steps read on their own); empty when the trace marks no
-    steps. Computed once per run (the verdict and several rules ask), kept in the run's metric session."""
+    steps. One Python object per step: only for what must look at each step's classes on its own (a per-step
+    bound, the Nsight Compute or roofline class shift); step_totals adds them up in DuckDB. Computed once per
+    run, kept in the run's metric session."""
     memo = metrics.session(run).memo
     if "steps" not in memo:
-        marked = run.count("ranges") and (run.count("kernels") or run.count("memops"))
-        memo["steps"] = metrics.shares(run, "step_windows") if marked else []
+        memo["steps"] = metrics.shares(run, "step_windows") if _marked(run) else []
     steps: list[metrics.WindowTimes] = memo["steps"]
     return steps

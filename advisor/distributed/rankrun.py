@@ -112,15 +112,13 @@ def analyze_rank(plan: RankPlan) -> RankOutcome:
     from advisor.rules.classify import classify, range_groups
     from advisor.rules.registry import select_rules
     from advisor.rules.roof_verdict import roof_classes
-    from advisor.rules.steps import step_windows
+    from advisor.rules.steps import step_totals
 
     run = rank_run(plan)
     try:
         codes = {r.code for r in select_rules(set(plan.select) if plan.select else None)} - CROSS_RANK_RULES
         results = rule_results(run, plan.options, codes) if codes else []
-        steps: dict[int, int] = {}
-        for w in step_windows(run):
-            steps[w.device_id] = steps.get(w.device_id, 0) + 1
+        steps = {d.device_id: d.n_windows for d in step_totals(run)}
         ranks = device_ranks(run)
         verdict = classify(run, max_ranges=0)
         roof = roof_classes(run) if verdict.devices else None

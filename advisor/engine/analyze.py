@@ -87,9 +87,10 @@ def assemble(run: Run, facts: Mapping[str, Any], sections: Sections, outcomes: O
 
 def _mfu(run: Run) -> Mfu | None:
     """MFU and achieved TFLOP/s per device, step and range (None: nothing modelled)."""
-    from advisor.rules.steps import step_windows
+    from advisor.rules.steps import step_spans
 
-    return mfu_section(run, [(w.device_id, w.start_ns, w.end_ns) for w in step_windows(run)]) or None
+    steps = [(int(w["device_id"]), int(w["start_ns"]), int(w["end_ns"])) for w in step_spans(run)]
+    return mfu_section(run, steps) or None
 
 
 # finding category -> the verdict class its fix addresses (ID001's follows the idle cause it prices most)

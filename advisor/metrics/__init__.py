@@ -369,6 +369,44 @@ def shares_by_label(run: Run, windows_metric: str, **params: Any) -> list[LabelS
     ]
 
 
+@dataclass(frozen=True)
+class DeviceShares:
+    """The windows of one device together: how many, their total time, the first start and the last end, and each
+    timeline class's time (the sums of `shares` over the device's windows)."""
+
+    device_id: int
+    n_windows: int
+    span_ns: int
+    start_ns: int
+    end_ns: int
+    ns: dict[str, int]
+
+
+def shares_by_device(run: Run, windows_metric: str, **params: Any) -> list[DeviceShares]:
+    """`shares` summed per device inside DuckDB, devices in the order their first window comes (win_id): for
+    callers that only add a device's windows up, on window sets of any size (a long run marks a million steps).
+    A device keeps every class its timeline has (0 where its windows hold none of it), as the sums of `shares`."""
+    ws = WindowSet.of(windows_metric, **params)
+    table, stem = _window_set(run, ws)
+    key = None if stem is None else f"d_{stem}"
+    rows = derived.load_json(run, key, code_key()) if key is not None else None
+    if not isinstance(rows, list):
+        stats = run.sql_dicts(
+            f"SELECT device_id, count(*) AS n, sum(end_ns - start_ns) AS span, min(start_ns) AS lo, max(end_ns) AS hi "
+            f"FROM {table} GROUP BY device_id ORDER BY min(win_id)"
+        )
+        by_cls: dict[int, dict[str, int]] = {}
+        for c in query(run, "device_shares", windows=ws):
+            by_cls.setdefault(int(c["device_id"]), {})[str(c["cls"])] = int(c["ns"] or 0)
+        rows = [{**t, "ns": dict(sorted(by_cls.get(int(t["device_id"]), {}).items()))} for t in stats]
+        if key is not None:
+            derived.save_json(run, key, code_key(), rows)
+    return [
+        DeviceShares(int(r["device_id"]), int(r["n"]), int(r["span"] or 0), int(r["lo"]), int(r["hi"]), dict(r["ns"]))
+        for r in rows
+    ]
+
+
 def one(run: Run, name: str, /, **params: Any) -> dict[str, Any]:
     """The single row of a metric that aggregates to one row (an empty dict when it returns none)."""
     rows = query(run, name, **params)

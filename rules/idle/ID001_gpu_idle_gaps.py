@@ -5,7 +5,7 @@ from typing import Any
 from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
 from advisor.rules.blocking import SYNC_CALLS, overlappable_idle
 from advisor.rules.compile_graphs import graph_gap_idle
-from advisor.rules.steps import step_windows
+from advisor.rules.steps import step_totals
 from advisor.vocab import device_span_of
 
 FIXES = {
@@ -275,18 +275,12 @@ def _idle_rows(ctx: Context) -> tuple[list[dict[str, Any]], dict[int, dict[str, 
     """Idle gaps by device and cause, and per device the window they are a share of: the marked
     steps when the trace has them (start-up and warm-up left out), else the device span."""
     spans: dict[int, dict[str, Any]] = {}
-    steps = step_windows(ctx.run)
+    steps = step_totals(ctx.run)
     if steps:
-        for w in steps:
-            s = spans.setdefault(
-                w.device_id, {"device_id": w.device_id, "span_ns": 0, "n": 0, "start_ns": w.start_ns, "end_ns": 0}
-            )
-            s["span_ns"] += w.span_ns
-            s["n"] += 1
-            s["start_ns"] = min(s["start_ns"], w.start_ns)
-            s["end_ns"] = max(s["end_ns"], w.end_ns)
-        for s in spans.values():
-            s["of"] = f"total time of the {s['n']} step(s) on device {s['device_id']}"
+        for d in steps:
+            spans[d.device_id] = {"device_id": d.device_id, "span_ns": d.span_ns, "n": d.n_windows,
+                                  "start_ns": d.start_ns, "end_ns": d.end_ns,
+                                  "of": f"total time of the {d.n_windows} step(s) on device {d.device_id}"}
         return ctx.metric("idle_in_steps", min_gap_ns=ctx.ns("min_gap_us")), spans
     for r in ctx.metric("device_spans"):
         spans[int(r["device_id"])] = dict(r, of=device_span_of(int(r["device_id"])))

@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
-from advisor.rules.steps import step_windows
+from advisor.rules.steps import step_totals
 from advisor.vocab import device_span_of
 
 
@@ -144,17 +144,15 @@ def _span(r: dict[str, Any]) -> str:
 def _in_steps(ctx: Context, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """When the trace marks steps, the same numbers taken inside them: copies at start-up (loading
     inputs and weights) are exposed by nature and not what the loop can overlap."""
-    steps = step_windows(ctx.run)
+    steps = step_totals(ctx.run)
     if not steps:
         return rows
     copies = {int(c["device_id"]): c for c in ctx.metric("copies_in_steps")}
-    per: dict[int, dict[str, int]] = {}
-    for w in steps:
-        d = per.setdefault(w.device_id, {"exposed_ns": 0, "kernel_busy_ns": 0, "span_ns": 0, "n": 0})
-        d["exposed_ns"] += w.ns.get("xfer", 0)
-        d["kernel_busy_ns"] += sum(w.ns.get(c, 0) for c in ("compute", "memory", "kernel_other"))
-        d["span_ns"] += w.span_ns
-        d["n"] += 1
+    per = {
+        s.device_id: {"exposed_ns": s.ns.get("xfer", 0), "span_ns": s.span_ns, "n": s.n_windows,
+                      "kernel_busy_ns": sum(s.ns.get(c, 0) for c in ("compute", "memory", "kernel_other"))}
+        for s in steps
+    }
     out = []
     for r in rows:
         dev = int(r["device_id"])

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
-from advisor.rules.steps import step_windows
+from advisor.rules.steps import step_totals, step_windows
 
 
 class DataloaderStall(Rule):
@@ -140,11 +140,12 @@ class DataloaderStall(Rule):
         """Per device, over its marked steps: min(DataLoader time in the step, step time minus GPU busy time),
         summed; None without steps. Idle is the step's time not busy (a step may begin before the device's first
         activity)."""
-        windows = {w.win_id: w for w in step_windows(ctx.run)}
-        if not windows:
+        if not step_totals(ctx.run):
             return None
+        loader = ctx.metric("loader_in_steps")
+        windows = {w.win_id: w for w in step_windows(ctx.run)} if loader else {}  # one object per step: only here
         total: dict[int, int] = {}
-        for r in ctx.metric("loader_in_steps"):
+        for r in loader:
             w = windows.get(int(r["win_id"]))
             if w is not None:
                 busy = sum(ns for cls, ns in w.ns.items() if not cls.startswith("idle_"))
