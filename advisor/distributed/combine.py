@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from advisor.distributed.fold import Fold
+from advisor.distributed.fold import CleanFold, Fold
 from advisor.distributed.rankrun import CROSS_RANK_RULES
 from advisor.engine.findings import RuleReport, RuleResult, resolve_options
-from advisor.rules.base import Context, Finding, Fired, NotApplicable, Outcome
+from advisor.engine.result import Analysis, InputFacts, Sections, Summary, load
+from advisor.rules.base import Clean, Context, Finding, Fired, NotApplicable, Outcome
 from advisor.rules.classify import (
     NAME_BASIS,
     STEP_NOTE,
@@ -44,31 +45,48 @@ MAX_RANGES = 10  # classify's default: the range names with most host time
 
 
 @dataclass(frozen=True)
-class RanksAnalysis:
-    """The run's report, verdict and headline, as the single-process analysis gives them. A rule's result
-    holds the run's findings of that rule (merged across ranks); `found` is how many its ranks found, the
-    count the single-process rule outcome states."""
+class RankRuleResult(RuleResult):
+    """A rule's result over the ranks: a fired rule holds the run's findings of that rule (merged across ranks);
+    `found` is how many its ranks found, the count the single-process rule outcome states."""
 
-    report: RuleReport
-    verdict: RunVerdict
-    headline: str | None
-    headline_note: str | None
-    found: Mapping[str, int] = field(default_factory=dict)  # rule code -> findings on every rank, before merging
-    summary: Mapping[str, Any] = field(default_factory=dict)  # the summary sections (advisor.engine.summary's)
+    found: int | None = None
+
+    def line(self) -> str:
+        if self.found is None or not isinstance(self.outcome, Fired):
+            return super().line()
+        return f"{self.code} {self.name}: fired ({self.found} finding{'s' if self.found != 1 else ''})"
 
     def to_dict(self) -> dict[str, Any]:
-        rep = self.report.to_dict()
-        v = self.verdict.to_dict()
-        rules = [r | {"findings": self.found[r["code"]]} if "findings" in r and r["code"] in self.found else r
-                 for r in rep["rules"]]
-        return {**self.summary, "verdict": dict(v["run"], devices=v["devices"], ranges=v["ranges"]),
-                "headline": self.headline, "headline_note": self.headline_note, "findings": rep["findings"],
-                "rules": rules}
+        d = super().to_dict()
+        return d | {"findings": self.found} if self.found is not None and "findings" in d else d
+
+
+@dataclass(frozen=True)
+class RanksAnalysis:
+    """The run's analysis as the single-process path gives it (`analysis`: the same typed Analysis, so the same
+    JSON contract and renderers), with the parts the Dask-only additions read."""
+
+    analysis: Analysis
+
+    @property
+    def report(self) -> RuleReport:
+        assert self.analysis.report is not None
+        return self.analysis.report
+
+    @property
+    def verdict(self) -> RunVerdict:
+        assert self.analysis.verdict is not None
+        return self.analysis.verdict
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.analysis.to_dict()
 
 
 def combine(fold: Fold, seeds: Path, options: Mapping[str, Mapping[str, Any]] | None,
-            select: set[str] | None = None) -> RanksAnalysis:
-    """The run's analysis from every rank's outcome, folded (advisor.distributed.fold), and the reduce's seeds."""
+            select: set[str] | None = None, directory: tuple[Path, list[Path]] | None = None,
+            top_kernels: int = 10) -> RanksAnalysis:
+    """The run's analysis from every rank's outcome, folded (advisor.distributed.fold), and the reduce's seeds;
+    `directory`: the run's directory and its rank files (input facts); `top_kernels`: how many the summary lists."""
     from advisor.engine.analyze import headline, headline_note
     from advisor.engine.findings import SPAN_OF
 
@@ -79,15 +97,39 @@ def combine(fold: Fold, seeds: Path, options: Mapping[str, Mapping[str, Any]] | 
     by_code: dict[str, list[Finding]] = {}
     for f in findings:
         by_code.setdefault(f.code, []).append(f)
-    results = [replace(r, outcome=Fired(tuple(by_code.get(r.code, ())))) if isinstance(r.outcome, Fired) else r
+    found = {code: r.found for code, r in fold.rules.items()}
+    results = [RankRuleResult(**{k: getattr(r, k) for k in RESULT_FIELDS},
+                              found=found.get(r.code) if r.code not in CROSS_RANK_RULES else None)
+               if not isinstance(r.outcome, Fired) else
+               RankRuleResult(**{k: getattr(r, k) for k in RESULT_FIELDS if k != "outcome"},
+                              outcome=Fired(tuple(by_code.get(r.code, ()))),
+                              found=found.get(r.code) if r.code not in CROSS_RANK_RULES else len(r.findings))
                for r in results]
     report = RuleReport(tuple(results), tuple(findings), fold.span_ns, SPAN_OF)
     top = report.headline()
     line = headline(verdict.run, top)
     note = headline_note(verdict.run, report.findings) if line == top else None
-    found = {code: r.found for code, r in fold.rules.items()} | {
-        r.code: len(r.findings) for r in results if r.code in CROSS_RANK_RULES}
-    return RanksAnalysis(report, verdict, line, note, found, fold.summary.facts())
+    summary = load(Summary, fold.summary.facts(top_kernels))
+    return RanksAnalysis(Analysis(_input(fold, directory), summary, verdict, report, line, note, _sections(fold)))
+
+
+RESULT_FIELDS = ("code", "name", "category", "status", "outcome", "elapsed_s", "error")
+
+
+def _input(fold: Fold, directory: tuple[Path, list[Path]] | None) -> InputFacts:
+    facts = fold.input.facts(*directory) if directory is not None else dict(fold.input.first[1]) if (
+        fold.input.first is not None) else {}
+    return load(InputFacts, facts)
+
+
+def _sections(fold: Fold) -> Sections:
+    """The `ops` and `mfu` sections from the ranks' parts; the mfu ranges are the run's top range names (the
+    names windows_ranges picks: most time at depth <= 1, summed over the ranks)."""
+    from advisor.perf.mfu import MAX_RANGES as MFU_RANGES
+
+    names = [n for n, _ in sorted(fold.range_totals.items(), key=lambda kv: (-kv[1], kv[0]))[:MFU_RANGES]]
+    return Sections(ops=fold.ops.section() if fold.ops is not None else None,
+                    mfu=fold.mfu.section(names) if fold.mfu is not None else None)
 
 
 def rule_results(fold: Fold, seeds: Path, options: Mapping[str, Mapping[str, Any]] | None,
@@ -102,8 +144,27 @@ def rule_results(fold: Fold, seeds: Path, options: Mapping[str, Mapping[str, Any
             out.append(res)
         elif rule.code in fold.rules:
             r = fold.rules[rule.code]
-            out.append(replace(r.result, elapsed_s=r.elapsed_s))
+            res = replace(r.result, elapsed_s=r.elapsed_s)
+            if isinstance(res.outcome, Clean) and r.clean is not None:
+                res = replace(res, outcome=clean_outcome(rule, r.clean, resolve_options([rule], options)[rule.code]))
+            out.append(res)
     return out
+
+
+def clean_outcome(rule: Any, c: CleanFold, opts: Mapping[str, Any]) -> Clean:
+    """A clean rule's outcome over the ranks (rules.base.Rule): rebuilt from the summed evidence, the worst
+    rank's, or, where the ranks' notes differ and neither applies, the first rank's saying so."""
+    over = rule.clean_over(c.sums, opts)
+    if over is not None:
+        return cast(Clean, over)
+    if rule.clean_worst is not None and c.worst is not None:
+        return c.worst[2]
+    _, first, rank = c.first
+    if not c.differ:
+        return first
+    who = f"rank {rank}" if rank is not None else "the first rank file"
+    return replace(first, note=f"{who}, one of {c.ranks} clean ranks whose notes differ (per rank, not summed): "
+                               f"{first.note}")
 
 
 def _cross_rank(rule: Any, seeds: Path, opts: Mapping[str, Any], classes: Mapping[int, str],

@@ -337,10 +337,13 @@ def analyze_ranks(
     options: Mapping[str, Mapping[str, Any]] | None = None,
     select: set[str] | None = None,
     progress: ProgressFn = no_progress,
+    directory: Path | None = None,
+    top: int = 10,
 ) -> RankResult:
     """Map every rank file on `client`'s workers (one task per rank), reduce in this process; with `rules`, a
     second map runs each rank's rules and verdict and the run's report is combined here. `progress` is called
-    after each rank's task (done, total, what) and once per reduce."""
+    after each rank's task (done, total, what) and once per reduce. `directory`: the run's (default: the first
+    file's), which its input facts name; `top`: how many top kernels the summary lists."""
     out_dir.mkdir(parents=True, exist_ok=True)
     cache = str(cache_dir) if cache_dir else None
     shift = dict(zip([str(f) for f in files], shifts(files), strict=True))  # each file's header read once
@@ -357,7 +360,7 @@ def analyze_ranks(
     fold, take = _folder(red, select)
     checks = [(analyze_rank, (p,), f"rules-{names[p.path]}", names[p.path]) for p in red.plans]
     _, failed2 = _gather(client, checks, progress, "rules", take)
-    res = _combined(red, fold, failed | failed2, options)
+    res = _combined(red, fold, failed | failed2, options, (directory or files[0].parent, list(files)), top)
     progress(1, 1, "combine")
     return res
 
@@ -385,19 +388,19 @@ def _folder(red: Reduced, select: set[str] | None) -> tuple[Fold, Callable[[Rank
     return fold, take
 
 
-def _combined(red: Reduced, fold: Fold, failed: dict[str, str],
-              options: Mapping[str, Mapping[str, Any]] | None) -> RankResult:
+def _combined(red: Reduced, fold: Fold, failed: dict[str, str], options: Mapping[str, Mapping[str, Any]] | None,
+              directory: tuple[Path, list[Path]], top: int = 10) -> RankResult:
     from advisor.distributed.combine import combine
 
     seeds = Path(red.plans[0].seeds) if red.plans else None
     select = set(red.plans[0].select) if red.plans and red.plans[0].select else None
-    analysis = combine(fold, seeds, options, select) if fold.count and seeds is not None else None
+    analysis = combine(fold, seeds, options, select, directory, top) if fold.count and seeds is not None else None
     return RankResult(red.tables, failed, fold.count, analysis)
 
 
 def analyze_local(files: Sequence[Path], out_dir: Path, cache_dir: Path | None = None, rules: bool = False,
-                  options: Mapping[str, Mapping[str, Any]] | None = None, select: set[str] | None = None
-                  ) -> RankResult:
+                  options: Mapping[str, Mapping[str, Any]] | None = None, select: set[str] | None = None,
+                  directory: Path | None = None) -> RankResult:
     """The same maps and reduces in this process, one rank after another (no Dask)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     cache = str(cache_dir) if cache_dir else None
@@ -410,4 +413,4 @@ def analyze_local(files: Sequence[Path], out_dir: Path, cache_dir: Path | None =
     fold, take = _folder(red, select)
     for p in red.plans:
         take(analyze_rank(p))
-    return _combined(red, fold, {}, options)
+    return _combined(red, fold, {}, options, (directory or files[0].parent, list(files)))
