@@ -27,7 +27,7 @@ from advisor.distributed.fold import CleanFold, Fold
 from advisor.distributed.rankrun import CROSS_RANK_RULES
 from advisor.engine.findings import RuleReport, RuleResult, resolve_options
 from advisor.engine.result import Analysis, InputFacts, Sections, Summary, load
-from advisor.rules.base import Clean, Context, Finding, Fired, NotApplicable, Outcome
+from advisor.rules.base import ADDITIVE_UNITS, Clean, Context, Finding, Fired, NotApplicable, Outcome
 from advisor.rules.classify import (
     NAME_BASIS,
     STEP_NOTE,
@@ -153,17 +153,19 @@ def rule_results(fold: Fold, seeds: Path, options: Mapping[str, Mapping[str, Any
 
 def clean_outcome(rule: Any, c: CleanFold, opts: Mapping[str, Any]) -> Clean:
     """A clean rule's outcome over the ranks (rules.base.Rule): rebuilt from the summed evidence, the worst
-    rank's, or, where the ranks' notes differ and neither applies, the first rank's saying so."""
+    rank's, or, where neither applies, the first rank's, saying so where it is not the run's (the ranks' notes
+    differ, or its counts and times are not the ranks' sums)."""
     over = rule.clean_over(c.sums, opts)
     if over is not None:
         return cast(Clean, over)
     if rule.clean_worst is not None and c.worst is not None:
         return c.worst[2]
     _, first, rank = c.first
-    if not c.differ:
+    partial = any(c.sums.get(e.name) != e.value for e in first.evidence if e.unit in ADDITIVE_UNITS)
+    if not c.differ and not partial:
         return first
     who = f"rank {rank}" if rank is not None else "the first rank file"
-    return replace(first, note=f"{who}, one of {c.ranks} clean ranks whose notes differ (per rank, not summed): "
+    return replace(first, note=f"{who}, one of {c.ranks} clean ranks (per rank, not summed over the ranks): "
                                f"{first.note}")
 
 
