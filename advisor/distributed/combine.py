@@ -123,13 +123,14 @@ def _input(fold: Fold, directory: tuple[Path, list[Path]] | None) -> InputFacts:
 
 
 def _sections(fold: Fold) -> Sections:
-    """The `ops` and `mfu` sections from the ranks' parts; the mfu ranges are the run's top range names (the
-    names windows_ranges picks: most time at depth <= 1, summed over the ranks)."""
+    """The `ops`, `mfu` and `serving` sections from the ranks' parts; the mfu ranges are the run's top range
+    names (the names windows_ranges picks: most time at depth <= 1, summed over the ranks)."""
     from advisor.perf.mfu import MAX_RANGES as MFU_RANGES
 
     names = [n for n, _ in sorted(fold.range_totals.items(), key=lambda kv: (-kv[1], kv[0]))[:MFU_RANGES]]
     return Sections(ops=fold.ops.section() if fold.ops is not None else None,
-                    mfu=fold.mfu.section(names) if fold.mfu is not None else None)
+                    mfu=fold.mfu.section(names) if fold.mfu is not None else None,
+                    serving=fold.serving.section() if fold.serving is not None else None)
 
 
 def rule_results(fold: Fold, seeds: Path, options: Mapping[str, Mapping[str, Any]] | None,

@@ -12,7 +12,7 @@ is the one the combine gives over the outcomes in file order (advisor.distribute
 - per device: its verdict, span, rank and steady-state steps; per range name: its sums over the ranks;
 - the run's summary facts (advisor.distributed.summary.SummaryFold), its input facts
   (advisor.distributed.inputs.InputFold) and the parts of its `ops` and `mfu` sections (perf.ops.section.OpsPart,
-  perf.mfu.MfuPart: per device, or sums per name);
+  perf.mfu.MfuPart, perf.serving.ServingPart: per device, or sums per name);
 - per clean rule, what its clean outcome over the run needs (`CleanFold`).
 
 Ties that the file order broke are broken by each finding's key (rule position, file index, position in
@@ -176,6 +176,7 @@ class Fold:
     input: InputFold = field(default_factory=InputFold)
     ops: Any = None  # perf.ops.section.OpsPart, every rank's folded
     mfu: Any = None  # perf.mfu.MfuPart, every rank's folded
+    serving: Any = None  # perf.serving.ServingPart, every rank's folded
 
     def add(self, o: Any, index: int, order: Mapping[str, int]) -> None:
         """Rank outcome `o` (rankrun.RankOutcome) of file `index`; `order`: rule code -> registry position."""
@@ -201,6 +202,7 @@ class Fold:
             self.input.add(o.input, index)
         self.ops = _folded(self.ops, o.ops)
         self.mfu = _folded(self.mfu, o.mfu)
+        self.serving = _folded(self.serving, o.serving)
 
     def _rule(self, r: RuleResult, index: int, rank: int | None) -> None:
         best = (PRECEDENCE.get(r.kind, 9), index)

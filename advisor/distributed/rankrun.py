@@ -73,6 +73,7 @@ class RankOutcome:
     input: dict[str, Any] | None = None  # engine.summary.input_info of the rank file (folded: distributed.inputs)
     ops: Any = None  # perf.ops.section.OpsPart: the rank's part of the `ops` section
     mfu: Any = None  # perf.mfu.MfuPart: the rank's part of the `mfu` section (every range name's sums)
+    serving: Any = None  # perf.serving.ServingPart: the rank's part of the `serving` section
 
 
 def rank_tables(run: Run, devices: Mapping[int, int], shift_ns: int) -> dict[str, pa.Table]:
@@ -131,24 +132,26 @@ def analyze_rank(plan: RankPlan) -> RankOutcome:
         shift, basis = (roof.shift, roof.basis) if roof is not None else (None, None)
         kernel_ns = sum(int(r["ns"]) for r in metrics.query(run, "kernel_totals"))
         totals = {str(r["name"]): int(r["total_ns"]) for r in metrics.query(run, "range_name_totals", max_depth=1)}
-        ops, mfu = sections(run)
+        ops, mfu, serving = sections(run)
         return RankOutcome(
             plan.path, next(iter(ranks.values()), None), tuple(results), verdict,
             tuple(range_groups(run, MANY_RANGES, 1, shift)) if verdict.devices else (), totals, basis,
             run.count("kernels"), steps, device_span_ns(run), ranks, run_span_ns(run), rank_summary(run),
             (roof.kernels, roof.modelled_ns, kernel_ns) if roof is not None else (0, 0, kernel_ns),
-            tuple(metrics.query(run, "host_record")), input_info(run), ops, mfu,
+            tuple(metrics.query(run, "host_record")), input_info(run), ops, mfu, serving,
         )
     finally:
         run.close()
 
 
-def sections(run: Run) -> tuple[Any, Any]:
-    """The rank's parts of the `ops` and `mfu` sections (perf.ops.section.OpsPart, perf.mfu.MfuPart; None where
-    the rank has none): the mfu part keeps every range name's sums, the driver picks the run's top names."""
+def sections(run: Run) -> tuple[Any, Any, Any]:
+    """The rank's parts of the `ops`, `mfu` and `serving` sections (perf.ops.section.OpsPart, perf.mfu.MfuPart,
+    perf.serving.ServingPart; None where the rank has none): the mfu part keeps every range name's sums, the
+    driver picks the run's top names."""
     from advisor.perf.mfu import mfu_part
     from advisor.perf.ops.section import ops_part
+    from advisor.perf.serving import serving_part
     from advisor.rules.steps import step_windows
 
     steps = [(w.device_id, w.start_ns, w.end_ns) for w in step_windows(run)]
-    return ops_part(run), mfu_part(run, steps, MANY_RANGES)
+    return ops_part(run), mfu_part(run, steps, MANY_RANGES), serving_part(run)

@@ -194,6 +194,41 @@ def test_captured_pairs_match_with_roofline_basis(name: str, tmp_path: Path) -> 
     assert got["counts"]["kernels"] == sum(e.get("cat") == "kernel" for e in events) > 0
 
 
+SERVING = ("mi300x_sglang_decode/sglang_Qwen3-8B_decode", "mi300x_vllm_decode_fullgraph/graph_execution",
+           "mi300x_sglang_decode/sglang_Qwen3-8B_decode", "mi300x_vllm_prefilldecode_piecewise/graph_execution")
+
+
+def test_serving_ranks_match(tmp_path: Path) -> None:
+    """Serving engines' traces as the ranks of one run (SGLang and vLLM decode steps, vLLM CUDA-graph replays;
+    in each copy distributedInfo.rank set to its place and its host pids moved apart, as separate processes'
+    would be: the SGLang trace is used twice): the Dask path's whole document, the `serving` section included,
+    equals the directory read's. Three decode steps over three ranks: the steady state leaves out the run's
+    first one only."""
+    from tests.conftest import real_path
+
+    d = tmp_path / "run"
+    d.mkdir()
+    alone = []
+    for rank, name in enumerate(SERVING):
+        src = real_path(f"tracelens/serving/{name}.json.gz")
+        doc = json.loads(gzip.decompress(src.read_bytes()))
+        doc["distributedInfo"]["rank"] = rank
+        for e in doc["traceEvents"]:
+            if isinstance(e.get("pid"), int) and e["pid"] > 64:  # a host process (GPU events: the device ordinal)
+                e["pid"] += 1000 * rank
+        (d / f"r{rank}.json.gz").write_bytes(gzip.compress(json.dumps(doc).encode()))
+        alone.append(analyze(src).sections.serving)
+    want = _analysis(d)
+    res = mapreduce.analyze_local(_files(d), tmp_path / "pq", tmp_path / "cache", rules=True)
+    assert not res.failed and res.analyzed == len(SERVING)
+    got = _same_analysis(res, want)["serving"]
+    # each file read alone: one step each, graph launches only in the vLLM ones
+    assert got["steps_total"] == sum(s.steps_total for s in alone if s is not None) == len(SERVING)
+    assert got["graphs"]["launches"] == sum(s.graphs.launches for s in alone if s is not None) > 0
+    decode = next(p for p in got["phases"] if p["phase"] == "decode")
+    assert (decode["steps"], decode["steady_steps"]) == (3, 2)
+
+
 def test_directory_read_links_each_ranks_kernels_to_its_own_ops() -> None:
     """Kineto numbers External ids per process from the same start, so a directory read holds each id once per
     rank: a kernel links to the op of its own process (metric op_links). On the straggler capture rank 1 runs

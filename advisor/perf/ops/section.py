@@ -166,7 +166,7 @@ class OpsPart:
         for fam, (names, calls, ns) in other.families.items():
             have = self.families.get(fam, (set(), 0, 0))
             self.families[fam] = (have[0] | names, have[1] + calls, have[2] + ns)
-        self.items = sorted(self.items + other.items, key=lambda r: (-r.gpu_ns, r.name))[:limit]
+        self.items = sorted(self.items + other.items, key=_item_order)[:limit]
         self.items_total += other.items_total
         for name, (calls, ns, why, first) in other.unmodelled.items():
             c, n, w, f = self.unmodelled.get(name, (0, 0, why, first))
@@ -229,7 +229,12 @@ def _items(groups: list[OpGroup]) -> list[OpStat]:
         if g.cost is not None:
             acc[(g.device_id, g.name)].append(g)
     rows = [_item(gs) for gs in acc.values()]
-    return sorted(rows, key=lambda r: (-r.gpu_ns, r.name))
+    return sorted(rows, key=_item_order)
+
+
+def _item_order(r: OpStat) -> tuple[int, str, bool, int]:
+    """Most GPU time first, then by name and device (ties of one op on several devices: device order)."""
+    return -r.gpu_ns, r.name, r.device_id is None, r.device_id or 0
 
 
 def _item(gs: list[OpGroup]) -> OpStat:
