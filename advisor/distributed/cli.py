@@ -40,7 +40,8 @@ def dask_client(workers: int | None, scheduler: str | None) -> Iterator[Any]:
 def analyze_dir(path: str, client: Any, rules: bool, options: Mapping[str, Mapping[str, Any]] | None,
                 select: set[str] | None, top: int = 10) -> dict[str, Any]:
     """One directory's run: its document (the single-process path's run document, with the per-rank verdicts,
-    cross-rank tables and failed ranks added), and under `_analysis` the typed analysis (None without rules)."""
+    cross-rank tables and failed ranks added), and under `_analysis` the typed analysis. Without `rules`
+    (--no-rules) the facts and sections only, as the single-process path gives them."""
     from advisor.distributed import mapreduce
     from advisor.distributed.combine import distribution
     from advisor.model.store import default_cache_dir
@@ -49,17 +50,19 @@ def analyze_dir(path: str, client: Any, rules: bool, options: Mapping[str, Mappi
     if not Path(path).is_dir():
         raise InputError(f"{path}: --workers/--scheduler read a directory of rank traces", "pass RUN_DIR")
     with tempfile.TemporaryDirectory(prefix="advisor-ranks-") as tmp:
-        res = mapreduce.analyze_ranks(rank_files(Path(path)), Path(tmp), client, default_cache_dir(), rules,
-                                      options, select, directory=Path(path), top=top)
+        res = mapreduce.analyze_ranks(rank_files(Path(path)), Path(tmp), client, default_cache_dir(), True,
+                                      options, select, directory=Path(path), top=top, facts_only=not rules)
     if not res.tables:
         raise InputError(f"{path}: every rank failed: {res.failed}", "run advisor analyze on one rank file")
-    doc: dict[str, Any] = {"path": path}
-    if res.analysis is not None:
-        doc = res.analysis.to_dict() | {"rank_verdicts": distribution(res.analysis.verdict)}
+    if res.analysis is None:
+        raise InputError(f"{path}: no rank was analyzed: {res.failed}", "run advisor analyze on one rank file")
+    doc: dict[str, Any] = res.analysis.to_dict()
+    if res.analysis.analysis.verdict is not None:
+        doc["rank_verdicts"] = distribution(res.analysis.verdict)
     return doc | {"ranks": res.tables, "failed_ranks": res.failed, "_analysis": res.analysis}
 
 
-DASK_KEYS = ("rank_verdicts", "ranks", "failed_ranks")  # what the Dask path adds to a run's document
+DASK_KEYS = ("rank_verdicts", "ranks", "failed_ranks")  # what the Dask path adds to a run's document (with rules)
 
 
 def run_ranks(args: argparse.Namespace) -> int:
@@ -78,7 +81,7 @@ def run_ranks(args: argparse.Namespace) -> int:
     else:
         out = rendered(docs, analyses, args)
     emit(out, args.output, input_paths(args), what=f"{args.format} analysis", styled=args.format == "text")
-    return 1 if args.fail_on.failed([a.analysis for a in analyses if a is not None]) else 0
+    return 1 if args.fail_on.failed([a.analysis for a in analyses]) else 0
 
 
 def document(docs: list[dict[str, Any]], analyses: list[Any]) -> dict[str, Any]:
@@ -86,13 +89,11 @@ def document(docs: list[dict[str, Any]], analyses: list[Any]) -> dict[str, Any]:
     Dask additions (DASK_KEYS; top-level too, with one run, as the run's other fields are)."""
     from advisor.api import document as single
 
-    if any(a is None for a in analyses):  # --no-rules: the cross-rank tables only
-        return {"runs": docs}
     doc = single([a.analysis for a in analyses])
     for run, d in zip(doc["runs"], docs, strict=True):
-        run.update((k, d[k]) for k in DASK_KEYS)
+        run.update((k, d[k]) for k in DASK_KEYS if k in d)
     if len(docs) == 1:
-        doc.update((k, docs[0][k]) for k in DASK_KEYS)
+        doc.update((k, docs[0][k]) for k in DASK_KEYS if k in docs[0])
     return doc
 
 
@@ -104,9 +105,7 @@ def rendered(docs: list[dict[str, Any]], analyses: list[Any], args: argparse.Nam
     parts = []
     for d, a in zip(docs, analyses, strict=True):
         extra = ranks_lines(d)
-        if a is None:
-            parts.append("\n".join([d["path"], *extra]) + "\n")
-        elif args.format == "md":
+        if args.format == "md":
             parts.append(markdown_document([a.analysis]) + "\n## Ranks\n\n" + "".join(f"- {x}\n" for x in extra))
         else:
             parts.append(text_document([a.analysis], verbose=args.verbose, wide=args.wide) + "\nranks:\n"

@@ -84,11 +84,16 @@ class RanksAnalysis:
 
 def combine(fold: Fold, seeds: Path, options: Mapping[str, Mapping[str, Any]] | None,
             select: set[str] | None = None, directory: tuple[Path, list[Path]] | None = None,
-            top_kernels: int = 10) -> RanksAnalysis:
+            top_kernels: int = 10, facts_only: bool = False) -> RanksAnalysis:
     """The run's analysis from every rank's outcome, folded (advisor.distributed.fold), and the reduce's seeds;
-    `directory`: the run's directory and its rank files (input facts); `top_kernels`: how many the summary lists."""
+    `directory`: the run's directory and its rank files (input facts); `top_kernels`: how many the summary lists;
+    `facts_only` (analyze --no-rules): no verdict, findings or rule outcomes."""
     from advisor.engine.analyze import headline, headline_note
     from advisor.engine.findings import SPAN_OF
+
+    summary = load(Summary, fold.summary.facts(top_kernels))
+    if facts_only:
+        return RanksAnalysis(Analysis(_input(fold, directory), summary, None, None, None, None, _sections(fold)))
 
     verdict = run_verdict(fold)
     classes = {d.device_id: d.verdict.class_ for d in verdict.devices}
@@ -109,7 +114,6 @@ def combine(fold: Fold, seeds: Path, options: Mapping[str, Mapping[str, Any]] | 
     top = report.headline()
     line = headline(verdict.run, top)
     note = headline_note(verdict.run, report.findings) if line == top else None
-    summary = load(Summary, fold.summary.facts(top_kernels))
     return RanksAnalysis(Analysis(_input(fold, directory), summary, verdict, report, line, note, _sections(fold)))
 
 

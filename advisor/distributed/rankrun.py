@@ -49,6 +49,7 @@ class RankPlan:
     cache_dir: str | None = None
     options: Mapping[str, Mapping[str, Any]] | None = None
     select: frozenset[str] | None = None
+    rules: bool = True  # False (analyze --no-rules): the rank's facts and sections only
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,7 @@ def analyze_rank(plan: RankPlan) -> RankOutcome:
     run = rank_run(plan)
     try:
         codes = {r.code for r in select_rules(set(plan.select) if plan.select else None)} - CROSS_RANK_RULES
+        codes = codes if plan.rules else set()
         results = rule_results(run, plan.options, codes) if codes else []
         steps: dict[int, int] = {}
         for w in step_windows(run):

@@ -194,6 +194,16 @@ def test_captured_pairs_match_with_roofline_basis(name: str, tmp_path: Path) -> 
     assert got["counts"]["kernels"] == sum(e.get("cat") == "kernel" for e in events) > 0
 
 
+def test_no_rules_facts_match(tmp_path: Path) -> None:
+    """`--no-rules` on the Dask path: the facts and sections (input, summary, ops, mfu) with no verdict, findings
+    or rule outcomes, the whole document as the directory read's `analyze --no-rules`."""
+    d = ROOT / "fixtures" / "kineto" / "CO002_straggler_rank_baseline"
+    want = _timeless(json.loads(json.dumps(analyze(d, rules=False).to_dict(), default=str)))
+    res = mapreduce.analyze_local(_files(d), tmp_path / "pq", tmp_path / "cache", rules=True, facts_only=True)
+    got = _timeless(json.loads(json.dumps(res.analysis.to_dict(), default=str)))
+    assert got == want and want["verdict"] is None and want["rules"] == [] and want["ops"]["items"]
+
+
 SERVING = ("mi300x_sglang_decode/sglang_Qwen3-8B_decode", "mi300x_vllm_decode_fullgraph/graph_execution",
            "mi300x_sglang_decode/sglang_Qwen3-8B_decode", "mi300x_vllm_prefilldecode_piecewise/graph_execution")
 
