@@ -12,14 +12,17 @@ findings, verdict, headline and summary facts:
   steady-state steps where the trace marks them, as rules.classify decides them; range names are picked by
   their host time summed over the ranks and decided over their summed class times.
 - summary: the sections of advisor.engine.summary from the ranks' compact summaries
-  (advisor.distributed.summary).
+  (advisor.distributed.summary); input facts, `ops`, `mfu` and `serving` from the ranks' parts (fold);
+- a clean rule's note and evidence over the ranks (`clean_outcome`, rules.base.Rule.clean_over / clean_worst).
+
+The result is the typed engine Analysis, so the document, text and Markdown are the single-process path's.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -103,13 +106,7 @@ def combine(fold: Fold, seeds: Path, options: Mapping[str, Mapping[str, Any]] | 
     for f in findings:
         by_code.setdefault(f.code, []).append(f)
     found = {code: r.found for code, r in fold.rules.items()}
-    results = [RankRuleResult(**{k: getattr(r, k) for k in RESULT_FIELDS},
-                              found=found.get(r.code) if r.code not in CROSS_RANK_RULES else None)
-               if not isinstance(r.outcome, Fired) else
-               RankRuleResult(**{k: getattr(r, k) for k in RESULT_FIELDS if k != "outcome"},
-                              outcome=Fired(tuple(by_code.get(r.code, ()))),
-                              found=found.get(r.code) if r.code not in CROSS_RANK_RULES else len(r.findings))
-               for r in results]
+    results = [_over_ranks(r, by_code, found) for r in results]
     report = RuleReport(tuple(results), tuple(findings), fold.span_ns, SPAN_OF)
     top = report.headline()
     line = headline(verdict.run, top)
@@ -117,13 +114,21 @@ def combine(fold: Fold, seeds: Path, options: Mapping[str, Mapping[str, Any]] | 
     return RanksAnalysis(Analysis(_input(fold, directory), summary, verdict, report, line, note, _sections(fold)))
 
 
-RESULT_FIELDS = ("code", "name", "category", "status", "outcome", "elapsed_s", "error")
+def _over_ranks(r: RuleResult, merged: Mapping[str, list[Finding]], found: Mapping[str, int]) -> RankRuleResult:
+    """A rule's result as the run's: a fired rule holds its findings merged across ranks and states how many its
+    ranks found (a cross-rank rule, run here: its own)."""
+    kept = {f.name: getattr(r, f.name) for f in fields(RuleResult)}
+    if not isinstance(r.outcome, Fired):
+        return RankRuleResult(**kept)
+    n = len(r.findings) if r.code in CROSS_RANK_RULES else found.get(r.code)
+    return RankRuleResult(**kept | {"outcome": Fired(tuple(merged.get(r.code, ())))}, found=n)
 
 
 def _input(fold: Fold, directory: tuple[Path, list[Path]] | None) -> InputFacts:
-    facts = fold.input.facts(*directory) if directory is not None else dict(fold.input.first[1]) if (
-        fold.input.first is not None) else {}
-    return load(InputFacts, facts)
+    """The run's input facts: the directory's (inputs.InputFold), else the first rank file's."""
+    if directory is not None:
+        return load(InputFacts, fold.input.facts(*directory))
+    return load(InputFacts, dict(fold.input.first[1]) if fold.input.first is not None else {})
 
 
 def _sections(fold: Fold) -> Sections:
