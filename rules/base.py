@@ -205,12 +205,24 @@ class Context:
         return metrics.one(self.run, name, **params)
 
 
+# evidence units that add up over parts of a run (the ranks of a Dask reduce): counts and times
+ADDITIVE_UNITS = frozenset({"count", "ns"})
+
+
 class Rule:
     """Base class of every rule. Subclasses set the class metadata and implement `check`.
 
     `requires` names model tables that must be captured and non-empty; `applies()` may add a
     data-dependent condition (say, "needs two or more devices") and return NotApplicable.
+
+    A run analyzed rank by rank (advisor.distributed) states a clean rule over every rank in one of two ways:
+    `clean_over` rebuilds the clean outcome from the ranks' clean evidence summed by name (a rule whose clean
+    note states sums: counts, times), or `clean_worst` names the evidence (ns) by which the rule's clean note
+    picks its worst device (the rank whose clean outcome has the largest is the run's). A rule with neither
+    keeps one rank's clean outcome, its note saying so where the ranks' notes differ.
     """
+
+    clean_worst: ClassVar[str | None] = None
 
     code: ClassVar[str]
     name: ClassVar[str]
@@ -225,6 +237,13 @@ class Rule:
 
     def check(self, ctx: Context) -> Outcome:
         raise NotImplementedError
+
+    @classmethod
+    def clean_over(cls, sums: Mapping[str, int], options: Mapping[str, OptionValue]) -> Clean | None:
+        """The clean outcome from its evidence summed over the parts of a run (ADDITIVE_UNITS; a name no part
+        measured is absent) and the resolved options, or None where the rule's clean note does not add up (see
+        the class doc)."""
+        return None
 
     @classmethod
     def summary(cls) -> str:

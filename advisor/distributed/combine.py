@@ -12,21 +12,25 @@ findings, verdict, headline and summary facts:
   steady-state steps where the trace marks them, as rules.classify decides them; range names are picked by
   their host time summed over the ranks and decided over their summed class times.
 - summary: the sections of advisor.engine.summary from the ranks' compact summaries
-  (advisor.distributed.summary).
+  (advisor.distributed.summary); input facts, `ops`, `mfu` and `serving` from the ranks' parts (fold);
+- a clean rule's note and evidence over the ranks (`clean_outcome`, rules.base.Rule.clean_over / clean_worst).
+
+The result is the typed engine Analysis, so the document, text and Markdown are the single-process path's.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from advisor.distributed.fold import Fold
+from advisor.distributed.fold import CleanFold, Fold
 from advisor.distributed.rankrun import CROSS_RANK_RULES
 from advisor.engine.findings import RuleReport, RuleResult, resolve_options
-from advisor.rules.base import Context, Finding, Fired, NotApplicable, Outcome
+from advisor.engine.result import Analysis, InputFacts, Sections, Summary, load
+from advisor.rules.base import ADDITIVE_UNITS, Clean, Context, Finding, Fired, NotApplicable, Outcome
 from advisor.rules.classify import (
     NAME_BASIS,
     STEP_NOTE,
@@ -44,33 +48,55 @@ MAX_RANGES = 10  # classify's default: the range names with most host time
 
 
 @dataclass(frozen=True)
-class RanksAnalysis:
-    """The run's report, verdict and headline, as the single-process analysis gives them. A rule's result
-    holds the run's findings of that rule (merged across ranks); `found` is how many its ranks found, the
-    count the single-process rule outcome states."""
+class RankRuleResult(RuleResult):
+    """A rule's result over the ranks: a fired rule holds the run's findings of that rule (merged across ranks);
+    `found` is how many its ranks found, the count the single-process rule outcome states."""
 
-    report: RuleReport
-    verdict: RunVerdict
-    headline: str | None
-    headline_note: str | None
-    found: Mapping[str, int] = field(default_factory=dict)  # rule code -> findings on every rank, before merging
-    summary: Mapping[str, Any] = field(default_factory=dict)  # the summary sections (advisor.engine.summary's)
+    found: int | None = None
+
+    def line(self) -> str:
+        if self.found is None or not isinstance(self.outcome, Fired):
+            return super().line()
+        return f"{self.code} {self.name}: fired ({self.found} finding{'s' if self.found != 1 else ''})"
 
     def to_dict(self) -> dict[str, Any]:
-        rep = self.report.to_dict()
-        v = self.verdict.to_dict()
-        rules = [r | {"findings": self.found[r["code"]]} if "findings" in r and r["code"] in self.found else r
-                 for r in rep["rules"]]
-        return {**self.summary, "verdict": dict(v["run"], devices=v["devices"], ranges=v["ranges"]),
-                "headline": self.headline, "headline_note": self.headline_note, "findings": rep["findings"],
-                "rules": rules}
+        d = super().to_dict()
+        return d | {"findings": self.found} if self.found is not None and "findings" in d else d
+
+
+@dataclass(frozen=True)
+class RanksAnalysis:
+    """The run's analysis as the single-process path gives it (`analysis`: the same typed Analysis, so the same
+    JSON contract and renderers), with the parts the Dask-only additions read."""
+
+    analysis: Analysis
+
+    @property
+    def report(self) -> RuleReport:
+        assert self.analysis.report is not None
+        return self.analysis.report
+
+    @property
+    def verdict(self) -> RunVerdict:
+        assert self.analysis.verdict is not None
+        return self.analysis.verdict
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.analysis.to_dict()
 
 
 def combine(fold: Fold, seeds: Path, options: Mapping[str, Mapping[str, Any]] | None,
-            select: set[str] | None = None) -> RanksAnalysis:
-    """The run's analysis from every rank's outcome, folded (advisor.distributed.fold), and the reduce's seeds."""
+            select: set[str] | None = None, directory: tuple[Path, list[Path]] | None = None,
+            top_kernels: int = 10, facts_only: bool = False) -> RanksAnalysis:
+    """The run's analysis from every rank's outcome, folded (advisor.distributed.fold), and the reduce's seeds;
+    `directory`: the run's directory and its rank files (input facts); `top_kernels`: how many the summary lists;
+    `facts_only` (analyze --no-rules): no verdict, findings or rule outcomes."""
     from advisor.engine.analyze import headline, headline_note
     from advisor.engine.findings import SPAN_OF
+
+    summary = load(Summary, fold.summary.facts(top_kernels))
+    if facts_only:
+        return RanksAnalysis(Analysis(_input(fold, directory), summary, None, None, None, None, _sections(fold)))
 
     verdict = run_verdict(fold)
     classes = {d.device_id: d.verdict.class_ for d in verdict.devices}
@@ -79,15 +105,41 @@ def combine(fold: Fold, seeds: Path, options: Mapping[str, Mapping[str, Any]] | 
     by_code: dict[str, list[Finding]] = {}
     for f in findings:
         by_code.setdefault(f.code, []).append(f)
-    results = [replace(r, outcome=Fired(tuple(by_code.get(r.code, ())))) if isinstance(r.outcome, Fired) else r
-               for r in results]
+    found = {code: r.found for code, r in fold.rules.items()}
+    results = [_over_ranks(r, by_code, found) for r in results]
     report = RuleReport(tuple(results), tuple(findings), fold.span_ns, SPAN_OF)
     top = report.headline()
     line = headline(verdict.run, top)
     note = headline_note(verdict.run, report.findings) if line == top else None
-    found = {code: r.found for code, r in fold.rules.items()} | {
-        r.code: len(r.findings) for r in results if r.code in CROSS_RANK_RULES}
-    return RanksAnalysis(report, verdict, line, note, found, fold.summary.facts())
+    return RanksAnalysis(Analysis(_input(fold, directory), summary, verdict, report, line, note, _sections(fold)))
+
+
+def _over_ranks(r: RuleResult, merged: Mapping[str, list[Finding]], found: Mapping[str, int]) -> RankRuleResult:
+    """A rule's result as the run's: a fired rule holds its findings merged across ranks and states how many its
+    ranks found (a cross-rank rule, run here: its own)."""
+    kept = {f.name: getattr(r, f.name) for f in fields(RuleResult)}
+    if not isinstance(r.outcome, Fired):
+        return RankRuleResult(**kept)
+    n = len(r.findings) if r.code in CROSS_RANK_RULES else found.get(r.code)
+    return RankRuleResult(**kept | {"outcome": Fired(tuple(merged.get(r.code, ())))}, found=n)
+
+
+def _input(fold: Fold, directory: tuple[Path, list[Path]] | None) -> InputFacts:
+    """The run's input facts: the directory's (inputs.InputFold), else the first rank file's."""
+    if directory is not None:
+        return load(InputFacts, fold.input.facts(*directory))
+    return load(InputFacts, dict(fold.input.first[1]) if fold.input.first is not None else {})
+
+
+def _sections(fold: Fold) -> Sections:
+    """The `ops`, `mfu` and `serving` sections from the ranks' parts; the mfu ranges are the run's top range
+    names (the names windows_ranges picks: most time at depth <= 1, summed over the ranks)."""
+    from advisor.perf.mfu import MAX_RANGES as MFU_RANGES
+
+    names = [n for n, _ in sorted(fold.range_totals.items(), key=lambda kv: (-kv[1], kv[0]))[:MFU_RANGES]]
+    return Sections(ops=fold.ops.section() if fold.ops is not None else None,
+                    mfu=fold.mfu.section(names) if fold.mfu is not None else None,
+                    serving=fold.serving.section() if fold.serving is not None else None)
 
 
 def rule_results(fold: Fold, seeds: Path, options: Mapping[str, Mapping[str, Any]] | None,
@@ -102,8 +154,29 @@ def rule_results(fold: Fold, seeds: Path, options: Mapping[str, Mapping[str, Any
             out.append(res)
         elif rule.code in fold.rules:
             r = fold.rules[rule.code]
-            out.append(replace(r.result, elapsed_s=r.elapsed_s))
+            res = replace(r.result, elapsed_s=r.elapsed_s)
+            if isinstance(res.outcome, Clean) and r.clean is not None:
+                res = replace(res, outcome=clean_outcome(rule, r.clean, resolve_options([rule], options)[rule.code]))
+            out.append(res)
     return out
+
+
+def clean_outcome(rule: Any, c: CleanFold, opts: Mapping[str, Any]) -> Clean:
+    """A clean rule's outcome over the ranks (rules.base.Rule): rebuilt from the summed evidence, the worst
+    rank's, or, where neither applies, the first rank's, saying so where it is not the run's (the ranks' notes
+    differ, or its counts and times are not the ranks' sums)."""
+    over = rule.clean_over(c.sums, opts)
+    if over is not None:
+        return cast(Clean, over)
+    if rule.clean_worst is not None and c.worst is not None:
+        return c.worst[2]
+    _, first, rank = c.first
+    partial = any(c.sums.get(e.name) != e.value for e in first.evidence if e.unit in ADDITIVE_UNITS)
+    if not c.differ and not partial:
+        return first
+    who = f"rank {rank}" if rank is not None else "the first rank file"
+    return replace(first, note=f"{who}, one of {c.ranks} clean ranks (per rank, not summed over the ranks): "
+                               f"{first.note}")
 
 
 def _cross_rank(rule: Any, seeds: Path, opts: Mapping[str, Any], classes: Mapping[int, str],

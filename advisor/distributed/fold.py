@@ -10,7 +10,10 @@ is the one the combine gives over the outcomes in file order (advisor.distribute
 - per finding pattern across ranks (engine.ranks: a rule at one place on several devices with ranks): the
   worst finding and one row per rank for its per-rank table; a finding no pattern groups is kept whole;
 - per device: its verdict, span, rank and steady-state steps; per range name: its sums over the ranks;
-- the run's summary facts (advisor.distributed.summary.SummaryFold).
+- the run's summary facts (advisor.distributed.summary.SummaryFold), its input facts
+  (advisor.distributed.inputs.InputFold) and the parts of its `ops` and `mfu` sections (perf.ops.section.OpsPart,
+  perf.mfu.MfuPart, perf.serving.ServingPart: per device, or sums per name);
+- per clean rule, what its clean outcome over the run needs (`CleanFold`).
 
 Ties that the file order broke are broken by each finding's key (rule position, file index, position in
 the rank's findings), so the ranked findings come out in the same order.
@@ -20,12 +23,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import Any
 
+from advisor.distributed.inputs import InputFold
 from advisor.distributed.summary import SummaryFold
 from advisor.engine.findings import RuleResult
 from advisor.engine.ranks import groupable, merged, place, rank_row, worse
-from advisor.rules.base import Finding, Fired
+from advisor.rules.base import ADDITIVE_UNITS, Clean, Finding, Fired
 from advisor.rules.classify import DeviceVerdict, RunVerdict
 
 Key = tuple[int, int, int]  # rule position, file index (-1: found in the driver), position among its findings
@@ -116,11 +121,38 @@ class FindingFold:
 
 
 @dataclass
+class CleanFold:
+    """A rule's clean outcomes over the ranks, for its clean outcome over the run (combine.clean_outcome): the
+    additive evidence (ADDITIVE_UNITS) summed by name, the clean rank with the largest value of the rule's
+    `clean_worst` evidence (ties: the lowest file index), and whether the ranks' notes differ."""
+
+    first: tuple[int, Clean, int | None]  # file index, outcome, rank
+    sums: dict[str, int] = field(default_factory=dict)
+    worst: tuple[float, int, Clean] | None = None
+    differ: bool = False
+    ranks: int = 0
+
+    def add(self, o: Clean, index: int, rank: int | None, worst_key: str | None) -> None:
+        self.ranks += 1
+        if index < self.first[0]:
+            self.first = (index, o, rank)
+        self.differ = self.differ or o.note != self.first[1].note
+        for e in o.evidence:
+            if e.unit in ADDITIVE_UNITS and isinstance(e.value, int):
+                self.sums[e.name] = self.sums.get(e.name, 0) + e.value
+        v = next((float(e.value) for e in o.evidence if e.name == worst_key and isinstance(e.value, (int, float))),
+                 None)
+        if v is not None and (self.worst is None or (-v, index) < (-self.worst[0], self.worst[1])):
+            self.worst = (v, index, o)
+
+
+@dataclass
 class _Rule:
     best: tuple[int, int]  # precedence, file index
     result: RuleResult  # the deciding rank's result, its findings dropped (they are folded apart)
     elapsed_s: float
     found: int
+    clean: CleanFold | None = None
 
 
 @dataclass
@@ -141,12 +173,16 @@ class Fold:
     count: int = 0
     summary: SummaryFold = field(default_factory=SummaryFold)
     host_record: list[dict[str, Any]] = field(default_factory=list)  # every rank's metric host_record rows
+    input: InputFold = field(default_factory=InputFold)
+    ops: Any = None  # perf.ops.section.OpsPart, every rank's folded
+    mfu: Any = None  # perf.mfu.MfuPart, every rank's folded
+    serving: Any = None  # perf.serving.ServingPart, every rank's folded
 
     def add(self, o: Any, index: int, order: Mapping[str, int]) -> None:
         """Rank outcome `o` (rankrun.RankOutcome) of file `index`; `order`: rule code -> registry position."""
         found: list[Keyed] = []
         for r in o.results:
-            self._rule(r, index)
+            self._rule(r, index, o.rank)
             found += [((order.get(r.code, -1), index, i), f) for i, f in enumerate(r.findings)]
         self.findings.add(found, o.spans, o.ranks)
         self.devices += [_unbased(d, o.basis) for d in o.verdict.devices] if o.basis else o.verdict.devices
@@ -162,18 +198,27 @@ class Fold:
         if o.summary is not None:
             self.summary.add(o.summary)
         self.host_record += o.host_record
+        if o.input is not None:
+            self.input.add(o.input, index)
+        self.ops = _folded(self.ops, o.ops)
+        self.mfu = _folded(self.mfu, o.mfu)
+        self.serving = _folded(self.serving, o.serving)
 
-    def _rule(self, r: RuleResult, index: int) -> None:
+    def _rule(self, r: RuleResult, index: int, rank: int | None) -> None:
         best = (PRECEDENCE.get(r.kind, 9), index)
         kept = replace(r, outcome=Fired(())) if isinstance(r.outcome, Fired) else r
         got = self.rules.get(r.code)
         if got is None:
-            self.rules[r.code] = _Rule(best, kept, r.elapsed_s, len(r.findings))
-            return
-        got.elapsed_s += r.elapsed_s
-        got.found += len(r.findings)
-        if best < got.best:
-            got.best, got.result = best, kept
+            got = self.rules[r.code] = _Rule(best, kept, r.elapsed_s, len(r.findings))
+        else:
+            got.elapsed_s += r.elapsed_s
+            got.found += len(r.findings)
+            if best < got.best:
+                got.best, got.result = best, kept
+        if isinstance(r.outcome, Clean):
+            if got.clean is None:
+                got.clean = CleanFold((index, r.outcome, rank))
+            got.clean.add(r.outcome, index, rank, _worst_key(r.code))
 
     def _ranges(self, totals: Mapping[str, int], groups: Sequence[Any]) -> None:
         for name, t in totals.items():
@@ -191,3 +236,22 @@ def _unbased(d: DeviceVerdict, basis: str) -> DeviceVerdict:
     from advisor.rules.classify import NAME_BASIS
 
     return replace(d, verdict=replace(d.verdict, basis=NAME_BASIS + d.verdict.basis.removeprefix(basis)))
+
+
+@cache
+def _worst_key(code: str) -> str | None:
+    from advisor.rules.registry import all_rules
+
+    return next((r.clean_worst for r in all_rules() if r.code == code), None)
+
+
+def _folded(into: Any, part: Any) -> Any:
+    """A rank's section part folded into the run's (the first part is copied: the fold mutates it)."""
+    if part is None:
+        return into
+    if into is None:
+        from copy import deepcopy
+
+        return deepcopy(part)
+    into.fold(part)
+    return into

@@ -337,10 +337,15 @@ def analyze_ranks(
     options: Mapping[str, Mapping[str, Any]] | None = None,
     select: set[str] | None = None,
     progress: ProgressFn = no_progress,
+    directory: Path | None = None,
+    top: int = 10,
+    facts_only: bool = False,
 ) -> RankResult:
     """Map every rank file on `client`'s workers (one task per rank), reduce in this process; with `rules`, a
     second map runs each rank's rules and verdict and the run's report is combined here. `progress` is called
-    after each rank's task (done, total, what) and once per reduce."""
+    after each rank's task (done, total, what) and once per reduce. `directory`: the run's (default: the first
+    file's), which its input facts name; `top`: how many top kernels the summary lists; `facts_only` (with
+    `rules`: analyze --no-rules): the second map gives the run's facts and sections without rules or verdict."""
     out_dir.mkdir(parents=True, exist_ok=True)
     cache = str(cache_dir) if cache_dir else None
     shift = dict(zip([str(f) for f in files], shifts(files), strict=True))  # each file's header read once
@@ -349,7 +354,7 @@ def analyze_ranks(
     maps, failed = _gather(client, reads, progress, "read")
     if not maps:
         return RankResult({}, failed)
-    red = reduce_ranks(maps, out_dir, _planner(shift, cache, options, select) if rules else None)
+    red = reduce_ranks(maps, out_dir, _planner(shift, cache, options, select, facts_only) if rules else None)
     progress(1, 1, "cross-rank reduce")
     if not rules:
         return RankResult(red.tables, failed)
@@ -357,16 +362,17 @@ def analyze_ranks(
     fold, take = _folder(red, select)
     checks = [(analyze_rank, (p,), f"rules-{names[p.path]}", names[p.path]) for p in red.plans]
     _, failed2 = _gather(client, checks, progress, "rules", take)
-    res = _combined(red, fold, failed | failed2, options)
+    res = _combined(red, fold, failed | failed2, options, (directory or files[0].parent, list(files)), top,
+                    facts_only)
     progress(1, 1, "combine")
     return res
 
 
 def _planner(shift: Mapping[str, int], cache: str | None, options: Mapping[str, Mapping[str, Any]] | None,
-             select: set[str] | None) -> Callable[..., RankPlan]:
+             select: set[str] | None, facts_only: bool = False) -> Callable[..., RankPlan]:
     def plan(path: str, devices: dict[int, int], seeds: str, runs_row: dict[str, Any]) -> RankPlan:
         return RankPlan(path, shift[path], devices, seeds, runs_row, cache, options,
-                        frozenset(select) if select else None)
+                        frozenset(select) if select else None, not facts_only)
 
     return plan
 
@@ -385,29 +391,30 @@ def _folder(red: Reduced, select: set[str] | None) -> tuple[Fold, Callable[[Rank
     return fold, take
 
 
-def _combined(red: Reduced, fold: Fold, failed: dict[str, str],
-              options: Mapping[str, Mapping[str, Any]] | None) -> RankResult:
+def _combined(red: Reduced, fold: Fold, failed: dict[str, str], options: Mapping[str, Mapping[str, Any]] | None,
+              directory: tuple[Path, list[Path]], top: int = 10, facts_only: bool = False) -> RankResult:
     from advisor.distributed.combine import combine
 
     seeds = Path(red.plans[0].seeds) if red.plans else None
     select = set(red.plans[0].select) if red.plans and red.plans[0].select else None
-    analysis = combine(fold, seeds, options, select) if fold.count and seeds is not None else None
+    analysis = (combine(fold, seeds, options, select, directory, top, facts_only) if fold.count and seeds is not None
+                else None)
     return RankResult(red.tables, failed, fold.count, analysis)
 
 
 def analyze_local(files: Sequence[Path], out_dir: Path, cache_dir: Path | None = None, rules: bool = False,
-                  options: Mapping[str, Mapping[str, Any]] | None = None, select: set[str] | None = None
-                  ) -> RankResult:
+                  options: Mapping[str, Mapping[str, Any]] | None = None, select: set[str] | None = None,
+                  directory: Path | None = None, facts_only: bool = False) -> RankResult:
     """The same maps and reduces in this process, one rank after another (no Dask)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     cache = str(cache_dir) if cache_dir else None
     sh = shifts(files)
     maps = [map_rank(str(f), str(out_dir), s, cache, i) for i, (f, s) in enumerate(zip(files, sh, strict=True))]
     shift = dict(zip([str(f) for f in files], sh, strict=True))
-    red = reduce_ranks(maps, out_dir, _planner(shift, cache, options, select) if rules else None)
+    red = reduce_ranks(maps, out_dir, _planner(shift, cache, options, select, facts_only) if rules else None)
     if not rules:
         return RankResult(red.tables)
     fold, take = _folder(red, select)
     for p in red.plans:
         take(analyze_rank(p))
-    return _combined(red, fold, {}, options)
+    return _combined(red, fold, {}, options, (directory or files[0].parent, list(files)), facts_only=facts_only)

@@ -49,6 +49,7 @@ class RankPlan:
     cache_dir: str | None = None
     options: Mapping[str, Mapping[str, Any]] | None = None
     select: frozenset[str] | None = None
+    rules: bool = True  # False (analyze --no-rules): the rank's facts and sections only
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,10 @@ class RankOutcome:
     summary: Any = None  # advisor.distributed.summary.RankSummary: the rank's part of the run's summary facts
     roof: tuple[int, int, int] = (0, 0, 0)  # op argument sets, their kernels' ns, all kernel ns (rules.roof_verdict)
     host_record: tuple[dict[str, Any], ...] = ()  # metric host_record's rows: whether the host record is filtered
+    input: dict[str, Any] | None = None  # engine.summary.input_info of the rank file (folded: distributed.inputs)
+    ops: Any = None  # perf.ops.section.OpsPart: the rank's part of the `ops` section
+    mfu: Any = None  # perf.mfu.MfuPart: the rank's part of the `mfu` section (every range name's sums)
+    serving: Any = None  # perf.serving.ServingPart: the rank's part of the `serving` section
 
 
 def rank_tables(run: Run, devices: Mapping[int, int], shift_ns: int) -> dict[str, pa.Table]:
@@ -109,6 +114,7 @@ def analyze_rank(plan: RankPlan) -> RankOutcome:
     from advisor.distributed.summary import rank_summary
     from advisor.engine.findings import device_span_ns, rule_results, run_span_ns
     from advisor.engine.ranks import device_ranks
+    from advisor.engine.summary import input_info
     from advisor.rules.classify import classify, range_groups
     from advisor.rules.registry import select_rules
     from advisor.rules.roof_verdict import roof_classes
@@ -117,6 +123,7 @@ def analyze_rank(plan: RankPlan) -> RankOutcome:
     run = rank_run(plan)
     try:
         codes = {r.code for r in select_rules(set(plan.select) if plan.select else None)} - CROSS_RANK_RULES
+        codes = codes if plan.rules else set()
         results = rule_results(run, plan.options, codes) if codes else []
         steps = {d.device_id: d.n_windows for d in step_totals(run)}
         ranks = device_ranks(run)
@@ -125,12 +132,26 @@ def analyze_rank(plan: RankPlan) -> RankOutcome:
         shift, basis = (roof.shift, roof.basis) if roof is not None else (None, None)
         kernel_ns = sum(int(r["ns"]) for r in metrics.query(run, "kernel_totals"))
         totals = {str(r["name"]): int(r["total_ns"]) for r in metrics.query(run, "range_name_totals", max_depth=1)}
+        ops, mfu, serving = sections(run)
         return RankOutcome(
             plan.path, next(iter(ranks.values()), None), tuple(results), verdict,
             tuple(range_groups(run, MANY_RANGES, 1, shift)) if verdict.devices else (), totals, basis,
             run.count("kernels"), steps, device_span_ns(run), ranks, run_span_ns(run), rank_summary(run),
             (roof.kernels, roof.modelled_ns, kernel_ns) if roof is not None else (0, 0, kernel_ns),
-            tuple(metrics.query(run, "host_record")),
+            tuple(metrics.query(run, "host_record")), input_info(run), ops, mfu, serving,
         )
     finally:
         run.close()
+
+
+def sections(run: Run) -> tuple[Any, Any, Any]:
+    """The rank's parts of the `ops`, `mfu` and `serving` sections (perf.ops.section.OpsPart, perf.mfu.MfuPart,
+    perf.serving.ServingPart; None where the rank has none): the mfu part keeps every range name's sums, the
+    driver picks the run's top names."""
+    from advisor.perf.mfu import mfu_part
+    from advisor.perf.ops.section import ops_part
+    from advisor.perf.serving import serving_part
+    from advisor.rules.steps import step_spans
+
+    steps = [(int(w["device_id"]), int(w["start_ns"]), int(w["end_ns"])) for w in step_spans(run)]
+    return ops_part(run), mfu_part(run, steps, MANY_RANGES), serving_part(run)

@@ -19,4 +19,4 @@ SELECT g.device_id, coalesce(op.name, 'graph launch') AS launched_by, count(*) A
     max(g.last_ns) AS last_ns
 FROM g LEFT JOIN op USING (device_id, correlation_id, pid)
 GROUP BY ALL
-ORDER BY kernel_ns DESC, launched_by
+ORDER BY kernel_ns DESC, launched_by, device_id

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from fractions import Fraction
 from typing import Any
 
 from advisor import metrics
@@ -164,19 +166,62 @@ def mfu_section(run: Run, steps: list[tuple[int, int, int]]) -> Mfu | None:
     start_ns, end_ns), as the rules define them (advisor.rules.steps.step_windows)."""
     if not (run.count("cpu_ops") or run.count("ranges")) or not run.count("kernels"):
         return None
-    groups = group_roofs(run)
-    devs = _devices(run, groups)
-    if not devs:
+    part = mfu_part(run, steps)
+    return part.section() if part is not None else None
+
+
+# per range name: instances, summed time, FLOPs and time at peak (s; both exact: ranks add up in any order),
+# modelled kernel ns, kernel ns
+RangeSums = tuple[int, int, Fraction, Fraction, float, int]
+
+
+@dataclass
+class MfuPart:
+    """The `mfu` section's facts of one run, or of several ranks folded (advisor.distributed): peaks, device and
+    step rows are per device; a range name's sums add up over ranks. `modelled`: some kernel has FLOPs."""
+
+    modelled: bool
+    peaks: list[Peak]
+    devices: list[DeviceRate]
+    steps_total: int
+    steps: list[StepRate]  # the first MAX_STEPS, in (device, start) order
+    ranges: dict[str, RangeSums]
+
+    def fold(self, other: MfuPart) -> None:
+        self.modelled = self.modelled or other.modelled
+        self.peaks = sorted(self.peaks + other.peaks, key=lambda p: (str(p.device_id), -p.flop))
+        self.devices = sorted(self.devices + other.devices, key=lambda d: d.device_id)
+        self.steps_total += other.steps_total
+        self.steps = sorted(self.steps + other.steps, key=lambda w: (w.device_id, w.start_ns))[:MAX_STEPS]
+        for name, b in other.ranges.items():
+            a = self.ranges.get(name)
+            self.ranges[name] = b if a is None else (a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3],
+                                                     a[4] + b[4], a[5] + b[5])
+
+    def section(self, names: Sequence[str] | None = None) -> Mfu | None:
+        """The section (None: nothing modelled), its ranges the names given (default: every name kept)."""
+        if not self.modelled:
+            return None
+        keep = self.ranges if names is None else {n: self.ranges[n] for n in names if n in self.ranges}
+        rows = [RangeRate(n, a[0], _rate(float(a[2]), float(a[3]), a[1], a[4], a[5])) for n, a in keep.items()]
+        return Mfu(BASIS, DENOMINATOR, tuple(self.peaks), tuple(self.devices), self.steps_total, tuple(self.steps),
+                   tuple(sorted(rows, key=lambda r: (-r.rate.span_ns, r.name))))
+
+
+def mfu_part(run: Run, steps: list[tuple[int, int, int]], max_names: int = MAX_RANGES) -> MfuPart | None:
+    """The run's part of the `mfu` section, its range sums for the `max_names` range names with most time (None:
+    no kernels)."""
+    if not run.count("kernels"):
         return None
+    groups = group_roofs(run) if run.count("cpu_ops") or run.count("ranges") else {}
+    devs = _devices(run, groups)
     spans = [(int(r["device_id"]), int(r["start_ns"]), int(r["end_ns"])) for r in metrics.query(run, "device_spans")]
-    ranges = _range_windows(run)
-    return Mfu(
-        BASIS, DENOMINATOR, _peaks(groups),
-        tuple(DeviceRate(w[0], r) for w, r in zip(spans, _rates(run, devs, spans), strict=True)),
-        len(steps),
-        tuple(StepRate(w[0], w[1], r) for w, r in zip(steps[:MAX_STEPS], _rates(run, devs, steps[:MAX_STEPS]),
-                                                      strict=True)),
-        _by_name(run, devs, ranges),
+    cut = steps[:MAX_STEPS]
+    return MfuPart(
+        bool(devs), list(_peaks(groups)),
+        [DeviceRate(w[0], r) for w, r in zip(spans, _rates(run, devs, spans), strict=True)],
+        len(steps), [StepRate(w[0], w[1], r) for w, r in zip(cut, _rates(run, devs, cut), strict=True)],
+        _by_name(run, devs, _range_windows(run, max_names)),
     )
 
 
@@ -189,19 +234,18 @@ def _rates(run: Run, devs: dict[int, _Device], windows: list[tuple[int, int, int
 
 
 def _by_name(run: Run, devs: dict[int, _Device], ranges: list[tuple[str, tuple[int, int, int]]]
-             ) -> tuple[RangeRate, ...]:
+             ) -> dict[str, RangeSums]:
     """Per range name: its instances' FLOPs and time summed (rates over the summed time). Instances of one name
     that overlap on a device (a Kineto ProfilerStep is both a host range and a GPU annotation) count once."""
     ranges = _merged(ranges)
     kernel = _kernel_ns(run, [w for _, w in ranges])
-    acc: dict[str, list[float]] = {}
+    acc: dict[str, RangeSums] = {}
     for (name, (dev, start, end)), k_ns in zip(ranges, kernel, strict=True):
         flop, peak_s, modelled = _sums(devs.get(dev), start, end)
-        a = acc.setdefault(name, [0, 0, 0.0, 0.0, 0.0, 0])
-        for i, v in enumerate((1, end - start, flop, peak_s, modelled, k_ns)):
-            a[i] += v
-    rows = [RangeRate(name, int(a[0]), _rate(a[2], a[3], int(a[1]), a[4], int(a[5]))) for name, a in acc.items()]
-    return tuple(sorted(rows, key=lambda r: (-r.rate.span_ns, r.name)))
+        a = acc.get(name, (0, 0, Fraction(0), Fraction(0), 0.0, 0))
+        acc[name] = (a[0] + 1, a[1] + end - start, a[2] + Fraction(flop), a[3] + Fraction(peak_s), a[4] + modelled,
+                     a[5] + k_ns)
+    return acc
 
 
 def _peaks(groups: dict[tuple[Any, ...], GroupRoof]) -> tuple[Peak, ...]:
@@ -228,11 +272,11 @@ def _merged(ranges: list[tuple[str, tuple[int, int, int]]]) -> list[tuple[str, t
     return out
 
 
-def _range_windows(run: Run) -> list[tuple[str, tuple[int, int, int]]]:
+def _range_windows(run: Run, max_names: int = MAX_RANGES) -> list[tuple[str, tuple[int, int, int]]]:
     """(name, (device, start, end)) per instance of the top range names: GPU annotations as recorded; host ranges
     as the GPU window of the kernels launched inside them (metric range_gpu_windows), left out where they
     launched nothing (their own interval would hold other ranges' GPU work)."""
-    rows = metrics.query(run, "windows_ranges", max_names=MAX_RANGES, max_depth=1)
+    rows = metrics.query(run, "windows_ranges", max_names=max_names, max_depth=1)
     if not rows:
         return []
     gpu: dict[int, dict[int, tuple[int, int]]] = {}

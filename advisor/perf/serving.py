@@ -112,24 +112,75 @@ class Serving:
 def serving_section(run: Run) -> Serving | None:
     """The `serving` section of the analyze document; None where the trace has neither graph replays nor
     serving step ranges."""
+    part = serving_part(run)
+    return part.section() if part is not None else None
+
+
+# per phase: steps, kernel ns and GPU span summed, and the phase's first step (start, device, span, kernel ns)
+PhaseSums = tuple[int, int, int, tuple[int, int, int, int]]
+
+
+@dataclass
+class ServingPart:
+    """The `serving` section's facts of one run, or of several ranks folded (advisor.distributed): graph launcher
+    rows are per device (the top 10 kept, with the sums of all), steps are per device (the first MAX_STEPS in
+    start order kept), phases summed with each phase's first step (the steady state leaves out the run's)."""
+
+    kernel_ns: int  # all kernel time
+    graph_sums: tuple[int, int, int]  # launches, kernels, kernel ns of every launcher row
+    launchers: list[GraphLauncher]
+    steps_total: int
+    steps: list[ServingStep]
+    phases: dict[str | None, PhaseSums]
+
+    def fold(self, other: ServingPart) -> None:
+        self.kernel_ns += other.kernel_ns
+        self.graph_sums = (self.graph_sums[0] + other.graph_sums[0], self.graph_sums[1] + other.graph_sums[1],
+                           self.graph_sums[2] + other.graph_sums[2])
+        self.launchers = sorted(self.launchers + other.launchers, key=lambda g: (
+            -g.kernel_ns, g.launched_by, g.device_id is None, g.device_id or 0))[:10]  # metric graph_replays' order
+        self.steps_total += other.steps_total
+        self.steps = sorted(self.steps + other.steps, key=_step_order)[:MAX_STEPS]
+        for ph, b in other.phases.items():
+            a = self.phases.get(ph)
+            self.phases[ph] = b if a is None else (a[0] + b[0], a[1] + b[1], a[2] + b[2], min(a[3], b[3]))
+
+    def section(self) -> Serving | None:
+        if not self.graph_sums[0] and not self.launchers and not self.steps_total:
+            return None
+        launches, kernels, replayed = self.graph_sums
+        graphs = GraphReplays(launches, kernels, replayed, TimeShare(replayed, pct(replayed, self.kernel_ns),
+                                                                     "all kernel time (summed durations)",
+                                                                     self.kernel_ns), tuple(self.launchers))
+        return Serving(BASIS, graphs, self.steps_total, tuple(self.steps), _phases(self.phases))
+
+
+def _step_order(s: ServingStep) -> tuple[int, float]:
+    return s.start_ns, s.device_id if s.device_id is not None else float("inf")
+
+
+def serving_part(run: Run) -> ServingPart | None:
+    """The run's part of the `serving` section (None: no graph replays and no serving step ranges)."""
     if not run.count("kernels") or not run.count("api_calls"):
         return None
     graphs = metrics.query(run, "graph_replays")
     steps = metrics.query(run, "serving_steps", pattern=STEP_PATTERN) if run.count("ranges") else []
     if not graphs and not steps:
         return None
-    kernel_ns = int(metrics.query(run, "kernel_totals")[0]["ns"])
     rows = [_step(r) for r in steps]
-    return Serving(BASIS, _graphs(graphs, kernel_ns), len(rows), tuple(rows[:MAX_STEPS]), _phases(rows))
-
-
-def _graphs(rows: list[dict[str, Any]], kernel_ns: int) -> GraphReplays:
-    replayed = sum(int(r["kernel_ns"]) for r in rows)
-    return GraphReplays(
-        sum(int(r["launches"]) for r in rows), sum(int(r["kernels"]) for r in rows), replayed,
-        TimeShare(replayed, pct(replayed, kernel_ns), "all kernel time (summed durations)", kernel_ns),
-        tuple(GraphLauncher(r["device_id"], r["launched_by"], r["launches"], r["kernels"], r["kernel_ns"])
-              for r in rows[:10]),
+    phases: dict[str | None, PhaseSums] = {}
+    for st in rows:
+        a = phases.get(st.phase)
+        first = (st.start_ns, st.device_id if st.device_id is not None else 1 << 62, st.gpu_span_ns, st.kernel_ns)
+        phases[st.phase] = (1, st.kernel_ns, st.gpu_span_ns, first) if a is None else (
+            a[0] + 1, a[1] + st.kernel_ns, a[2] + st.gpu_span_ns, a[3])
+    return ServingPart(
+        int(metrics.query(run, "kernel_totals")[0]["ns"]),
+        (sum(int(r["launches"]) for r in graphs), sum(int(r["kernels"]) for r in graphs),
+         sum(int(r["kernel_ns"]) for r in graphs)),
+        [GraphLauncher(r["device_id"], r["launched_by"], r["launches"], r["kernels"], r["kernel_ns"])
+         for r in graphs[:10]],
+        len(rows), rows[:MAX_STEPS], phases,
     )
 
 
@@ -142,17 +193,18 @@ def _step(r: dict[str, Any]) -> ServingStep:
     )
 
 
-def _phases(rows: list[ServingStep]) -> tuple[ServingPhase, ...]:
-    """Per phase: steps, kernel time and GPU window summed, over all steps and over the steady state."""
+def _phases(phases: dict[str | None, PhaseSums]) -> tuple[ServingPhase, ...]:
+    """Per phase: steps, kernel time and GPU window summed, over all steps and over the steady state (the
+    phase's first step left out where it has MIN_STEADY or more)."""
     out = []
     for ph in ("prefill", "decode", "mixed", None):
-        steps = [s for s in rows if s.phase == ph]
-        if not steps:
+        if ph not in phases:
             continue
-        steady = steps[1:] if len(steps) >= MIN_STEADY else steps
+        n, kernel_ns, span_ns, (_, _, first_span, first_kernel) = phases[ph]
+        drop = n >= MIN_STEADY
+        steady = n - drop
         out.append(ServingPhase(
-            ph or "unknown", len(steps), sum(s.kernel_ns for s in steps), sum(s.gpu_span_ns for s in steps),
-            len(steady), sum(s.gpu_span_ns for s in steady) // len(steady),
-            sum(s.kernel_ns for s in steady) // len(steady),
+            ph or "unknown", n, kernel_ns, span_ns, steady, (span_ns - first_span * drop) // steady,
+            (kernel_ns - first_kernel * drop) // steady,
         ))
     return tuple(out)

@@ -95,6 +95,8 @@ class ExposedCommunication(Rule):
             )
         return None
 
+    clean_worst = "exposed_comm_time"  # the clean note's worst device (Rule.clean_worst)
+
     def check(self, ctx: Context) -> Outcome:
         rows = _waiting(ctx, [r for r in ctx.metric("comm_exposure") if r["n_comm"]])
         fired = [self._finding(r) for r in rows if pct(_fed(r), r["span_ns"]) >= float(ctx.opt("min_exposed_pct"))]

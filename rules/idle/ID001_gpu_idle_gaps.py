@@ -153,6 +153,8 @@ class GpuIdleGaps(Rule):
         ),
     }
 
+    clean_worst = "idle_time"  # the clean note's worst device (Rule.clean_worst)
+
     def check(self, ctx: Context) -> Outcome:
         rows, spans = _idle_rows(ctx)
         per: dict[int, list[dict[str, Any]]] = {}

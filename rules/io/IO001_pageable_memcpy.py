@@ -1,8 +1,23 @@
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
+from advisor.rules.base import (
+    Clean,
+    Context,
+    Evidence,
+    Finding,
+    Fired,
+    Fix,
+    Option,
+    OptionValue,
+    Outcome,
+    Rule,
+    Window,
+    ms,
+    pct,
+)
 
 
 class PageableMemcpy(Rule):
@@ -84,6 +99,13 @@ class PageableMemcpy(Rule):
         "copy_latency_us": Option(2.0, "fixed cost of a pinned copy (us) kept in the estimate", "book ch2"),
     }
 
+    @classmethod
+    def clean_over(cls, sums: Mapping[str, int], options: Mapping[str, OptionValue]) -> Clean | None:
+        """Clean over the ranks of a run: the note over their summed evidence (Rule.clean_over)."""
+        if "pageable_copy_time" not in sums:
+            return Clean("no copies touch pageable host memory")
+        return _clean(sums["pageable_copy_time"], sums.get("pageable_copies", 0), options["min_gain_us"])
+
     def check(self, ctx: Context) -> Outcome:
         rows = ctx.metric(
             "pageable_copies",
@@ -96,13 +118,7 @@ class PageableMemcpy(Rule):
         findings = [self._finding(ctx, r) for r in rows if r["dur_ns"] - r["pinned_est_ns"] >= ctx.ns("min_gain_us")]
         if not findings:
             total = sum(int(r["dur_ns"]) for r in rows)
-            return Clean(
-                f"pageable copies take {ms(total)}; pinning would save less than {ctx.opt('min_gain_us')} us",
-                (
-                    Evidence("pageable_copy_time", total, "ns"),
-                    Evidence("pageable_copies", sum(r["n_copies"] for r in rows), "count"),
-                ),
-            )
+            return _clean(total, sum(r["n_copies"] for r in rows), ctx.opt("min_gain_us"))
         return Fired(tuple(findings))
 
     def _finding(self, ctx: Context, r: dict[str, Any]) -> Finding:
@@ -143,3 +159,10 @@ class PageableMemcpy(Rule):
             ),
             location=f"device={r['device_id']}|direction={r['copy_kind']}",
         )
+
+
+def _clean(total: int, n: int, min_gain_us: OptionValue) -> Clean:
+    return Clean(
+        f"pageable copies take {ms(total)}; pinning would save less than {min_gain_us} us",
+        (Evidence("pageable_copy_time", total, "ns"), Evidence("pageable_copies", n, "count")),
+    )

@@ -73,6 +73,8 @@ class NoCopyComputeOverlap(Rule):
         ),
     }
 
+    clean_worst = "exposed_copy_time"  # the clean note's worst device (Rule.clean_worst)
+
     def check(self, ctx: Context) -> Outcome:
         rows = [r for r in _in_steps(ctx, ctx.metric("copy_overlap")) if r["copy_ns"]]
         if not rows:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from advisor.rules.base import (
     Clean,
     Context,
@@ -8,6 +10,7 @@ from advisor.rules.base import (
     Fix,
     NotApplicable,
     Option,
+    OptionValue,
     Outcome,
     Rule,
     Window,
@@ -86,12 +89,17 @@ class SerialFileRead(Rule):
             return NotApplicable("no OS runtime calls were traced", "nsys profile --trace=cuda,osrt")
         return None
 
+    @classmethod
+    def clean_over(cls, sums: Mapping[str, int], options: Mapping[str, OptionValue]) -> Clean | None:
+        """Clean over the ranks of a run: the note over their summed evidence (Rule.clean_over)."""
+        return _clean(sums.get("read_idle_time", 0))
+
     def check(self, ctx: Context) -> Outcome:
         rows = [r for r in ctx.metric("idle_by_cause", min_gap_ns=ctx.ns("min_gap_us")) if r["rule"] == "IO003"]
         fired = [r for r in rows if pct(r["idle_ns"], r["span_ns"]) >= float(ctx.opt("min_idle_pct"))]
         if not fired:
             idle = sum(int(r["idle_ns"]) for r in rows)
-            return Clean(f"GPU idle attributed to OS reads: {ms(idle)}", (Evidence("read_idle_time", idle, "ns"),))
+            return _clean(idle)
         return Fired(
             tuple(
                 self.finding(
@@ -125,3 +133,7 @@ class SerialFileRead(Rule):
                 for r in fired
             )
         )
+
+
+def _clean(idle: int) -> Clean:
+    return Clean(f"GPU idle attributed to OS reads: {ms(idle)}", (Evidence("read_idle_time", idle, "ns"),))

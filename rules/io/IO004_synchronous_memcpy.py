@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from advisor.rules.base import Clean, Context, Evidence, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
+from collections.abc import Mapping
+
+from advisor.rules.base import Clean, Context, Evidence, Fired, Fix, Option, OptionValue, Outcome, Rule, Window, ms, pct
 from advisor.rules.blocking import MAX_REFILL_OPTION, blocking_calls, idle_evidence, repeated
 
 SYNC_COPY = r"^(cuda|hip)mem(cpy|set)|^cumem(cpy|set)"
@@ -74,12 +76,17 @@ class SynchronousMemcpy(Rule):
         ),
     }
 
+    @classmethod
+    def clean_over(cls, sums: Mapping[str, int], options: Mapping[str, OptionValue]) -> Clean | None:
+        """Clean over the ranks of a run: the note over their summed evidence (Rule.clean_over)."""
+        return _clean(sums.get("sync_copy_calls", 0))
+
     def check(self, ctx: Context) -> Outcome:
         rows = blocking_calls(ctx, SYNC_COPY, exclude="async")
         fired = repeated(ctx, rows)
         if not fired:
             n = sum(r.n_calls for r in rows)
-            return Clean(f"{n} synchronous copy/memset calls", (Evidence("sync_copy_calls", n, "count"),))
+            return _clean(n)
         return Fired(
             tuple(
                 self.finding(
@@ -106,3 +113,7 @@ class SynchronousMemcpy(Rule):
                 for r in fired
             )
         )
+
+
+def _clean(n: int) -> Clean:
+    return Clean(f"{n} synchronous copy/memset calls", (Evidence("sync_copy_calls", n, "count"),))

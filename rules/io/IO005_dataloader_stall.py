@@ -1,9 +1,24 @@
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
+from advisor.rules.base import (
+    Clean,
+    Context,
+    Evidence,
+    Finding,
+    Fired,
+    Fix,
+    Option,
+    OptionValue,
+    Outcome,
+    Rule,
+    Window,
+    ms,
+    pct,
+)
 from advisor.rules.steps import step_totals, step_windows
 
 
@@ -63,6 +78,14 @@ class DataloaderStall(Rule):
             5.0, "DataLoader time as % of step time to fire", "TensorBoard profiler plugin: DataLoader > 5% of step"
         ),
     }
+
+    @classmethod
+    def clean_over(cls, sums: Mapping[str, int], options: Mapping[str, OptionValue]) -> Clean | None:
+        """Clean over the ranks of a run: the note over their summed evidence (Rule.clean_over)."""
+        if "gpu_idle_on_input" not in sums:
+            return Clean("no DataLoader ops recorded")
+        idle = sums["gpu_idle_on_input"]
+        return Clean("DataLoader time below the threshold", (Evidence("gpu_idle_on_input", idle, "ns"),))
 
     def check(self, ctx: Context) -> Outcome:
         rows = ctx.metric("dataloader_time")

@@ -89,6 +89,8 @@ class SmallKernelStorm(Rule):
         ),
     }
 
+    clean_worst = "launch_gap_time"  # the clean note's worst device (Rule.clean_worst)
+
     def check(self, ctx: Context) -> Outcome:
         rows = ctx.metric(
             "launch_gaps",

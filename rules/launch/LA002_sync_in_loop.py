@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from advisor.rules.base import Clean, Context, Evidence, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
+from collections.abc import Mapping
+
+from advisor.rules.base import Clean, Context, Evidence, Fired, Fix, Option, OptionValue, Outcome, Rule, Window, ms, pct
 from advisor.rules.blocking import (
     MAX_REFILL_OPTION,
     blocking_calls,
@@ -89,16 +91,16 @@ class SyncInLoop(Rule):
         ),
     }
 
+    @classmethod
+    def clean_over(cls, sums: Mapping[str, int], options: Mapping[str, OptionValue]) -> Clean | None:
+        """Clean over the ranks of a run: the note over their summed evidence (Rule.clean_over)."""
+        return _clean(sums.get("sync_calls", 0), sums.get("gpu_idle_in_windows", 0))
+
     def check(self, ctx: Context) -> Outcome:
         rows = blocking_calls(ctx, SYNC)
         fired = recurring(ctx, repeated(ctx, rows), SYNC)
         if not fired:
-            n = sum(r.n_calls for r in rows)
-            idle = sum(r.idle_ns for r in rows)
-            return Clean(
-                f"{n} sync calls opening {ms(idle)} of GPU idle",
-                (Evidence("sync_calls", n, "count"), Evidence("gpu_idle_in_windows", idle, "ns")),
-            )
+            return _clean(sum(r.n_calls for r in rows), sum(r.idle_ns for r in rows))
         bounded = overlappable_idle(ctx, SYNC)
         return Fired(
             tuple(
@@ -129,3 +131,10 @@ class SyncInLoop(Rule):
                 for r in fired
             )
         )
+
+
+def _clean(n: int, idle: int) -> Clean:
+    return Clean(
+        f"{n} sync calls opening {ms(idle)} of GPU idle",
+        (Evidence("sync_calls", n, "count"), Evidence("gpu_idle_in_windows", idle, "ns")),
+    )

@@ -1,8 +1,23 @@
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
+from advisor.rules.base import (
+    Clean,
+    Context,
+    Evidence,
+    Finding,
+    Fired,
+    Fix,
+    Option,
+    OptionValue,
+    Outcome,
+    Rule,
+    Window,
+    ms,
+    pct,
+)
 
 
 class DefaultStreamSerialization(Rule):
@@ -88,15 +103,17 @@ class DefaultStreamSerialization(Rule):
         ),
     }
 
+    @classmethod
+    def clean_over(cls, sums: Mapping[str, int], options: Mapping[str, OptionValue]) -> Clean | None:
+        """Clean over the ranks of a run: the note over their summed evidence (Rule.clean_over)."""
+        return _clean(sums.get("devices_mixing_streams", 0), sums.get("held_ops", 0), sums.get("explicit_wait_ops", 0))
+
     def check(self, ctx: Context) -> Outcome:
         streams = str(ctx.opt("default_streams"))
         rows = ctx.metric("default_stream_use", default_streams=streams)
         mixed = [r for r in rows if r["n_default"] and r["other_streams"]]
         if not mixed:
-            return Clean(
-                "no device mixes the default stream with other streams",
-                (Evidence("devices_mixing_streams", 0, "count"),),
-            )
+            return _clean(0, 0, 0)
         queue = {  # joins every op to its launch call: asked only where the streams look serialized
             int(q["device_id"]): q
             for q in (
@@ -110,16 +127,11 @@ class DefaultStreamSerialization(Rule):
             for r in mixed
             if self._fires(ctx, r) and self._held(ctx, queue.get(int(r["device_id"])))
         ]
-        if not fired:
-            held = sum(int(q["n_held"]) for q in queue.values())
-            return Clean(
-                "streams overlap, default-stream work rarely runs alone, or no other stream's work waited behind it",
-                (
-                    Evidence("devices_mixing_streams", len(mixed), "count"),
-                    Evidence("held_ops", held, "count"),
-                    Evidence("explicit_wait_ops", sum(int(q["n_explicit_wait"]) for q in queue.values()), "count"),
-                ),
-            )
+        if not fired:  # held and explicit-wait ops of the devices whose streams looked serialized (those asked)
+            looked = {int(r["device_id"]) for r in mixed if self._fires(ctx, r)}
+            asked = [q for d, q in queue.items() if d in looked]  # so each device's counts add up over ranks
+            return _clean(len(mixed), sum(int(q["n_held"]) for q in asked),
+                          sum(int(q["n_explicit_wait"]) for q in asked))
         return Fired(tuple(fired))
 
     def _fires(self, ctx: Context, r: dict[str, Any]) -> bool:
@@ -191,3 +203,18 @@ def _serialized(r: dict[str, Any]) -> int:
     if int(r["other_streams"]) < 2:
         return 0
     return max(0, int(r["other_ns"]) - int(r["max_other_stream_ns"]))
+
+
+def _clean(mixing: int, held: int, explicit: int) -> Clean:
+    if not mixing:
+        return Clean(
+            "no device mixes the default stream with other streams", (Evidence("devices_mixing_streams", 0, "count"),)
+        )
+    return Clean(
+        "streams overlap, default-stream work rarely runs alone, or no other stream's work waited behind it",
+        (
+            Evidence("devices_mixing_streams", mixing, "count"),
+            Evidence("held_ops", held, "count"),
+            Evidence("explicit_wait_ops", explicit, "count"),
+        ),
+    )

@@ -1,8 +1,23 @@
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
+from advisor.rules.base import (
+    Clean,
+    Context,
+    Evidence,
+    Finding,
+    Fired,
+    Fix,
+    Option,
+    OptionValue,
+    Outcome,
+    Rule,
+    Window,
+    ms,
+    pct,
+)
 from advisor.vocab import device_span_of
 
 
@@ -75,6 +90,11 @@ class PerParameterOptimizer(Rule):
         "min_gain_pct": Option(1.0, "GPU idle inside the steps as % of the device span to fire", "-"),
     }
 
+    @classmethod
+    def clean_over(cls, sums: Mapping[str, int], options: Mapping[str, OptionValue]) -> Clean | None:
+        """Clean over the ranks of a run: the note over their summed evidence (Rule.clean_over)."""
+        return _clean(sums.get("per_parameter_steps", 0))
+
     def check(self, ctx: Context) -> Outcome:
         steps = ctx.metric("per_parameter_steps", min_kernels=int(ctx.opt("min_kernels")))
         spans = {int(r["device_id"]): int(r["span_ns"]) for r in ctx.metric("device_spans")}
@@ -88,10 +108,7 @@ class PerParameterOptimizer(Rule):
         ]
         if fired:
             return Fired(tuple(fired))
-        return Clean(
-            f"{len(steps)} per-parameter optimizer steps, GPU idle inside them under the threshold",
-            (Evidence("per_parameter_steps", len(steps), "count"),),
-        )
+        return _clean(len(steps))
 
     def _finding(self, dev: int, rows: list[dict[str, Any]], span: int) -> Finding:
         n = sum(int(r["n_kernels"]) for r in rows)
@@ -131,3 +148,10 @@ class PerParameterOptimizer(Rule):
             ),
             location=f"device={dev}|optimizer={opt}",
         )
+
+
+def _clean(n: int) -> Clean:
+    return Clean(
+        f"{n} per-parameter optimizer steps, GPU idle inside them under the threshold",
+        (Evidence("per_parameter_steps", n, "count"),),
+    )

@@ -1,8 +1,9 @@
 """The Dask map/reduce gives the same analysis as the single-process path (the cross-rank rows, and with the
-rules the findings, verdict, headline and each rule's outcome): a real LocalCluster of 2 worker processes, and
-a scheduler with 2 workers started as separate processes (the `dask scheduler` / `dask worker` command lines)
-on localhost; the in-process map on the real 8-rank DLRM capture. A damaged rank file is reported by name and
-the other ranks are still reduced."""
+rules the whole run document: input facts, summary, verdict, findings, every rule's outcome with its note and
+evidence, the ops and mfu sections; only the rules' timings differ): a real LocalCluster of 2 worker processes,
+and a scheduler with 2 workers started as separate processes (the `dask scheduler` / `dask worker` command lines)
+on localhost; the in-process map on the real 8-rank DLRM capture and on our 2-rank captures. A damaged rank file
+is reported by name and the other ranks are still reduced."""
 
 from __future__ import annotations
 
@@ -57,13 +58,13 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 ANALYSIS = ("verdict", "headline", "headline_note", "findings")
 # the summary sections (advisor.engine.summary), which the Dask path folds from each rank's compact summary
 SUMMARY = ("devices", "counts", "capture", "time", "top_kernels", "ranges", "copies", "api", "families")
+DASK_KEYS = ("rank_verdicts", "ranks", "failed_ranks")  # what the Dask path adds to a run's document
 
 
 def _analysis(path: Path) -> dict[str, Any]:
-    """The single-process analysis of a directory: the parts the Dask path must give identically, and each
-    rule's outcome kind."""
-    doc = json.loads(json.dumps(analyze(path).to_dict(), default=str))  # tuples as the JSON gives them: lists
-    return {k: doc[k] for k in ANALYSIS + SUMMARY} | {"rules": {r["code"]: r["outcome"] for r in doc["rules"]}}
+    """The single-process analysis of a directory: the whole run document, as the JSON gives it (tuples as
+    lists), without the rules' timings."""
+    return _timeless(json.loads(json.dumps(analyze(path).to_dict(), default=str)))
 
 
 @pytest.fixture(scope="module")
@@ -85,12 +86,15 @@ def _same(res: mapreduce.RankResult, expected: dict[str, Any]) -> None:
         _same_analysis(res, expected["analysis"])
 
 
-def _same_analysis(res: mapreduce.RankResult, want: dict[str, Any]) -> None:
-    got = json.loads(json.dumps(res.analysis.to_dict(), default=str))
-    for key in ANALYSIS + SUMMARY:
+def _same_analysis(res: mapreduce.RankResult, want: dict[str, Any]) -> dict[str, Any]:
+    """The Dask path's whole run document equals the directory read's (key by key first: a failure names it)."""
+    got = _timeless(json.loads(json.dumps(res.analysis.to_dict(), default=str)))
+    assert sorted(got) == sorted(want)
+    for key in want:
         assert got[key] == want[key], key
-    assert {r["code"]: r["outcome"] for r in got["rules"]} == want["rules"]
     assert want["findings"] and want["verdict"]["devices"]  # something to compare: findings and device verdicts
+    assert want["input"]["sha256"] and want["rules"]
+    return got
 
 
 def test_local_cluster_matches_single_process(run_dir: Path, expected: Any, tmp_path: Path) -> None:
@@ -102,6 +106,11 @@ def test_local_cluster_matches_single_process(run_dir: Path, expected: Any, tmp_
         assert len(client.scheduler_info()["workers"]) == 2
         _same(mapreduce.analyze_ranks(_files(run_dir), tmp_path / "pq", client, tmp_path / "cache", rules=True),
               expected)
+        # our 2-rank capture with recorded shapes on the same cluster: the whole document, ops and mfu included
+        d = ROOT / "fixtures" / "kineto" / "CO002_straggler_rank_baseline"
+        got = _same_analysis(mapreduce.analyze_ranks(_files(d), tmp_path / "pq3", client, tmp_path / "cache",
+                                                     rules=True), _analysis(d))
+        assert got["ops"]["items"] and got["mfu"]["ranges"]
         # a damaged rank is reported by name, the others are still reduced
         res = mapreduce.analyze_ranks(_files(damaged), tmp_path / "pq2", client, tmp_path / "cache", rules=True)
         _bounded_in_flight(client)
@@ -149,7 +158,10 @@ def test_real_8rank_analysis_matches(tmp_path: Path) -> None:
     want = _analysis(d)
     res = mapreduce.analyze_local(_files(d), tmp_path / "pq", tmp_path / "cache", rules=True)
     assert not res.failed and res.analyzed == 8
-    _same_analysis(res, want)
+    got = _same_analysis(res, want)
+    # independent read: the directory's bytes and files, as the input facts state them
+    assert want["input"]["bytes"] == sum(f.stat().st_size for f in d.iterdir() if f.is_file())
+    assert want["input"]["notes"]["files"] == [f.name for f in _files(d)]
     # independent read: 8 device verdicts, one per file's distributedInfo.rank
     ranks = sorted(json.loads(gzip.decompress(f.read_bytes()))["distributedInfo"]["rank"] for f in _files(d))
     doc = res.analysis.to_dict()
@@ -158,25 +170,94 @@ def test_real_8rank_analysis_matches(tmp_path: Path) -> None:
     events = [e for f in _files(d) for e in json.loads(gzip.decompress(f.read_bytes()))["traceEvents"]]
     assert doc["counts"]["kernels"] == sum(e.get("cat") == "kernel" for e in events) > 0
     assert doc["ranges"]["steps"]["count"] == sum(str(e.get("name", "")).startswith("ProfilerStep#") for e in events)
-    _any_arrival_order(_files(d), tmp_path, _timeless(res.analysis.to_dict()))
+    _any_arrival_order(_files(d), tmp_path, got)
 
 
-@pytest.mark.parametrize("name", ["CO001_no_comm_compute_overlap_baseline", "CO001_no_comm_compute_overlap_optimized",
-                                  "CO002_straggler_rank_optimized"])
+PAIRS = ["CO001_no_comm_compute_overlap_baseline", "CO001_no_comm_compute_overlap_optimized",
+         "CO002_straggler_rank_baseline", "CO002_straggler_rank_optimized"]
+
+
+@pytest.mark.parametrize("name", PAIRS)
 def test_captured_pairs_match_with_roofline_basis(name: str, tmp_path: Path) -> None:
     """Our 2-rank DDP captures (recorded shapes: the verdict's basis is the per-op roofline's, its share of every
-    rank's kernel time): findings, verdict with its basis, headline and summary sections as a directory read."""
+    rank's kernel time; the ops and mfu sections): the whole run document as a directory read."""
     d = ROOT / "fixtures" / "kineto" / name
     want = _analysis(d)
     res = mapreduce.analyze_local(_files(d), tmp_path / "pq", tmp_path / "cache", rules=True)
     assert not res.failed and res.analyzed == 2
-    got = json.loads(json.dumps(res.analysis.to_dict(), default=str))
-    for key in ANALYSIS + SUMMARY:
-        assert got[key] == want[key], key
-    assert want["verdict"]["basis"].startswith("roofline: ")
+    got = _same_analysis(res, want)
+    assert want["verdict"]["basis"].startswith("roofline: ") and want["ops"]["items"] and want["mfu"]["devices"]
+    # independent read: the PROVENANCE.json beside the rank files is a member of the input, not a rank
+    assert list(want["input"]["notes"]["files_skipped"]) == ["PROVENANCE.json"]
     # independent read: the kernels both rank files record
     events = [e for f in _files(d) for e in json.loads(gzip.decompress(f.read_bytes()))["traceEvents"]]
     assert got["counts"]["kernels"] == sum(e.get("cat") == "kernel" for e in events) > 0
+
+
+def test_no_rules_facts_match(tmp_path: Path) -> None:
+    """`--no-rules` on the Dask path: the facts and sections (input, summary, ops, mfu) with no verdict, findings
+    or rule outcomes, the whole document as the directory read's `analyze --no-rules`."""
+    d = ROOT / "fixtures" / "kineto" / "CO002_straggler_rank_baseline"
+    want = _timeless(json.loads(json.dumps(analyze(d, rules=False).to_dict(), default=str)))
+    res = mapreduce.analyze_local(_files(d), tmp_path / "pq", tmp_path / "cache", rules=True, facts_only=True)
+    got = _timeless(json.loads(json.dumps(res.analysis.to_dict(), default=str)))
+    assert got == want and want["verdict"] is None and want["rules"] == [] and want["ops"]["items"]
+
+
+SERVING = ("mi300x_sglang_decode/sglang_Qwen3-8B_decode", "mi300x_vllm_decode_fullgraph/graph_execution",
+           "mi300x_sglang_decode/sglang_Qwen3-8B_decode", "mi300x_vllm_prefilldecode_piecewise/graph_execution")
+
+
+def test_serving_ranks_match(tmp_path: Path) -> None:
+    """Serving engines' traces as the ranks of one run (SGLang and vLLM decode steps, vLLM CUDA-graph replays;
+    in each copy distributedInfo.rank set to its place and its host pids moved apart, as separate processes'
+    would be: the SGLang trace is used twice): the Dask path's whole document, the `serving` section included,
+    equals the directory read's. Three decode steps over three ranks: the steady state leaves out the run's
+    first one only."""
+    from tests.conftest import real_path
+
+    d = tmp_path / "run"
+    d.mkdir()
+    alone = []
+    for rank, name in enumerate(SERVING):
+        src = real_path(f"tracelens/serving/{name}.json.gz")
+        doc = json.loads(gzip.decompress(src.read_bytes()))
+        doc["distributedInfo"]["rank"] = rank
+        for e in doc["traceEvents"]:
+            if isinstance(e.get("pid"), int) and e["pid"] > 64:  # a host process (GPU events: the device ordinal)
+                e["pid"] += 1000 * rank
+        (d / f"r{rank}.json.gz").write_bytes(gzip.compress(json.dumps(doc).encode()))
+        alone.append(analyze(src).sections.serving)
+    want = _analysis(d)
+    res = mapreduce.analyze_local(_files(d), tmp_path / "pq", tmp_path / "cache", rules=True)
+    assert not res.failed and res.analyzed == len(SERVING)
+    got = _same_analysis(res, want)["serving"]
+    # each file read alone: one step each, graph launches only in the vLLM ones
+    assert got["steps_total"] == sum(s.steps_total for s in alone if s is not None) == len(SERVING)
+    assert got["graphs"]["launches"] == sum(s.graphs.launches for s in alone if s is not None) > 0
+    decode = next(p for p in got["phases"] if p["phase"] == "decode")
+    assert (decode["steps"], decode["steady_steps"]) == (3, 2)
+
+
+def test_directory_read_links_each_ranks_kernels_to_its_own_ops() -> None:
+    """Kineto numbers External ids per process from the same start, so a directory read holds each id once per
+    rank: a kernel links to the op of its own process (metric op_links). On the straggler capture rank 1 runs
+    3x rank 0's batch: its aten::gelu kernels carry rank 1's shapes, as its file records them."""
+    d = ROOT / "fixtures" / "kineto" / "CO002_straggler_rank_baseline"
+    recorded = {}
+    for f in _files(d):
+        doc = json.loads(gzip.decompress(f.read_bytes()))
+        dims = {json.dumps(e["args"]["Input Dims"]) for e in doc["traceEvents"]
+                if e.get("cat") == "cpu_op" and e.get("name") == "aten::gelu"}
+        recorded[doc["distributedInfo"]["rank"]] = dims
+    assert recorded == {0: {"[[4096, 4096], []]"}, 1: {"[[12288, 4096], []]"}}
+    run = open_run(d)
+    rank_of = {int(r["device_id"]): int(r["rank"]) for r in metrics.query(run, "device_list")}
+    linked: dict[int, set[str]] = {}
+    for r in metrics.query(run, "op_kernels"):
+        if r["name"] == "aten::gelu":
+            linked.setdefault(rank_of[int(r["device_id"])], set()).add(json.dumps(json.loads(r["input_shapes"])))
+    assert linked == recorded
 
 
 def _timeless(doc: Any) -> Any:
@@ -203,8 +284,8 @@ def _any_arrival_order(files: list[Path], tmp_path: Path, want: dict[str, Any]) 
         for o in order:
             take(o)
         assert fold.count == len(files)
-        got = _timeless(json.loads(json.dumps(combine(fold, Path(red.plans[0].seeds), None).to_dict(), default=str)))
-        assert got == want
+        got = combine(fold, Path(red.plans[0].seeds), None, None, (files[0].parent, files)).to_dict()
+        assert _timeless(json.loads(json.dumps(got, default=str))) == want
 
 
 def _port() -> int:
@@ -253,19 +334,34 @@ def test_scheduler_and_workers_as_processes(
 
 
 def test_cli_analyze_and_diff_on_workers(run_dir: Path, expected: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    """`advisor analyze RUN_DIR --workers 2` prints the single-process findings, verdict and headline, with the
-    per-rank verdicts; `advisor diff RUN_DIR RUN_DIR --workers 2` matches every finding to itself."""
+    """`advisor analyze RUN_DIR --workers 2 --format json` prints the single-process document (its envelope:
+    schema and advisor versions, inputs, the run's fields at top level and under runs) with the per-rank
+    verdicts, cross-rank tables and failed ranks added; the text output is the single-process text with the
+    per-rank verdicts after it; `advisor diff RUN_DIR RUN_DIR --workers 2` matches every finding to itself."""
     from advisor.cli.main import main
 
+    assert main(["analyze", str(run_dir), "--format", "json"]) == 0
+    single = _timeless(json.loads(capsys.readouterr().out))
     assert main(["analyze", str(run_dir), "--workers", "2", "--format", "json"]) == 0
-    doc = json.loads(capsys.readouterr().out)["runs"][0]
-    want = expected["analysis"]
-    assert {k: doc[k] for k in ANALYSIS + SUMMARY} == {k: want[k] for k in ANALYSIS + SUMMARY}
-    assert sorted(r for rs in doc["rank_verdicts"].values() for r in rs) == list(range(RANKS))
+    doc = _timeless(json.loads(capsys.readouterr().out))
+    run = doc["runs"][0]
+    assert sorted(r for rs in run["rank_verdicts"].values() for r in rs) == list(range(RANKS))
+    assert run["failed_ranks"] == {} and len(run["ranks"]["rank_comm"]) == RANKS
+    assert {k: doc[k] for k in DASK_KEYS} == {k: run[k] for k in DASK_KEYS}  # one run: also at top level
+    for d in (doc, run):
+        for k in DASK_KEYS:
+            d.pop(k)
+    assert doc == single and doc["schema_version"] and doc["inputs"] == [run["input"]]
+    assert run == expected["analysis"] and doc["verdict"] == run["verdict"]
+    assert main(["analyze", str(run_dir)]) == 0
+    text = capsys.readouterr().out
+    assert main(["analyze", str(run_dir), "--workers", "2"]) == 0
+    dask_text = capsys.readouterr().out
+    assert dask_text.startswith(text) and f"{RANKS} ranks matched across collectives" in dask_text[len(text):]
     assert main(["diff", str(run_dir), str(run_dir), "--workers", "2"]) == 0
     diff = json.loads(capsys.readouterr().out)
     assert diff["findings"]["new"] == diff["findings"]["resolved"] == diff["findings"]["changed"] == []
-    assert diff["findings"]["unchanged"] == len(want["findings"])
+    assert diff["findings"]["unchanged"] == len(single["findings"]) > 0
 
 
 def test_sampled_ranks_verdict_says_the_host_record_is_filtered(tmp_path: Path) -> None:
@@ -280,8 +376,7 @@ def test_sampled_ranks_verdict_says_the_host_record_is_filtered(tmp_path: Path) 
     want = _analysis(d)
     res = mapreduce.analyze_local(_files(d), tmp_path / "pq", tmp_path / "cache", rules=True)
     assert not res.failed and res.analyzed == 2
-    got = json.loads(json.dumps(res.analysis.to_dict(), default=str))
-    assert got["verdict"] == want["verdict"]
+    got = _same_analysis(res, want)
     # independent read: the cpu_op events of both files, all but 8 of which issued GPU work (4 per rank)
     ops = sum(e.get("cat") == "cpu_op" for f in _files(d) for e in json.loads(gzip.decompress(f.read_bytes()))
               ["traceEvents"])

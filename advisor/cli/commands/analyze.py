@@ -49,9 +49,9 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="exit 1 (for CI gates) when any finding fires (any), or when a finding's estimated saving "
                         "exceeds N percent of its denominator (gain>5%%) or a time (gain>2ms); default: none")
     p.add_argument("--workers", type=int, metavar="N",
-                   help="a directory of rank traces: the analysis (findings, verdict, per-rank verdicts, "
-                        "cross-rank tables) with the per-rank work on a Dask LocalCluster of N worker processes, "
-                        "one rank per task (needs the `distributed` extra)")
+                   help="a directory of rank traces: the same analysis as without it, plus the per-rank "
+                        "verdicts and cross-rank tables, with the per-rank work on a Dask LocalCluster of N worker "
+                        "processes, one rank per task (needs the `distributed` extra)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="as --workers, on an existing Dask cluster (default: DASK_SCHEDULER_ADDRESS)")
 

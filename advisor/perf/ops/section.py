@@ -141,10 +141,57 @@ def ops_section(run: Run, limit: int = MAX_ITEMS) -> Ops | None:
 
 
 def _section(run: Run, groups: list[OpGroup], limit: int) -> Ops:
+    part = ops_part(run, groups, limit)
+    assert part is not None  # groups is not empty
+    return part.section(limit)
+
+
+@dataclass
+class OpsPart:
+    """The `ops` section's facts of one run, or of several ranks folded (advisor.distributed): every figure is
+    per device (coverage, items) or a sum per family or op name, so the ranks' parts add up to the directory
+    read's section. Items are kept sorted and cut at the section's limit (the run's top items are among its
+    ranks' top items: each item is one device's)."""
+
+    nvtx: bool  # shapes from NVTX range names (no cpu ops): the section's basis says so
+    coverage: list[OpCoverage]
+    families: dict[str, tuple[set[str], int, int]]  # family -> op names, calls, kernel ns (first-seen order)
+    items: list[OpStat]
+    items_total: int
+    unmodelled: dict[str, tuple[int, int, str, int]]  # name -> calls, kernel ns, reason, its first group's GPU ns
+
+    def fold(self, other: OpsPart, limit: int = MAX_ITEMS) -> None:
+        self.nvtx = self.nvtx and other.nvtx
+        self.coverage = sorted(self.coverage + other.coverage, key=lambda c: (c.device_id is None, c.device_id or 0))
+        for fam, (names, calls, ns) in other.families.items():
+            have = self.families.get(fam, (set(), 0, 0))
+            self.families[fam] = (have[0] | names, have[1] + calls, have[2] + ns)
+        self.items = sorted(self.items + other.items, key=_item_order)[:limit]
+        self.items_total += other.items_total
+        for name, (calls, ns, why, first) in other.unmodelled.items():
+            c, n, w, f = self.unmodelled.get(name, (0, 0, why, first))
+            self.unmodelled[name] = (c + calls, n + ns, why if first > f else w, max(f, first))
+
+    def section(self, limit: int = MAX_ITEMS) -> Ops:
+        families = [OpFamily(f, len(names), calls, ns) for f, (names, calls, ns) in self.families.items()]
+        unmodelled = sorted((Unmodelled(n, c, k, why) for n, (c, k, why, _) in self.unmodelled.items()),
+                            key=lambda r: (-r.kernel_ns, r.name))
+        return Ops(NVTX_BASIS if self.nvtx else BASIS, "medium", tuple(self.coverage),
+                   tuple(sorted(families, key=lambda f: -f.kernel_ns)), self.items_total, tuple(self.items[:limit]),
+                   len(unmodelled), tuple(unmodelled[:limit]))
+
+
+def ops_part(run: Run, groups: list[OpGroup] | None = None, limit: int = MAX_ITEMS) -> OpsPart | None:
+    """The run's part of the `ops` section (None: no op with recorded shapes launched a kernel)."""
+    if groups is None:
+        if not (run.count("cpu_ops") or run.count("ranges")) or not run.count("kernels"):
+            return None
+        groups = op_groups(run)
+    if not groups:
+        return None
     items = _items(groups)
-    unmodelled = _unmodelled(groups)
-    return Ops(BASIS if run.count("cpu_ops") else NVTX_BASIS, "medium", _coverage(run, groups), _families(groups),
-               len(items), tuple(items[:limit]), len(unmodelled), tuple(unmodelled[:limit]))
+    return OpsPart(not run.count("cpu_ops"), list(_coverage(run, groups)), _families(groups), items[:limit],
+                   len(items), _unmodelled(groups))
 
 
 def _coverage(run: Run, groups: list[OpGroup]) -> tuple[OpCoverage, ...]:
@@ -166,18 +213,14 @@ def _share(ns: int, of_ns: int, of: str) -> TimeShare:
     return TimeShare(ns, pct(ns, of_ns), of, of_ns)
 
 
-def _families(groups: list[OpGroup]) -> tuple[OpFamily, ...]:
-    names: dict[str, set[str]] = defaultdict(set)
-    calls: dict[str, int] = defaultdict(int)
-    kernel_ns: dict[str, int] = defaultdict(int)
+def _families(groups: list[OpGroup]) -> dict[str, tuple[set[str], int, int]]:
+    out: dict[str, tuple[set[str], int, int]] = {}
     for g in groups:
         if g.cost is None or g.family is None:
             continue
-        names[g.family].add(g.name)
-        calls[g.family] += g.calls
-        kernel_ns[g.family] += g.kernel_ns
-    rows = [OpFamily(f, len(names[f]), calls[f], kernel_ns[f]) for f in names]
-    return tuple(sorted(rows, key=lambda f: -f.kernel_ns))
+        names, calls, kernel_ns = out.get(g.family, (set(), 0, 0))
+        out[g.family] = (names | {g.name}, calls + g.calls, kernel_ns + g.kernel_ns)
+    return out
 
 
 def _items(groups: list[OpGroup]) -> list[OpStat]:
@@ -186,7 +229,12 @@ def _items(groups: list[OpGroup]) -> list[OpStat]:
         if g.cost is not None:
             acc[(g.device_id, g.name)].append(g)
     rows = [_item(gs) for gs in acc.values()]
-    return sorted(rows, key=lambda r: (-r.gpu_ns, r.name))
+    return sorted(rows, key=_item_order)
+
+
+def _item_order(r: OpStat) -> tuple[int, str, bool, int]:
+    """Most GPU time first, then by name and device (ties of one op on several devices: device order)."""
+    return -r.gpu_ns, r.name, r.device_id is None, r.device_id or 0
 
 
 def _item(gs: list[OpGroup]) -> OpStat:
@@ -221,10 +269,10 @@ def _item(gs: list[OpGroup]) -> OpStat:
     )
 
 
-def _unmodelled(groups: list[OpGroup]) -> list[Unmodelled]:
-    calls: dict[str, int] = defaultdict(int)
-    kernel_ns: dict[str, int] = defaultdict(int)
-    reason: dict[str, str] = {}
+def _unmodelled(groups: list[OpGroup]) -> dict[str, tuple[int, int, str, int]]:
+    """Per op name without a cost: calls, kernel ns, why (its first group's, in op_kernels' GPU-time order) and
+    that group's GPU ns (folding ranks keeps the reason of the group with most GPU time)."""
+    out: dict[str, tuple[int, int, str, int]] = {}
     for g in groups:
         if g.cost is not None:
             continue
@@ -233,11 +281,9 @@ def _unmodelled(groups: list[OpGroup]) -> list[Unmodelled]:
             why = "no shapes recorded (profile with record_shapes=True)"
         if _COMM.search(g.name):
             why = "communication: priced by the collective rules, not an op roofline"
-        reason.setdefault(g.name, why)
-        calls[g.name] += g.calls
-        kernel_ns[g.name] += g.kernel_ns
-    rows = [Unmodelled(n, calls[n], kernel_ns[n], reason[n]) for n in reason]
-    return sorted(rows, key=lambda r: (-r.kernel_ns, r.name))
+        calls, kernel_ns, first, gpu_ns = out.get(g.name, (0, 0, why, g.gpu_ns))
+        out[g.name] = (calls + g.calls, kernel_ns + g.kernel_ns, first, gpu_ns)
+    return out
 
 
 @cache
