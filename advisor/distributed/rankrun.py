@@ -153,5 +153,7 @@ def sections(run: Run) -> tuple[Any, Any, Any]:
     from advisor.perf.serving import serving_part
     from advisor.rules.steps import step_spans
 
-    steps = [(int(w["device_id"]), int(w["start_ns"]), int(w["end_ns"])) for w in step_spans(run)]
+    def steps() -> list[tuple[int, int, int]]:
+        return [(int(w["device_id"]), int(w["start_ns"]), int(w["end_ns"])) for w in step_spans(run)]
+
     return ops_part(run), mfu_part(run, steps, MANY_RANGES), serving_part(run)

@@ -89,8 +89,8 @@ def _mfu(run: Run) -> Mfu | None:
     """MFU and achieved TFLOP/s per device, step and range (None: nothing modelled)."""
     from advisor.rules.steps import step_spans
 
-    steps = [(int(w["device_id"]), int(w["start_ns"]), int(w["end_ns"])) for w in step_spans(run)]
-    return mfu_section(run, steps) or None
+    return mfu_section(run, lambda: [(int(w["device_id"]), int(w["start_ns"]), int(w["end_ns"]))
+                                     for w in step_spans(run)]) or None
 
 
 # finding category -> the verdict class its fix addresses (ID001's follows the idle cause it prices most)

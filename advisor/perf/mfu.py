@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import Any
@@ -160,13 +160,16 @@ def _kernel_ns(run: Run, windows: list[tuple[int, int, int]]) -> list[int]:
     return [by.get(i + 1, 0) for i in range(len(windows))]
 
 
-def mfu_section(run: Run, steps: list[tuple[int, int, int]]) -> Mfu | None:
+Steps = Callable[[], list[tuple[int, int, int]]]  # the steady-state step windows (device_id, start_ns, end_ns)
+
+
+def mfu_section(run: Run, steps: Steps) -> Mfu | None:
     """The `mfu` section of the analyze document: per device, per step and per range name; None where no op
-    with recorded shapes has a model (no FLOPs to count). steps: the steady-state step windows (device_id,
-    start_ns, end_ns), as the rules define them (advisor.rules.steps.step_windows)."""
+    with recorded shapes has a model (no FLOPs to count). steps: gives the steady-state step windows, as the
+    rules define them (advisor.rules.steps), asked for only where some op is modelled."""
     if not (run.count("cpu_ops") or run.count("ranges")) or not run.count("kernels"):
         return None
-    part = mfu_part(run, steps)
+    part = mfu_part(run, steps, modelled_only=True)
     return part.section() if part is not None else None
 
 
@@ -208,19 +211,23 @@ class MfuPart:
                    tuple(sorted(rows, key=lambda r: (-r.rate.span_ns, r.name))))
 
 
-def mfu_part(run: Run, steps: list[tuple[int, int, int]], max_names: int = MAX_RANGES) -> MfuPart | None:
+def mfu_part(run: Run, steps: Steps, max_names: int = MAX_RANGES, modelled_only: bool = False) -> MfuPart | None:
     """The run's part of the `mfu` section, its range sums for the `max_names` range names with most time (None:
-    no kernels)."""
+    no kernels, or with `modelled_only` no modelled op: the rows are then not computed at all; a rank of a Dask
+    run computes them, another rank may be modelled)."""
     if not run.count("kernels"):
         return None
     groups = group_roofs(run) if run.count("cpu_ops") or run.count("ranges") else {}
     devs = _devices(run, groups)
+    if modelled_only and not devs:
+        return None
     spans = [(int(r["device_id"]), int(r["start_ns"]), int(r["end_ns"])) for r in metrics.query(run, "device_spans")]
-    cut = steps[:MAX_STEPS]
+    windows = steps()
+    cut = windows[:MAX_STEPS]
     return MfuPart(
         bool(devs), list(_peaks(groups)),
         [DeviceRate(w[0], r) for w, r in zip(spans, _rates(run, devs, spans), strict=True)],
-        len(steps), [StepRate(w[0], w[1], r) for w, r in zip(cut, _rates(run, devs, cut), strict=True)],
+        len(windows), [StepRate(w[0], w[1], r) for w, r in zip(cut, _rates(run, devs, cut), strict=True)],
         _by_name(run, devs, _range_windows(run, max_names)),
     )
 

@@ -41,7 +41,7 @@ def test_mfu_per_device_and_step(cache_dir: Path) -> None:
     span_ns = (max(e["ts"] + e["dur"] for e in gpu) - min(e["ts"] for e in gpu)) * 1e3
     run = open_run(str(TRACE), cache_dir=cache_dir)
     try:
-        sec = mfu_section(run, [(w.device_id, w.start_ns, w.end_ns) for w in step_windows(run)])
+        sec = mfu_section(run, lambda: [(w.device_id, w.start_ns, w.end_ns) for w in step_windows(run)])
     finally:
         run.close()
     assert sec is not None
