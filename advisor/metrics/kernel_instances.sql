@@ -19,7 +19,8 @@ nvtx AS (
 ),
 op AS (
   SELECT k.rid, arg_max(s.value, c.depth) AS op
-  FROM k JOIN cpu_ops c ON c.external_id = k.external_id JOIN strings s ON s.string_id = c.name_id
+  FROM k JOIN cpu_ops c ON c.external_id = k.external_id AND (k.pid IS NULL OR c.pid = k.pid)  -- its own process's
+  JOIN strings s ON s.string_id = c.name_id
   GROUP BY k.rid
 )
 SELECT k.device_id, k.stream_id, k.start_ns, k.end_ns - k.start_ns AS duration_ns,

@@ -46,7 +46,8 @@ unknown AS (  -- only kernels of no known family can be promoted: usually few, s
 by_op AS (  -- launched by a communication op: Kineto External id, or the launch call inside a context
     SELECT DISTINCT u.device_id, u.start_ns, u.end_ns, u.correlation_id
     FROM unknown u
-    WHERE u.external_id IN (SELECT external_id FROM ctx WHERE external_id IS NOT NULL)
+    WHERE EXISTS (SELECT 1 FROM ctx c WHERE c.external_id = u.external_id  -- in the launching process: the ranks
+                  AND (u.pid IS NULL OR c.pid IS NOT DISTINCT FROM u.pid))  -- of a directory number ids alike
         OR EXISTS (SELECT 1 FROM launches l WHERE l.correlation_id = u.correlation_id
                    AND (u.pid IS NULL OR l.pid IS NOT DISTINCT FROM u.pid))
 ),
