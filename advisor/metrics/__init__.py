@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -333,6 +334,20 @@ def shares(run: Run, windows_metric: str, **params: Any) -> list[WindowTimes]:
     ]
 
 
+def _kept_rows(run: Run, windows: WindowSet, prefix: str, compute: Callable[[], list[dict[str, Any]]]
+               ) -> list[dict[str, Any]]:
+    """Summed rows of a window set, read back from the run's cache entry (kept as JSON under `prefix` and the set's
+    name) or computed and kept there; computed every time where the window set itself is not kept."""
+    _, stem = _window_set(run, windows)
+    key = None if stem is None else f"{prefix}_{stem}"
+    rows = derived.load_json(run, key, code_key()) if key is not None else None
+    if not isinstance(rows, list):
+        rows = compute()
+        if key is not None:
+            derived.save_json(run, key, code_key(), rows)
+    return rows
+
+
 @dataclass(frozen=True)
 class LabelShares:
     """The windows of one label (a range name) together: how many, how many distinct instances
@@ -349,20 +364,19 @@ def shares_by_label(run: Run, windows_metric: str, **params: Any) -> list[LabelS
     """`shares` summed per label inside DuckDB: for windows metrics with millions of windows (one per
     NVTX range instance and device) where only the per-name totals are wanted."""
     ws = WindowSet.of(windows_metric, **params)
-    table, stem = _window_set(run, ws)
-    key = None if stem is None else f"l_{stem}"
-    rows = derived.load_json(run, key, code_key()) if key is not None else None
-    if not isinstance(rows, list):
+    table, _ = _window_set(run, ws)
+
+    def compute() -> list[dict[str, Any]]:
         cols = {c[0] for c in run.sql_rows(f"DESCRIBE {table}")}
         inst = "count(DISTINCT range_id)" if "range_id" in cols else "count(*)"
         totals = run.sql_dicts(
             f"SELECT label, count(*) AS n, {inst} AS inst, sum(end_ns - start_ns) AS span FROM {table} GROUP BY label"
         )
         by_cls = query(run, "label_shares", windows=ws)
-        rows = [{**t, "ns": {str(c["cls"]): int(c["ns"] or 0) for c in by_cls if c["label"] == t["label"]}}
+        return [{**t, "ns": {str(c["cls"]): int(c["ns"] or 0) for c in by_cls if c["label"] == t["label"]}}
                 for t in totals]
-        if key is not None:
-            derived.save_json(run, key, code_key(), rows)
+
+    rows = _kept_rows(run, ws, "l", compute)
     return [
         LabelShares(str(r["label"]), int(r["n"]), int(r["inst"]), int(r["span"] or 0), dict(r["ns"]))
         for r in rows
@@ -387,10 +401,9 @@ def shares_by_device(run: Run, windows_metric: str, **params: Any) -> list[Devic
     callers that only add a device's windows up, on window sets of any size (a long run marks a million steps).
     A device keeps every class its timeline has (0 where its windows hold none of it), as the sums of `shares`."""
     ws = WindowSet.of(windows_metric, **params)
-    table, stem = _window_set(run, ws)
-    key = None if stem is None else f"d_{stem}"
-    rows = derived.load_json(run, key, code_key()) if key is not None else None
-    if not isinstance(rows, list):
+    table, _ = _window_set(run, ws)
+
+    def compute() -> list[dict[str, Any]]:
         stats = run.sql_dicts(
             f"SELECT device_id, count(*) AS n, sum(end_ns - start_ns) AS span, min(start_ns) AS lo, max(end_ns) AS hi "
             f"FROM {table} GROUP BY device_id ORDER BY min(win_id)"
@@ -398,9 +411,9 @@ def shares_by_device(run: Run, windows_metric: str, **params: Any) -> list[Devic
         by_cls: dict[int, dict[str, int]] = {}
         for c in query(run, "device_shares", windows=ws):
             by_cls.setdefault(int(c["device_id"]), {})[str(c["cls"])] = int(c["ns"] or 0)
-        rows = [{**t, "ns": dict(sorted(by_cls.get(int(t["device_id"]), {}).items()))} for t in stats]
-        if key is not None:
-            derived.save_json(run, key, code_key(), rows)
+        return [{**t, "ns": dict(sorted(by_cls.get(int(t["device_id"]), {}).items()))} for t in stats]
+
+    rows = _kept_rows(run, ws, "d", compute)
     return [
         DeviceShares(int(r["device_id"]), int(r["n"]), int(r["span"] or 0), int(r["lo"]), int(r["hi"]), dict(r["ns"]))
         for r in rows
