@@ -139,7 +139,7 @@ def full_sha256(path: Path, progress: ProgressFn = no_progress) -> str:
                 done += len(block)
                 progress(done, total, f"checking {path.name} against the cache")
         if path.is_dir():
-            h.update(f.name.encode() + b"\0" + fh_hash.hexdigest().encode())
+            _add_member(h, f.name, fh_hash.hexdigest())
         else:
             return fh_hash.hexdigest()
     return h.hexdigest()
@@ -153,8 +153,13 @@ def members_sha256(path: Path, known: Mapping[str, str]) -> str:
         digest = known.get(f.name)
         if digest is None:
             digest = full_sha256(f)
-        h.update(f.name.encode() + b"\0" + digest.encode())
+        _add_member(h, f.name, digest)
     return h.hexdigest()
+
+
+def _add_member(h: Any, name: str, digest: str) -> None:
+    """A directory's sha256 takes each member's name and sha256 in turn (full_sha256 and members_sha256 alike)."""
+    h.update(name.encode() + b"\0" + digest.encode())
 
 
 def source_bytes(path: Path) -> int:

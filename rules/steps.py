@@ -43,6 +43,11 @@ def step_spans(run: Run) -> list[dict[str, Any]]:
     return spans
 
 
+def step_bounds(run: Run) -> list[tuple[int, int, int]]:
+    """(device_id, start_ns, end_ns) of each step window, in win_id order (step_spans reduced to its place)."""
+    return [(int(w["device_id"]), int(w["start_ns"]), int(w["end_ns"])) for w in step_spans(run)]
+
+
 def step_windows(run: Run) -> list[metrics.WindowTimes]:
     """One window per (step instance, device it feeds) with the timeline class times inside it (metric
     step_windows, which the metrics that clip to steps read on their own); empty when the trace marks no

@@ -151,9 +151,6 @@ def sections(run: Run) -> tuple[Any, Any, Any]:
     from advisor.perf.mfu import mfu_part
     from advisor.perf.ops.section import ops_part
     from advisor.perf.serving import serving_part
-    from advisor.rules.steps import step_spans
+    from advisor.rules.steps import step_bounds
 
-    def steps() -> list[tuple[int, int, int]]:
-        return [(int(w["device_id"]), int(w["start_ns"]), int(w["end_ns"])) for w in step_spans(run)]
-
-    return ops_part(run), mfu_part(run, steps, MANY_RANGES), serving_part(run)
+    return ops_part(run), mfu_part(run, lambda: step_bounds(run), MANY_RANGES), serving_part(run)

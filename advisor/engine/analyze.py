@@ -87,10 +87,9 @@ def assemble(run: Run, facts: Mapping[str, Any], sections: Sections, outcomes: O
 
 def _mfu(run: Run) -> Mfu | None:
     """MFU and achieved TFLOP/s per device, step and range (None: nothing modelled)."""
-    from advisor.rules.steps import step_spans
+    from advisor.rules.steps import step_bounds
 
-    return mfu_section(run, lambda: [(int(w["device_id"]), int(w["start_ns"]), int(w["end_ns"]))
-                                     for w in step_spans(run)]) or None
+    return mfu_section(run, lambda: step_bounds(run)) or None
 
 
 # finding category -> the verdict class its fix addresses (ID001's follows the idle cause it prices most)
