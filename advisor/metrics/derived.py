@@ -24,7 +24,6 @@ from typing import Any
 import duckdb
 
 from advisor.interrupt import raise_if_interrupted
-from advisor.model.limits import duckdb_memory
 from advisor.model.schema import SCHEMA_VERSION
 from advisor.model.store import Run, file_crc32, sql_string
 
@@ -109,10 +108,10 @@ def save_json(run: Run, name: str, key: str, value: Any) -> None:
         pass
 
 
-def _large(rows: int, types: list[tuple[str, str]] | list[list[str]]) -> bool:
-    """Would `rows` rows of these column types take an eighth of DuckDB's memory cap or more?"""
+def _large(run: Run, rows: int, types: list[tuple[str, str]] | list[list[str]]) -> bool:
+    """Would `rows` rows of these column types take an eighth of the run's DuckDB memory cap or more?"""
     width = sum(_WIDTH.get(str(t), 16) for _, t in types)
-    return rows * width * 8 >= duckdb_memory()
+    return rows * width * 8 >= run.memory_cap
 
 
 def drop(run: Run, table: str) -> None:
@@ -147,7 +146,7 @@ def load_table(run: Run, table: str, name: str, key: str) -> bool:
         return False
     drop(run, table)
     try:
-        kind = "VIEW" if _large(rows, types) else "TABLE"
+        kind = "VIEW" if _large(run, rows, types) else "TABLE"
         run.sql(f"CREATE TEMP {kind} {table} AS {_select(path, types)}")
     except (OSError, duckdb.Error) as e:
         raise_if_interrupted(e)
@@ -191,5 +190,5 @@ def save_table(run: Run, table: str, name: str, key: str) -> None:
     except (OSError, duckdb.Error) as e:
         raise_if_interrupted(e)
         return
-    if _large(rows, types):
+    if _large(run, rows, types):
         load_table(run, table, name, key)

@@ -51,9 +51,47 @@ def duckdb_config() -> dict[str, str | bool | int | float | list[str]]:
     return config
 
 
-def memory_sql() -> str:
-    """The SET statement that applies the cap to a connection."""
-    return f"SET memory_limit = '{max(1, duckdb_memory() >> 20)}MiB'"
+def memory_sql(cap: int | None = None) -> str:
+    """The SET statement that applies the cap (`cap` bytes, or duckdb_memory()) to a connection."""
+    return f"SET memory_limit = '{max(1, (duckdb_memory() if cap is None else cap) >> 20)}MiB'"
+
+
+ANALYSIS_BYTES_PER_ROW = 128  # DuckDB's cap for analysing a large model: this much per row of its tables
+RAM_SHARE_FOR_ANALYSIS = 4  # ... up to this fraction of the machine's (or the container's) memory
+
+
+def analysis_memory(model_rows: int) -> int:
+    """DuckDB's cap for the analysis of a cached run whose model tables hold `model_rows` rows:
+    $ADVISOR_DUCKDB_MEMORY when set; else the default, raised to ANALYSIS_BYTES_PER_ROW per model row up to
+    a quarter of the memory the machine or its container has (under an address-space limit, still at most
+    a quarter of that limit, as duckdb_memory()).
+
+    Why: with the 1 GiB default the analysis of a large trace spilled its sorts, joins and aggregates
+    to disk and grew faster than the trace. First analysis at 1 GiB against 4 GiB: the 10 GB Kineto
+    benchmark (37.8M model rows) 292 -> 193 s wall, peak 2.0 -> 4.7 GB; the 10M-kernel NVTX export
+    (31.5M rows) 521 -> 253 s wall, peak 2.6 -> 5.8 GB. A trace of up to ~8M rows (the 1 GB Kineto
+    file: 3.8M) keeps the default and its peak. Setting $ADVISOR_DUCKDB_MEMORY restores a fixed cap.
+    """
+    if os.environ.get(DUCKDB_MEMORY_ENV):
+        return duckdb_memory()
+    want = min(model_rows * ANALYSIS_BYTES_PER_ROW, machine_memory() // RAM_SHARE_FOR_ANALYSIS)
+    cap = max(DEFAULT_DUCKDB_MEMORY, want)
+    limit = address_space_limit()
+    return cap if limit is None else min(cap, max(64 << 20, limit // AS_SHARE_FOR_DUCKDB))
+
+
+def machine_memory() -> int:
+    """Physical memory in bytes, or the container's limit (cgroup v2 memory.max, v1 limit_in_bytes) when lower."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path) as f:
+                text = f.read().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            total = min(total, int(text))
+    return total
 
 
 # ------------------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ import duckdb
 
 from advisor.errors import InputError
 from advisor.interrupt import raise_if_interrupted
-from advisor.model.limits import duckdb_config, memory_sql
+from advisor.model.limits import analysis_memory, duckdb_config, duckdb_memory, memory_sql
 from advisor.model.schema import SCHEMA_VERSION, TABLES, empty
 
 if TYPE_CHECKING:
@@ -242,8 +242,11 @@ class Run:
     `sql()` is the only way analyses read data; the connection is private to this object.
     """
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, meta: dict[str, Any], entry: Path | None) -> None:
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection, meta: dict[str, Any], entry: Path | None, memory_cap: int | None = None
+    ) -> None:
         self._con = con
+        self.memory_cap = duckdb_memory() if memory_cap is None else memory_cap  # DuckDB's cap on this connection
         self.meta = meta
         self.entry = entry
         self._intact: bool | None = None  # the entry's files checked against meta.json (only after an error)
@@ -255,11 +258,14 @@ class Run:
 
     @classmethod
     def from_entry(cls, entry: Path, meta: dict[str, Any]) -> Run:
-        con = _connect(spill=_spill_dir(entry.parent))
+        files = meta.get("files")
+        rows = sum(int(f.get("rows") or 0) for f in files.values()) if isinstance(files, dict) else 0
+        cap = analysis_memory(rows)
+        con = _connect(spill=_spill_dir(entry.parent), memory_cap=cap)
         views = (f"CREATE VIEW {name} AS SELECT * FROM read_parquet({sql_string(entry / f'{name}.parquet')})"
                  for name in TABLES)
         con.execute(";\n".join(views))  # one call: 18 separate ones cost a warm analyze about 4 ms
-        return cls(con, meta, entry)
+        return cls(con, meta, entry, cap)
 
     def footers_match(self) -> bool:
         """Cheap integrity probe: every Parquet footer readable and row counts as recorded."""
@@ -495,15 +501,16 @@ def keep_range_joins(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("SET merge_join_threshold = 0")
 
 
-def _connect(spill: Path | None = None) -> duckdb.DuckDBPyConnection:
-    """A private in-memory DuckDB. With `spill` (cached runs), its memory is capped like the parse's
-    ($ADVISOR_DUCKDB_MEMORY, advisor/model/limits.py) and it spills there, inside the cache; the
-    directory goes when the process ends. DuckDB creates it only if it spills."""
+def _connect(spill: Path | None = None, memory_cap: int | None = None) -> duckdb.DuckDBPyConnection:
+    """A private in-memory DuckDB. With `spill` (cached runs), its memory is capped at `memory_cap`
+    (advisor.model.limits.analysis_memory: $ADVISOR_DUCKDB_MEMORY, or the default raised for a large
+    model) and it spills there, inside the cache; the directory goes when the process ends. DuckDB
+    creates it only if it spills."""
     con = duckdb.connect(":memory:", config=duckdb_config())
     no_progress_bar(con)
     keep_range_joins(con)
     if spill is not None:
-        con.execute(memory_sql())
+        con.execute(memory_sql(memory_cap))
         con.execute(f"SET temp_directory = {sql_string(spill)}")
         atexit.register(shutil.rmtree, spill, ignore_errors=True)
     threads = os.environ.get("ADVISOR_THREADS")

@@ -13,12 +13,16 @@ import pytest
 from advisor.errors import InputError, LimitExceeded
 from advisor.ingest import open_run
 from advisor.model.limits import (
+    ANALYSIS_BYTES_PER_ROW,
     DEFAULT_DUCKDB_MEMORY,
     DUCKDB_MEMORY_ENV,
     MAX_DEVICES,
     MAX_STREAMS,
     MIN_ADDRESS_SPACE,
+    RAM_SHARE_FOR_ANALYSIS,
+    analysis_memory,
     duckdb_memory,
+    machine_memory,
 )
 from advisor.parsers.base import ParseOptions
 from advisor.parsers.kineto.columns import MAX_EVENT_DURATION_NS
@@ -145,6 +149,7 @@ def test_limits_are_documented() -> None:
     assert f"{DEFAULT_MAX_BYTES >> 30} GiB" in doc
     assert f"{MAX_RATIO}" in doc and f"{MAX_STRING_CHARS:,}" in doc.replace("\u202f", ",")
     assert DUCKDB_MEMORY_ENV in doc and f"default {DEFAULT_DUCKDB_MEMORY >> 30} GiB" in doc
+    assert f"{ANALYSIS_BYTES_PER_ROW} bytes per model row" in doc and "a quarter of the machine's memory" in doc
     assert f"below {MIN_ADDRESS_SPACE >> 20} MiB" in doc
     assert f"{MAX_DEVICES:,} devices, {MAX_STREAMS:,} streams" in doc
     assert f"longer than {MAX_EVENT_DURATION_NS // 3_600_000_000_000} hours" in doc
@@ -156,6 +161,51 @@ def test_bad_duckdb_memory_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
         duckdb_memory()
     monkeypatch.setenv(DUCKDB_MEMORY_ENV, "3G")
     assert duckdb_memory() == 3 << 30
+
+
+def test_analysis_cap_grows_with_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The analysis cap: the default up to ~8M model rows, ANALYSIS_BYTES_PER_ROW per row above it, never past a
+    quarter of the machine's memory; $ADVISOR_DUCKDB_MEMORY, when set, is the cap whatever the model."""
+    monkeypatch.delenv(DUCKDB_MEMORY_ENV, raising=False)
+    monkeypatch.setattr("advisor.model.limits.address_space_limit", lambda: None)
+    monkeypatch.setattr("advisor.model.limits.machine_memory", lambda: 64 * GIB)
+    assert analysis_memory(0) == analysis_memory(3_777_531) == DEFAULT_DUCKDB_MEMORY  # the 1 GB Kineto file
+    assert analysis_memory(37_773_681) == 37_773_681 * ANALYSIS_BYTES_PER_ROW  # the 10 GB one: 4.5 GiB
+    assert analysis_memory(10**9) == 64 * GIB // RAM_SHARE_FOR_ANALYSIS
+    monkeypatch.setattr("advisor.model.limits.address_space_limit", lambda: 8 * GIB)
+    assert analysis_memory(37_773_681) == 2 * GIB  # a quarter of `ulimit -v`, as duckdb_memory()
+    monkeypatch.setenv(DUCKDB_MEMORY_ENV, "768M")
+    assert analysis_memory(37_773_681) == 768 << 20
+
+
+def test_machine_memory_is_at_most_the_physical_memory() -> None:
+    import os
+
+    physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    assert 0 < machine_memory() <= physical
+
+
+def test_a_cached_run_gets_its_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The analysis connection of a cache entry is capped at analysis_memory(its model rows), and the
+    large-table test of kept metric tables uses the same cap."""
+    import json
+
+    monkeypatch.delenv(DUCKDB_MEMORY_ENV, raising=False)
+    monkeypatch.setattr("advisor.model.limits.address_space_limit", lambda: None)
+    monkeypatch.setattr("advisor.model.limits.machine_memory", lambda: 64 * GIB)
+    monkeypatch.setattr("advisor.model.limits.ANALYSIS_BYTES_PER_ROW", 64 << 20)  # a small trace counts as large
+    run = open_run(real_path(KINETO), ParseOptions(), cache_dir=tmp_path)
+    try:
+        assert run.entry is not None
+        meta = json.loads((run.entry / "meta.json").read_text())
+        rows = sum(f["rows"] for f in meta["files"].values())
+        want = 16 * GIB  # a quarter of the 64 GiB: below rows x 64 MiB
+        assert rows > 1000 and run.memory_cap == want
+        (setting,), = run.sql_rows("SELECT current_setting('memory_limit')")  # e.g. '16.0 GiB'
+        number, unit = setting.split()
+        assert abs(float(number) * {"MiB": 1 << 20, "GiB": GIB}[unit] - want) < want / 100
+    finally:
+        run.close()
 
 
 def test_long_names_are_cut_to_the_documented_length(tmp_path: Path) -> None:
