@@ -1,6 +1,6 @@
 -- metric: optimizer_steps
 -- doc: One row per optimizer step window (host ranges or framework ops named 'Optimizer.step#<Class>.step', the annotation torch.optim records; outermost per thread) and device it launched on: the kernels launched from inside it (the launching API call, matched by correlation id, starts inside the window on the window's thread), how many of them are multi-tensor / fused optimizer kernels (names with multi_tensor, foreach or fused: torch's foreach and fused paths, apex, DeepSpeed), their time, the GPU window from the first such kernel's start to the last one's end, the optimizer's time on the device (start_ns..end_ns: from the host entering the step to the later of its return and its last kernel) and the device's idle time inside it (idle segments of device_segments). A window with many kernels and no multi-tensor one runs one small kernel per parameter and op (foreach=False or a for-loop optimizer).
--- materialize: view
+-- materialize: true
 -- uses: kernel_names, device_segments
 WITH opt_names AS NOT MATERIALIZED (SELECT string_id, value FROM strings WHERE regexp_matches(lower(value), '^optimizer\.step#')),
 raw AS NOT MATERIALIZED (
