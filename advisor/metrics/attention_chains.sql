@@ -1,18 +1,21 @@
 -- metric: attention_chains
 -- doc: Per device: unfused attention, i.e. a softmax kernel between two GEMM-family kernels on one stream with at most $max_between kernels between the GEMMs and no gap inside longer than $max_gap_ns (scores = Q K^T, softmax over the S x S scores, then P V), counted only where the trace shows attention and not just any GEMM-softmax-GEMM chain (an MoE router's gate GEMM > softmax > topk > expert GEMM, or a classifier head, is not attention). A chain's evidence, from the framework ops that launched its kernels (kernels.external_id = cpu_ops.external_id, innermost op): 'shapes' when both GEMMs are batched (bmm/baddbmm/matmul over 3+-d inputs) with the same batch (x heads) and the second one's first input is the first one's M x N output (what the softmax produced); 'module' when the softmax op lies inside an op or module named *attention*/*attn* (HF attention modules, aten::scaled_dot_product_attention's math path) and the GEMM ops, where linked, are batched; 'ops' when shapes were not recorded but both GEMM ops are bmm/baddbmm; 'batched_kernels' when no op is linked (nsys without framework ops) and both GEMM kernels run the same batch in gridDim.z > 1. scores_ns is the time of the kernels between the two GEMMs (softmax, scale, mask, dropout: passes over the materialized scores), gemm_ns the two GEMMs; n_candidates counts every GEMM > softmax > GEMM chain, attention or not; n_sdpa_math counts attention chains inside aten::scaled_dot_product_attention (SDPA fell back to its math path); fused_kernels counts attention-family kernels (flash / memory-efficient / cuDNN SDPA) on the device.
 -- uses: kernel_names
-WITH k AS (  -- kernels numbered in (device, stream, start, end) order: a stream's numbers are consecutive, and only
-             -- their differences and order within a stream are used. row_number() with an empty OVER keeps the
-             -- order of the sorted subquery (DuckDB's documented order preservation) and streams.
-    SELECT device_id, stream_id, pid, external_id, grid_z, start_ns, end_ns, dur_ns, name, family,
-        row_number() OVER () AS rn
-    FROM (SELECT * FROM m_kernel_names ORDER BY device_id, stream_id, start_ns, end_ns)
+WITH softmax_names AS (SELECT value FROM strings WHERE regexp_matches(lower(value), 'softmax')),
+k AS (  -- kernels numbered in (device, stream, start, end) order: a stream's numbers are consecutive, and only
+        -- their differences and order within a stream are used. row_number() with an empty OVER keeps the
+        -- order of the sorted subquery (DuckDB's documented order preservation) and streams. No names: sorting
+        -- them and holding them for the three readers below took half the statement on a 1M-kernel export;
+        -- the chains' own kernels get theirs in member_names. The regexp runs once per string (softmax_names).
+    SELECT *, row_number() OVER () AS rn
+    FROM (
+        SELECT device_id, stream_id, pid, external_id, grid_z, start_ns, end_ns, dur_ns, family = 'gemm' AS is_gemm,
+            name IN (SELECT value FROM softmax_names) AS is_softmax
+        FROM m_kernel_names ORDER BY device_id, stream_id, start_ns, end_ns
+    )
 ),
-softmax_names AS (SELECT value FROM strings WHERE regexp_matches(lower(value), 'softmax')),
-g AS (SELECT device_id, stream_id, rn FROM k WHERE family = 'gemm'),
-s AS (  -- the regexp runs once per string, not once per kernel
-    SELECT device_id, stream_id, rn FROM k WHERE name IN (SELECT value FROM softmax_names)
-),
+g AS (SELECT device_id, stream_id, rn FROM k WHERE is_gemm),
+s AS (SELECT device_id, stream_id, rn FROM k WHERE is_softmax),
 prev AS (
     SELECT s.device_id, s.stream_id, s.rn AS s_rn, g.rn AS lo
     FROM s ASOF JOIN g ON s.device_id = g.device_id AND s.stream_id = g.stream_id AND s.rn > g.rn
@@ -28,11 +31,18 @@ chains AS (
     GROUP BY ALL
 ),
 members AS (
-    SELECT c.device_id, c.stream_id, c.lo, c.hi, c.s_rn, k.rn, k.start_ns, k.end_ns, k.dur_ns, k.name, k.pid,
+    SELECT c.device_id, c.stream_id, c.lo, c.hi, c.s_rn, k.rn, k.start_ns, k.end_ns, k.dur_ns, k.pid,
         k.external_id, k.grid_z,
         k.start_ns - lag(k.end_ns) OVER (PARTITION BY c.device_id, c.stream_id, c.lo ORDER BY k.rn) AS gap_ns
     FROM (SELECT *, unnest(range(lo, hi + 1)) AS member_rn FROM chains) c  -- a chain is short: list its members, equi-join
     JOIN k ON k.device_id = c.device_id AND k.stream_id = c.stream_id AND k.rn = c.member_rn
+),
+member_names AS (  -- the names of the chains' kernels (a kernel is one (device, stream, start, end); on a tie, the least)
+    SELECT n.device_id, n.stream_id, n.start_ns, n.end_ns, min(n.name) AS name
+    FROM m_kernel_names n
+    JOIN (SELECT DISTINCT device_id, stream_id, start_ns, end_ns FROM members) m
+      ON m.device_id = n.device_id AND m.stream_id = n.stream_id AND m.start_ns = n.start_ns AND m.end_ns = n.end_ns
+    GROUP BY ALL
 ),
 per_chain AS (
     SELECT device_id, stream_id, lo,
@@ -44,7 +54,8 @@ per_chain AS (
         any_value(external_id) FILTER (WHERE rn = lo) AS g1_ext, any_value(external_id) FILTER (WHERE rn = hi) AS g2_ext,
         any_value(external_id) FILTER (WHERE rn = s_rn) AS sm_ext,
         any_value(grid_z) FILTER (WHERE rn = lo) AS g1_z, any_value(grid_z) FILTER (WHERE rn = hi) AS g2_z
-    FROM members GROUP BY device_id, stream_id, lo
+    FROM members LEFT JOIN member_names USING (device_id, stream_id, start_ns, end_ns)
+    GROUP BY device_id, stream_id, lo
 ),
 ext AS (  -- the innermost framework op of each linked kernel (ids repeat across the ranks of a merged run: same pid)
     SELECT o.external_id, o.pid, arg_max(o.op_id, o.depth) AS op_id
