@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from advisor import metrics, vocab
+from advisor import metrics
 from advisor.model.store import Run
 from advisor.vocab import Evidence as Evidence
 from advisor.vocab import Window as Window
@@ -277,11 +277,6 @@ class Rule:
             location=location,
             ranks=ranks,
         )
-
-
-def pct(part: float, whole: float) -> float:
-    """The vocabulary's pct (advisor.vocab) as findings show it: 0 when whole is 0."""
-    return vocab.pct(part, whole, 0.0)
 
 
 def ms(ns: float) -> str:

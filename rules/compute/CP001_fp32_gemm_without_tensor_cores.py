@@ -18,8 +18,8 @@ from advisor.rules.base import (
     Rule,
     Window,
     ms,
-    pct,
 )
+from advisor.vocab import pct
 
 
 class Fp32GemmWithoutTensorCores(Rule):
@@ -113,7 +113,7 @@ class Fp32GemmWithoutTensorCores(Rule):
                 str((devices.get(int(r["device_id"])) or {}).get("name") or ""),
             )
             for r in rows
-            if r["n_fp32"] and pct(r["fp32_ns"], r["kernel_ns"]) >= float(ctx.opt("min_share_pct"))
+            if r["n_fp32"] and pct(r["fp32_ns"], r["kernel_ns"], 0.0) >= float(ctx.opt("min_share_pct"))
         ]
         if fired:
             return Fired(tuple(fired))
@@ -127,12 +127,12 @@ class Fp32GemmWithoutTensorCores(Rule):
         hint = f"{r['arch_prefix']}_" if r.get("arch_prefix") else top
         return self.finding(
             f"device {r['device_id']}: {r['n_fp32']} FP32 SIMT GEMM/conv kernels took {ms(fp32)}, "
-            f"{pct(fp32, total)}% of kernel time (most: {str(r['top_fp32_kernel'])[:80]})",
+            f"{pct(fp32, total, 0.0)}% of kernel time (most: {str(r['top_fp32_kernel'])[:80]})",
             window=Window(device_id=int(r["device_id"])),
             evidence=[
                 Evidence("fp32_gemm_kernels", int(r["n_fp32"]), "count"),
                 Evidence("fp32_gemm_time", fp32, "ns"),
-                Evidence("fp32_gemm_share", pct(fp32, total), "%", f"kernel time on device {r['device_id']}"),
+                Evidence("fp32_gemm_share", pct(fp32, total, 0.0), "%", f"kernel time on device {r['device_id']}"),
                 Evidence("gemm_time", int(r["gemm_ns"]), "ns"),
                 Evidence("compute_capability", str(r["compute_capability"] or "unknown"), "cc"),
                 Evidence("top_kernel", str(r["top_fp32_kernel"])[:200], "name"),

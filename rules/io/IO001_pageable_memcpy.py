@@ -16,8 +16,8 @@ from advisor.rules.base import (
     Rule,
     Window,
     ms,
-    pct,
 )
+from advisor.vocab import pct
 
 
 class PageableMemcpy(Rule):
@@ -143,7 +143,9 @@ class PageableMemcpy(Rule):
                 Evidence("achieved_gbps", round(achieved, 2), "GB/s"),
                 Evidence("reference_pinned_gbps", round(ref_gbps, 2), "GB/s"),
                 Evidence("reference_measured", "yes" if measured else "no", "flag"),
-                Evidence("pinned_share_of_time", pct(est, dur), "%", f"time of these pageable {r['copy_kind']} copies"),
+                Evidence(
+                    "pinned_share_of_time", pct(est, dur, 0.0), "%", f"time of these pageable {r['copy_kind']} copies"
+                ),
             ],
             est_gain_ns=dur - est,
             gain_basis=(

@@ -15,9 +15,8 @@ from advisor.rules.base import (
     Rule,
     Window,
     ms,
-    pct,
 )
-from advisor.vocab import device_span_of
+from advisor.vocab import device_span_of, pct
 
 
 class SerialFileRead(Rule):
@@ -96,7 +95,7 @@ class SerialFileRead(Rule):
 
     def check(self, ctx: Context) -> Outcome:
         rows = [r for r in ctx.metric("idle_by_cause", min_gap_ns=ctx.ns("min_gap_us")) if r["rule"] == "IO003"]
-        fired = [r for r in rows if pct(r["idle_ns"], r["span_ns"]) >= float(ctx.opt("min_idle_pct"))]
+        fired = [r for r in rows if pct(r["idle_ns"], r["span_ns"], 0.0) >= float(ctx.opt("min_idle_pct"))]
         if not fired:
             idle = sum(int(r["idle_ns"]) for r in rows)
             return _clean(idle)
@@ -104,14 +103,14 @@ class SerialFileRead(Rule):
             tuple(
                 self.finding(
                     f"device {r['device_id']} sat idle {ms(r['idle_ns'])} in {r['n_gaps']} gaps while its host "
-                    f"process was reading files ({pct(r['idle_ns'], r['span_ns'])}% of the device span)",
+                    f"process was reading files ({pct(r['idle_ns'], r['span_ns'], 0.0)}% of the device span)",
                     window=Window(device_id=int(r["device_id"]), start_ns=int(r["start_ns"]), end_ns=int(r["end_ns"])),
                     evidence=[
                         Evidence("read_idle_gaps", int(r["n_gaps"]), "count"),
                         Evidence("read_idle_time", int(r["idle_ns"]), "ns"),
                         Evidence(
                             "read_idle_share",
-                            pct(r["idle_ns"], r["span_ns"]),
+                            pct(r["idle_ns"], r["span_ns"], 0.0),
                             "%",
                             device_span_of(r["device_id"]),
                         ),

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from advisor.rules.base import Clean, Context, Evidence, Fired, Fix, Option, OptionValue, Outcome, Rule, Window, ms, pct
+from advisor.rules.base import Clean, Context, Evidence, Fired, Fix, Option, OptionValue, Outcome, Rule, Window, ms
 from advisor.rules.blocking import MAX_REFILL_OPTION, blocking_calls, idle_evidence, repeated
+from advisor.vocab import pct
 
 SYNC_COPY = r"^(cuda|hip)mem(cpy|set)|^cumem(cpy|set)"
 
@@ -91,7 +92,7 @@ class SynchronousMemcpy(Rule):
             tuple(
                 self.finding(
                     f"{r.n_calls} synchronous copy/memset calls ({r.top_name} most) fed device {r.device_id}; the GPU "
-                    f"sat idle {ms(r.idle_ns)} around them ({pct(r.idle_ns, r.span_ns)}% of the device span)",
+                    f"sat idle {ms(r.idle_ns)} around them ({pct(r.idle_ns, r.span_ns, 0.0)}% of the device span)",
                     window=Window(device_id=r.device_id, start_ns=r.start_ns, end_ns=r.end_ns),
                     evidence=[
                         *idle_evidence(r, "sync_copy_calls", "host_time_in_calls"),

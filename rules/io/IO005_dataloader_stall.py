@@ -17,9 +17,9 @@ from advisor.rules.base import (
     Rule,
     Window,
     ms,
-    pct,
 )
 from advisor.rules.steps import step_totals, step_windows
+from advisor.vocab import pct
 
 
 class DataloaderStall(Rule):
@@ -96,7 +96,7 @@ class DataloaderStall(Rule):
         for r in rows:
             denom_ns = int(r["step_ns"] or (r["end_ns"] - r["start_ns"]))
             denom = "ProfilerStep time of this process" if r["step_ns"] else "span of the DataLoader ops"
-            share = pct(r["loader_ns"], denom_ns)
+            share = pct(r["loader_ns"], denom_ns, 0.0)
             g = per_pid.get(r["pid"], _ProcessGain())
             if share < float(ctx.opt("min_step_pct")) or (per_pid and not g.cap):
                 continue  # with a GPU timeline, loader time that never overlapped GPU idle stalls nothing

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from advisor.rules.base import Clean, Context, Evidence, Fired, Fix, Option, OptionValue, Outcome, Rule, Window, ms, pct
+from advisor.rules.base import Clean, Context, Evidence, Fired, Fix, Option, OptionValue, Outcome, Rule, Window, ms
 from advisor.rules.blocking import (
     MAX_REFILL_OPTION,
     blocking_calls,
@@ -12,6 +12,7 @@ from advisor.rules.blocking import (
     repeated,
 )
 from advisor.rules.blocking import SYNC_CALLS as SYNC
+from advisor.vocab import pct
 
 
 class SyncInLoop(Rule):
@@ -107,7 +108,7 @@ class SyncInLoop(Rule):
                 self.finding(
                     f"{r.n_calls} host syncs ({r.top_name} most) on device {r.device_id} left the GPU idle "
                     f"{ms(r.idle_ns)} "
-                    f"({pct(r.idle_ns, r.span_ns)}% of the device span)",
+                    f"({pct(r.idle_ns, r.span_ns, 0.0)}% of the device span)",
                     window=Window(device_id=r.device_id, start_ns=r.start_ns, end_ns=r.end_ns),
                     evidence=[
                         *idle_evidence(r, "sync_calls", "host_time_in_sync"),

@@ -16,8 +16,8 @@ from advisor.rules.base import (
     Rule,
     Window,
     ms,
-    pct,
 )
+from advisor.vocab import pct
 
 
 class DefaultStreamSerialization(Rule):
@@ -138,8 +138,9 @@ class DefaultStreamSerialization(Rule):
         span = r["end_ns"] - r["start_ns"]
         return (
             r["n_default"] >= int(ctx.opt("min_ops"))
-            and max(pct(r["default_alone_ns"], span), pct(_serialized(r), span)) >= float(ctx.opt("min_alone_pct"))
-            and pct(r["concurrent_ns"], r["other_ns"]) <= float(ctx.opt("max_concurrent_pct"))
+            and max(pct(r["default_alone_ns"], span, 0.0), pct(_serialized(r), span, 0.0))
+            >= float(ctx.opt("min_alone_pct"))
+            and pct(r["concurrent_ns"], r["other_ns"], 0.0) <= float(ctx.opt("max_concurrent_pct"))
         )
 
     def _held(self, ctx: Context, q: dict[str, Any] | None) -> bool:
@@ -168,11 +169,11 @@ class DefaultStreamSerialization(Rule):
                 Evidence("default_stream_time", int(r["default_ns"]), "ns"),
                 Evidence("other_streams", int(r["other_streams"]), "count"),
                 Evidence("default_alone_time", alone, "ns"),
-                Evidence("default_alone_share", pct(alone, span), "%", of),
+                Evidence("default_alone_share", pct(alone, span, 0.0), "%", of),
                 Evidence("serialized_stream_time", _serialized(r), "ns"),
                 Evidence(
                     "concurrent_share",
-                    pct(r["concurrent_ns"], r["other_ns"]),
+                    pct(r["concurrent_ns"], r["other_ns"], 0.0),
                     "%",
                     "busy time of the non-default streams",
                 ),

@@ -16,9 +16,8 @@ from advisor.rules.base import (
     Rule,
     Window,
     ms,
-    pct,
 )
-from advisor.vocab import device_span_of
+from advisor.vocab import device_span_of, pct
 
 
 class PerParameterOptimizer(Rule):
@@ -104,7 +103,7 @@ class PerParameterOptimizer(Rule):
         fired = [
             self._finding(dev, rows, spans.get(dev, 0))
             for dev, rows in sorted(per_device.items())
-            if pct(sum(int(r["idle_ns"]) for r in rows), spans.get(dev, 0)) >= float(ctx.opt("min_gain_pct"))
+            if pct(sum(int(r["idle_ns"]) for r in rows), spans.get(dev, 0), 0.0) >= float(ctx.opt("min_gain_pct"))
         ]
         if fired:
             return Fired(tuple(fired))
@@ -119,7 +118,8 @@ class PerParameterOptimizer(Rule):
         of = device_span_of(dev)
         return self.finding(
             f"device {dev}: {len(rows)} {opt} optimizer steps launched {n} per-parameter kernels ({n // len(rows)} "
-            f"per step, no multi-tensor kernel); the GPU idled {ms(idle)} inside them ({pct(idle, span)}% of the span)",
+            f"per step, no multi-tensor kernel); the GPU idled {ms(idle)} inside them "
+            f"({pct(idle, span, 0.0)}% of the span)",
             window=Window(
                 device_id=dev, start_ns=int(rows[0]["start_ns"]), end_ns=int(rows[-1]["end_ns"]), range_name=opt
             ),
@@ -130,7 +130,7 @@ class PerParameterOptimizer(Rule):
                 Evidence("optimizer_kernel_time", kernel, "ns"),
                 Evidence("optimizer_host_time", host, "ns"),
                 Evidence("optimizer_idle_time", idle, "ns"),
-                Evidence("optimizer_idle_share", pct(idle, span), "%", of),
+                Evidence("optimizer_idle_share", pct(idle, span, 0.0), "%", of),
                 Evidence("top_kernel", str(rows[0]["top_kernel"])[:200], "name"),
             ],
             est_gain_ns=idle,

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from advisor.rules.base import Clean, Context, Evidence, Fired, Fix, Option, OptionValue, Outcome, Rule, Window, ms, pct
-from advisor.vocab import device_span_of
+from advisor.rules.base import Clean, Context, Evidence, Fired, Fix, Option, OptionValue, Outcome, Rule, Window, ms
+from advisor.vocab import device_span_of, pct
 
 
 class UnfusedElementwiseChain(Rule):
@@ -73,14 +73,15 @@ class UnfusedElementwiseChain(Rule):
         findings = []
         for c in per:  # one row per device, in device order
             dev, gain = int(c["device_id"]), int(c["gain_ns"])
-            if pct(gain, spans[dev]["span_ns"]) < float(ctx.opt("min_gain_pct")):
+            if pct(gain, spans[dev]["span_ns"], 0.0) < float(ctx.opt("min_gain_pct")):
                 continue
             of = device_span_of(dev)
             findings.append(
                 self.finding(
                     f"device {dev}: {int(c['n_chains'])} chains of elementwise kernels "
                     f"({int(c['n_kernels'])} kernels); "
-                    f"fusing each chain could save about {ms(gain)} ({pct(gain, spans[dev]['span_ns'])}% of the span)",
+                    f"fusing each chain could save about {ms(gain)} "
+                    f"({pct(gain, spans[dev]['span_ns'], 0.0)}% of the span)",
                     window=Window(
                         device_id=dev,
                         stream_id=int(c["top_stream_id"]),
@@ -92,7 +93,7 @@ class UnfusedElementwiseChain(Rule):
                         Evidence("chained_kernels", int(c["n_kernels"]), "count"),
                         Evidence("chained_kernel_time", int(c["kernel_ns"]), "ns"),
                         Evidence("longest_chain", int(c["longest"]), "count"),
-                        Evidence("est_saving_share", pct(gain, spans[dev]["span_ns"]), "%", of),
+                        Evidence("est_saving_share", pct(gain, spans[dev]["span_ns"], 0.0), "%", of),
                         Evidence("top_chain_kernels", str(c["top_names"])[:300], "names"),
                     ],
                     est_gain_ns=gain,

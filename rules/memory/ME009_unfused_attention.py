@@ -16,9 +16,8 @@ from advisor.rules.base import (
     Rule,
     Window,
     ms,
-    pct,
 )
-from advisor.vocab import device_span_of
+from advisor.vocab import device_span_of, pct
 
 
 class UnfusedAttention(Rule):
@@ -106,7 +105,7 @@ class UnfusedAttention(Rule):
         fired = [
             self._finding(r, spans[int(r["device_id"])])
             for r in rows
-            if r["n_chains"] and pct(r["scores_ns"], spans[int(r["device_id"])]) >= float(ctx.opt("min_gain_pct"))
+            if r["n_chains"] and pct(r["scores_ns"], spans[int(r["device_id"])], 0.0) >= float(ctx.opt("min_gain_pct"))
         ]
         if fired:
             return Fired(tuple(fired))
@@ -119,12 +118,13 @@ class UnfusedAttention(Rule):
         of = device_span_of(dev)
         return self.finding(
             f"device {dev}: {r['n_chains']} unfused attention chains (batched GEMM > softmax > GEMM, "
-            f"{_how(r)}); the passes over the materialized scores took {ms(scores)} ({pct(scores, span)}% of the span)",
+            f"{_how(r)}); the passes over the materialized scores took {ms(scores)} "
+            f"({pct(scores, span, 0.0)}% of the span)",
             window=Window(device_id=dev, start_ns=int(r["start_ns"]), end_ns=int(r["end_ns"])),
             evidence=[
                 Evidence("attention_chains", int(r["n_chains"]), "count"),
                 Evidence("score_pass_time", scores, "ns"),
-                Evidence("score_pass_share", pct(scores, span), "%", of),
+                Evidence("score_pass_share", pct(scores, span, 0.0), "%", of),
                 Evidence("attention_gemm_time", int(r["gemm_ns"]), "ns"),
                 Evidence("fused_attention_kernels", int(r["fused_kernels"]), "count"),
                 Evidence("candidate_chains", int(r["n_candidates"]), "count"),
