@@ -1,16 +1,12 @@
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from advisor.rules.base import (
-    Clean,
     Context,
     Evidence,
     Fired,
     Fix,
     NotApplicable,
     Option,
-    OptionValue,
     Outcome,
     Rule,
     Window,
@@ -88,17 +84,15 @@ class SerialFileRead(Rule):
             return NotApplicable("no OS runtime calls were traced", "nsys profile --trace=cuda,osrt")
         return None
 
-    @classmethod
-    def clean_over(cls, sums: Mapping[str, int], options: Mapping[str, OptionValue]) -> Clean | None:
-        """Clean over the ranks of a run: the note over their summed evidence (Rule.clean_over)."""
-        return _clean(sums.get("read_idle_time", 0))
+    clean_sums = (("read_idle_time", "ns"),)
+    clean_note = "GPU idle attributed to OS reads: {read_idle_time:ms}"
 
     def check(self, ctx: Context) -> Outcome:
         rows = [r for r in ctx.metric("idle_by_cause", min_gap_ns=ctx.ns("min_gap_us")) if r["rule"] == "IO003"]
         fired = [r for r in rows if pct(r["idle_ns"], r["span_ns"], 0.0) >= float(ctx.opt("min_idle_pct"))]
         if not fired:
             idle = sum(int(r["idle_ns"]) for r in rows)
-            return _clean(idle)
+            return self.clean(ctx.options, read_idle_time=idle)
         return Fired(
             tuple(
                 self.finding(
@@ -132,7 +126,3 @@ class SerialFileRead(Rule):
                 for r in fired
             )
         )
-
-
-def _clean(idle: int) -> Clean:
-    return Clean(f"GPU idle attributed to OS reads: {ms(idle)}", (Evidence("read_idle_time", idle, "ns"),))

@@ -1,8 +1,6 @@
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from advisor.rules.base import Clean, Context, Evidence, Fired, Fix, Option, OptionValue, Outcome, Rule, Window, ms
+from advisor.rules.base import Context, Evidence, Fired, Fix, Option, Outcome, Rule, Window, ms
 from advisor.rules.blocking import (
     MAX_REFILL_OPTION,
     blocking_calls,
@@ -92,16 +90,15 @@ class SyncInLoop(Rule):
         ),
     }
 
-    @classmethod
-    def clean_over(cls, sums: Mapping[str, int], options: Mapping[str, OptionValue]) -> Clean | None:
-        """Clean over the ranks of a run: the note over their summed evidence (Rule.clean_over)."""
-        return _clean(sums.get("sync_calls", 0), sums.get("gpu_idle_in_windows", 0))
+    clean_sums = (("sync_calls", "count"), ("gpu_idle_in_windows", "ns"))
+    clean_note = "{sync_calls} sync calls opening {gpu_idle_in_windows:ms} of GPU idle"
 
     def check(self, ctx: Context) -> Outcome:
         rows = blocking_calls(ctx, SYNC)
         fired = recurring(ctx, repeated(ctx, rows), SYNC)
         if not fired:
-            return _clean(sum(r.n_calls for r in rows), sum(r.idle_ns for r in rows))
+            return self.clean(ctx.options, sync_calls=sum(r.n_calls for r in rows),
+                              gpu_idle_in_windows=sum(r.idle_ns for r in rows))
         bounded = overlappable_idle(ctx, SYNC)
         return Fired(
             tuple(
@@ -132,10 +129,3 @@ class SyncInLoop(Rule):
                 for r in fired
             )
         )
-
-
-def _clean(n: int, idle: int) -> Clean:
-    return Clean(
-        f"{n} sync calls opening {ms(idle)} of GPU idle",
-        (Evidence("sync_calls", n, "count"), Evidence("gpu_idle_in_windows", idle, "ns")),
-    )

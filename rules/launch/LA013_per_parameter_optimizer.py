@@ -1,17 +1,14 @@
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from advisor.rules.base import (
-    Clean,
     Context,
     Evidence,
     Finding,
     Fired,
     Fix,
     Option,
-    OptionValue,
     Outcome,
     Rule,
     Window,
@@ -89,10 +86,8 @@ class PerParameterOptimizer(Rule):
         "min_gain_pct": Option(1.0, "GPU idle inside the steps as % of the device span to fire", "-"),
     }
 
-    @classmethod
-    def clean_over(cls, sums: Mapping[str, int], options: Mapping[str, OptionValue]) -> Clean | None:
-        """Clean over the ranks of a run: the note over their summed evidence (Rule.clean_over)."""
-        return _clean(sums.get("per_parameter_steps", 0))
+    clean_sums = (("per_parameter_steps", "count"),)
+    clean_note = "{per_parameter_steps} per-parameter optimizer steps, GPU idle inside them under the threshold"
 
     def check(self, ctx: Context) -> Outcome:
         steps = ctx.metric("per_parameter_steps", min_kernels=int(ctx.opt("min_kernels")))
@@ -107,7 +102,7 @@ class PerParameterOptimizer(Rule):
         ]
         if fired:
             return Fired(tuple(fired))
-        return _clean(len(steps))
+        return self.clean(ctx.options, per_parameter_steps=len(steps))
 
     def _finding(self, dev: int, rows: list[dict[str, Any]], span: int) -> Finding:
         n = sum(int(r["n_kernels"]) for r in rows)
@@ -148,10 +143,3 @@ class PerParameterOptimizer(Rule):
             ),
             location=f"device={dev}|optimizer={opt}",
         )
-
-
-def _clean(n: int) -> Clean:
-    return Clean(
-        f"{n} per-parameter optimizer steps, GPU idle inside them under the threshold",
-        (Evidence("per_parameter_steps", n, "count"),),
-    )

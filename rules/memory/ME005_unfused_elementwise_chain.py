@@ -1,8 +1,6 @@
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from advisor.rules.base import Clean, Context, Evidence, Fired, Fix, Option, OptionValue, Outcome, Rule, Window, ms
+from advisor.rules.base import Context, Evidence, Fired, Fix, Option, Outcome, Rule, Window, ms
 from advisor.vocab import device_span_of, pct
 
 
@@ -62,10 +60,8 @@ class UnfusedElementwiseChain(Rule):
         "min_gain_pct": Option(1.0, "estimated saving as % of the device span to fire", "-"),
     }
 
-    @classmethod
-    def clean_over(cls, sums: Mapping[str, int], options: Mapping[str, OptionValue]) -> Clean | None:
-        """Clean over the ranks of a run: the note over their summed evidence (Rule.clean_over)."""
-        return _clean(sums.get("chains", 0))
+    clean_sums = (("chains", "count"),)
+    clean_note = "{chains} elementwise chains; fusion would save little"
 
     def check(self, ctx: Context) -> Outcome:
         per = ctx.metric("elementwise_chains", min_chain=int(ctx.opt("min_chain")), max_gap_ns=ctx.ns("max_gap_us"))
@@ -112,9 +108,5 @@ class UnfusedElementwiseChain(Rule):
             )
         if not findings:
             n = sum(int(c["n_chains"]) for c in per)
-            return _clean(n)
+            return self.clean(ctx.options, chains=n)
         return Fired(tuple(findings))
-
-
-def _clean(n: int) -> Clean:
-    return Clean(f"{n} elementwise chains; fusion would save little", (Evidence("chains", n, "count"),))

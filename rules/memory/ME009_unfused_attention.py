@@ -4,14 +4,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from advisor.rules.base import (
-    Clean,
     Context,
     Evidence,
     Finding,
     Fired,
     Fix,
     Option,
-    OptionValue,
     Outcome,
     Rule,
     Window,
@@ -94,10 +92,12 @@ class UnfusedAttention(Rule):
         "min_gain_pct": Option(1.0, "estimated saving as % of the device span to fire", "-"),
     }
 
+    clean_sums = (("attention_chains", "count"), ("candidate_chains", "count"))
+
     @classmethod
-    def clean_over(cls, sums: Mapping[str, int], options: Mapping[str, OptionValue]) -> Clean | None:
-        """Clean over the ranks of a run: the note over their summed evidence (Rule.clean_over)."""
-        return _clean(sums.get("attention_chains", 0), sums.get("candidate_chains", 0))
+    def note(cls, values: Mapping[str, Any]) -> str:
+        n, cand = values["attention_chains"], values["candidate_chains"]
+        return f"{n} attention chains ({cand} GEMM > softmax > GEMM chains, {cand - n} without attention evidence)"
 
     def check(self, ctx: Context) -> Outcome:
         rows = ctx.metric("attention_chains", max_between=int(ctx.opt("max_between")), max_gap_ns=ctx.ns("max_gap_us"))
@@ -111,7 +111,7 @@ class UnfusedAttention(Rule):
             return Fired(tuple(fired))
         n = sum(int(r["n_chains"]) for r in rows)
         cand = sum(int(r["n_candidates"]) for r in rows)
-        return _clean(n, cand)
+        return self.clean(ctx.options, attention_chains=n, candidate_chains=cand)
 
     def _finding(self, r: dict[str, Any], span: int) -> Finding:
         dev, scores = int(r["device_id"]), int(r["scores_ns"])
@@ -170,11 +170,4 @@ def _fix(r: dict[str, Any]) -> Fix:
         "q, k, v, attn_mask=mask, dropout_p=p) (FlashAttention / memory-efficient / cuDNN backend), or "
         "attn_implementation='sdpa' in Hugging Face models",
         "changes-numerics",
-    )
-
-
-def _clean(n: int, cand: int) -> Clean:
-    return Clean(
-        f"{n} attention chains ({cand} GEMM > softmax > GEMM chains, {cand - n} without attention evidence)",
-        (Evidence("attention_chains", n, "count"), Evidence("candidate_chains", cand, "count")),
     )
