@@ -23,6 +23,7 @@ import itertools
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -95,9 +96,11 @@ def _plus(v: Any, shift: int) -> int | None:
     return int(v) + shift if v is not None else None
 
 
-def _sql(metric: str) -> str:
-    """The SQL of `metric` (advisor/metrics) without its header, to wrap in COPY or CREATE ... AS."""
-    sql = metrics.get(metric).sql
+def _sql(name: str) -> str:
+    """The SQL of metric `name` (advisor/metrics), or of the reduce's own query `reduce/<name>` over its per-rank
+    tables (advisor/metrics/reduce: never run on a run, so no metric), without its header: to wrap in COPY or
+    CREATE ... AS."""
+    sql = resources.files(metrics).joinpath(f"{name}.sql").read_text() if "/" in name else metrics.get(name).sql
     return "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--")).strip().rstrip(";")
 
 
@@ -185,7 +188,7 @@ def _seeds(con: duckdb.DuckDBPyConnection, maps: Sequence[RankMap], devs: Mappin
     seeds = out_dir / "seeds"
     seeds.mkdir(parents=True, exist_ok=True)
     shared = {"rank_comm": "m_rank_comm", "rank_clocks": "m_rank_clocks",
-              "device_balance": f"({_sql('rank_seed_balance')})"}
+              "device_balance": f"({_sql('reduce/rank_seed_balance')})"}
     for name, what in shared.items():
         con.execute(_copy(what, seeds / f"{name}.parquet"))
     world = max((m.world_size for m in maps if m.world_size is not None), default=len(maps) if len(maps) > 1 else None)
@@ -210,7 +213,7 @@ def _seeds(con: duckdb.DuckDBPyConnection, maps: Sequence[RankMap], devs: Mappin
 
 
 def _cut(con: duckdb.DuckDBPyConnection, cut: Path, empty: Path) -> None:
-    """Each rank's rows of rank_seed_instances to cut/file_idx=<i>/data_0.parquet (no file_idx column), one pass,
+    """Each rank's rows of reduce/rank_seed_instances to cut/file_idx=<i>/data_0.parquet (no file_idx column), one pass,
     and none of them (the columns only) to `empty`, the seed of a rank with no instance.
 
     Written with pyarrow from one Arrow table sorted (stably) by rank, not with DuckDB's partitioned COPY:
@@ -221,7 +224,7 @@ def _cut(con: duckdb.DuckDBPyConnection, cut: Path, empty: Path) -> None:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    rows = con.execute(_sql("rank_seed_instances")).to_arrow_table()
+    rows = con.execute(_sql("reduce/rank_seed_instances")).to_arrow_table()
     rows = rows.take(pc.sort_indices(rows, [("file_idx", "ascending")]))  # stable: each rank keeps its order
     idx = rows.column("file_idx").to_numpy()
     body = rows.drop_columns(["file_idx"])

@@ -12,8 +12,6 @@ DuckDB shell on its own. A file starts with `--` header lines:
     -- uses: gpu_ops, kernel_names  (optional: materialized metrics this one reads)
     -- keep: false                  (optional: rows of a parametrized metric are not kept in the cache
                                      entry: interactive queries that differ on every call)
-    -- scope: reduce                (optional: SQL of the Dask reduce's own connection over every rank's
-                                     Parquet (advisor.distributed), never run on a run: not in names())
 
 Parameters are DuckDB named parameters (`$min_gap_ns`); `query()` passes only the ones the SQL
 names, so a rule can hand over its whole option dict. Thresholds are rule options, never literals
@@ -93,7 +91,6 @@ class Metric:
     uses: tuple[str, ...]
     view: bool = False
     keep: bool = True  # `-- keep: false`: rows never kept in the cache entry (interactive queries, one per zoom)
-    reduce: bool = False  # `-- scope: reduce`: the Dask reduce's SQL, not a metric of a run
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -124,16 +121,14 @@ def get(name: str) -> Metric:
     uses = tuple(u.strip() for u in head.get("uses", "").split(",") if u.strip())
     kind = head.get("materialize")
     keep = head.get("keep") != "false"
-    return Metric(name, head.get("doc", ""), text, kind in ("true", "view"), uses, kind == "view", keep,
-                  head.get("scope") == "reduce")
+    return Metric(name, head.get("doc", ""), text, kind in ("true", "view"), uses, kind == "view", keep)
 
 
 @cache
 def names() -> tuple[str, ...]:
-    """Every metric of a run shipped in this package (the Dask reduce's SQL left out)."""
+    """Every metric shipped in this package."""
     root = resources.files(__package__)
-    files = (p.name[:-4] for p in root.iterdir() if p.name.endswith(".sql"))
-    return tuple(sorted(n for n in files if not get(n).reduce))
+    return tuple(sorted(p.name[:-4] for p in root.iterdir() if p.name.endswith(".sql")))
 
 
 def ensure(run: Run, name: str) -> None:
