@@ -164,10 +164,6 @@ def _add_member(h: Any, name: str, digest: str) -> None:
 
 def source_bytes(path: Path) -> int:
     """The input's size: the file's, or the sum of a directory's files (runs.source_bytes)."""
-    return _size(path)
-
-
-def _size(path: Path) -> int:
     if path.is_dir():
         return sum(p.stat().st_size for p in path.iterdir() if p.is_file())
     return path.stat().st_size
@@ -326,7 +322,7 @@ def to_model_tables(
     run.update(
         source_path=str(path).encode("utf-8", "surrogateescape").decode("utf-8", "replace"),  # a non-UTF-8 name
         source_sha256=sha,
-        source_bytes=_size(path),
+        source_bytes=source_bytes(path),
         format=run.get("format", fmt),
         trace_start_ns=min(starts) if starts else None,
         trace_end_ns=max(ends) if ends else None,

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from advisor.errors import InputError, LimitExceeded
-from advisor.model import limits as model_limits
+from advisor.model.limits import parse_size
 
 MAX_BYTES_ENV = "ADVISOR_MAX_BYTES"
 MAX_STRING_CHARS = 1 << 20  # longer names (kernel, NVTX, op) are cut to this many characters
@@ -34,15 +34,10 @@ RATIO_GRACE_BYTES = 64 << 20
 CHUNK = 1 << 22
 
 
-def parse_size(text: str, env: str = MAX_BYTES_ENV) -> int:
-    """'8G', '512MiB', '1000000' -> bytes; InputError (naming the variable `env`) for anything else."""
-    return model_limits.parse_size(text, env)
-
-
 def max_bytes() -> int:
     """The decompressed-size limit: $ADVISOR_MAX_BYTES when set, else DEFAULT_MAX_BYTES."""
     env = os.environ.get(MAX_BYTES_ENV)
-    return parse_size(env) if env else DEFAULT_MAX_BYTES
+    return parse_size(env, MAX_BYTES_ENV) if env else DEFAULT_MAX_BYTES
 
 
 def human(n: int) -> str:

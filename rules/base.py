@@ -12,11 +12,12 @@ that did not capture what it needs.
 from __future__ import annotations
 
 import hashlib
+import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from advisor import metrics, vocab
+from advisor import metrics
 from advisor.model.store import Run
 from advisor.vocab import Evidence as Evidence
 from advisor.vocab import Window as Window
@@ -217,12 +218,20 @@ class Rule:
 
     A run analyzed rank by rank (advisor.distributed) states a clean rule over every rank in one of two ways:
     `clean_over` rebuilds the clean outcome from the ranks' clean evidence summed by name (a rule whose clean
-    note states sums: counts, times), or `clean_worst` names the evidence (ns) by which the rule's clean note
-    picks its worst device (the rank whose clean outcome has the largest is the run's). A rule with neither
-    keeps one rank's clean outcome, its note saying so where the ranks' notes differ.
+    note states sums: counts, times, declared as `clean_sums` with the note's words in `clean_note`), or
+    `clean_worst` names the evidence (ns) by which the rule's clean note picks its worst device (the rank whose
+    clean outcome has the largest is the run's). A rule with neither keeps one rank's clean outcome, its note
+    saying so where the ranks' notes differ.
     """
 
     clean_worst: ClassVar[str | None] = None
+    # the evidence a clean note states as sums, in order: (name, unit); the same note from one run's values
+    # (`clean`) and from the ranks' sums (`clean_over`)
+    clean_sums: ClassVar[tuple[tuple[str, str], ...]] = ()
+    # the note: a template over those values and the options (`{name:ms}` writes a time with `ms`)
+    clean_note: ClassVar[str] = ""
+    # the note where nothing was measured (no part has the first of clean_sums), with no evidence
+    clean_none: ClassVar[str] = ""
 
     code: ClassVar[str]
     name: ClassVar[str]
@@ -243,7 +252,21 @@ class Rule:
         """The clean outcome from its evidence summed over the parts of a run (ADDITIVE_UNITS; a name no part
         measured is absent) and the resolved options, or None where the rule's clean note does not add up (see
         the class doc)."""
-        return None
+        if not cls.clean_sums:
+            return None
+        if cls.clean_none and cls.clean_sums[0][0] not in sums:
+            return Clean(cls.clean_none)
+        return cls.clean(options, **{n: sums.get(n, 0) for n, _ in cls.clean_sums})
+
+    @classmethod
+    def clean(cls, options: Mapping[str, OptionValue], **values: int) -> Clean:
+        """The clean outcome over the values of `clean_sums`: the note and that evidence."""
+        return Clean(cls.note({**options, **values}), tuple(Evidence(n, values[n], u) for n, u in cls.clean_sums))
+
+    @classmethod
+    def note(cls, values: Mapping[str, Any]) -> str:
+        """The clean note over the values of `clean_sums` and the options (a rule may word it in code)."""
+        return _NOTE.vformat(cls.clean_note, (), values)
 
     @classmethod
     def summary(cls) -> str:
@@ -279,9 +302,14 @@ class Rule:
         )
 
 
-def pct(part: float, whole: float) -> float:
-    """The vocabulary's pct (advisor.vocab) as findings show it: 0 when whole is 0."""
-    return vocab.pct(part, whole, 0.0)
+class _NoteFormatter(string.Formatter):
+    """str.format with one more spec: `{name:ms}` writes nanoseconds with `ms`."""
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        return ms(value) if format_spec == "ms" else super().format_field(value, format_spec)
+
+
+_NOTE = _NoteFormatter()
 
 
 def ms(ns: float) -> str:

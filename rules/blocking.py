@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor import metrics
-from advisor.rules.base import Context, Evidence, Option, pct
+from advisor.rules.base import Context, Evidence, Option
 from advisor.rules.steps import step_spans
-from advisor.vocab import device_span_of
+from advisor.vocab import device_span_of, pct
 
 # the option every rule built on blocking_calls declares
 MAX_REFILL_OPTION = Option(
@@ -81,7 +81,7 @@ def repeated(ctx: Context, rows: list[BlockingCalls]) -> list[BlockingCalls]:
     return [
         r
         for r in rows
-        if r.n_calls >= int(ctx.opt("min_calls")) and pct(r.idle_ns, r.span_ns) >= float(ctx.opt("min_idle_pct"))
+        if r.n_calls >= int(ctx.opt("min_calls")) and pct(r.idle_ns, r.span_ns, 0.0) >= float(ctx.opt("min_idle_pct"))
     ]
 
 
@@ -93,7 +93,7 @@ def idle_evidence(r: BlockingCalls, calls: str, host_time: str) -> list[Evidence
         Evidence("gpu_idle_in_windows", r.idle_ns, "ns"),
         Evidence(
             "gpu_idle_share",
-            pct(r.idle_ns, r.span_ns),
+            pct(r.idle_ns, r.span_ns, 0.0),
             "%",
             device_span_of(r.device_id),
         ),
@@ -176,7 +176,7 @@ def recurring(ctx: Context, rows: list[BlockingCalls], pattern: str, exclude: st
         n, ns = later.get(r.device_id, (0, 0))
         idle = r.idle_ns * ns / r.call_ns if r.call_ns else 0
         if r.device_id not in starts or (
-            n >= int(ctx.opt("min_calls")) and pct(idle, r.span_ns) >= float(ctx.opt("min_idle_pct"))
+            n >= int(ctx.opt("min_calls")) and pct(idle, r.span_ns, 0.0) >= float(ctx.opt("min_idle_pct"))
         ):
             out.append(r)
     return out

@@ -13,6 +13,7 @@ from typing import Any
 
 from advisor.rules.base import HEADINGS, Option, Rule
 from advisor.rules.registry import all_rules, get_rule
+from advisor.vocab import json_row
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -32,20 +33,10 @@ class RuleInfo:
     reference_workload: str | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "code": self.code,
-            "name": self.name,
-            "category": self.category,
-            "chapter": list(self.chapter),
-            "status": self.status,
-            "summary": self.summary,
-            "requires": list(self.requires),
-            "options": {
-                k: {"default": o.default, "type": o.type.__name__, "help": o.help, "source": o.source}
-                for k, o in self.options.items()
-            },
-            "reference_workload": self.reference_workload,
-        }
+        d = json_row(self)  # the fields in order; each option as its declaration
+        d["options"] = {k: {"default": o.default, "type": o.type.__name__, "help": o.help, "source": o.source}
+                        for k, o in self.options.items()}
+        return d
 
 
 def reference_dir(rule: type[Rule]) -> str | None:

@@ -27,9 +27,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from advisor import metrics
 from advisor.model.store import Run
-from advisor.rules.base import pct
 from advisor.rules.steps import step_totals, step_windows
-from advisor.vocab import device_span_of
+from advisor.vocab import device_span_of, pct
 
 if TYPE_CHECKING:  # the join and its roofline code load only when an ncu report is joined
     from advisor.perf.ncu_join import JoinResult
@@ -116,7 +115,7 @@ class Share:
 
     @property
     def pct(self) -> float:
-        return pct(self.ns, self.of_ns)
+        return pct(self.ns, self.of_ns, 0.0)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -403,13 +402,13 @@ def decide(ns: Mapping[str, int], span_ns: int, of: str) -> Verdict:
     if other * 2 >= span_ns and other >= 2 * best_ns:
         return _unknown_kernels(ns, span_ns, of, shares, other)
     second, second_ns = ranked[1] if len(ranked) > 1 else ("unknown", 0)
-    if pct(best_ns, span_ns) < JUDGE_PCT and max(one_time, unrecorded) > best_ns:
+    if pct(best_ns, span_ns, 0.0) < JUDGE_PCT and max(one_time, unrecorded) > best_ns:
         return _undecided(ns, span_ns, of, shares, one_time, unrecorded)
     busy = sum(int(ns.get(k, 0)) for k in BUSY)
-    if one_time * 2 >= span_ns and pct(busy, span_ns) < IDLE_GPU_PCT:
+    if one_time * 2 >= span_ns and pct(busy, span_ns, 0.0) < IDLE_GPU_PCT:
         return _undecided(ns, span_ns, of, shares, one_time, 0)
     confidence: Confidence = "medium" if best_ns >= 1.5 * max(second_ns, other, unrecorded) else "low"
-    if second_ns >= MIXED_RATIO * best_ns and pct(second_ns, span_ns) >= JUDGE_PCT:
+    if second_ns >= MIXED_RATIO * best_ns and pct(second_ns, span_ns, 0.0) >= JUDGE_PCT:
         best, second = _lead(best, second)
         cause = (
             f"two classes weigh about the same: {_cause(best, ns, span_ns, of)}; and {_cause(second, ns, span_ns, of)}"
@@ -440,7 +439,7 @@ def _unknown_kernels(ns: Mapping[str, int], span_ns: int, of: str, shares: tuple
     from the rest. Application kernels of no library family (stencils, solvers) mostly stream memory, so memory
     is the assumption, said as one, at low confidence."""
     cause = (
-        f"kernels of no known family run {pct(other, span_ns)}% of the {of}: assumed memory-bound (application "
+        f"kernels of no known family run {pct(other, span_ns, 0.0)}% of the {of}: assumed memory-bound (application "
         "kernels with no GEMM/conv/attention evidence mostly stream memory; no Nsight Compute or FLOP data says "
         "otherwise); profile the top kernels with Nsight Compute (ncu --set full) to know"
     )
@@ -452,7 +451,7 @@ def _undecided(
 ) -> Verdict:
     """No recorded class holds JUDGE_PCT of the window: one-time work or unrecorded host time dominates."""
     if one_time >= unrecorded:
-        parts = "; ".join(f"{SHARE_TEXT[k]} {pct(ns.get(k, 0), span_ns)}%" for k in ONE_TIME if ns.get(k, 0))
+        parts = "; ".join(f"{SHARE_TEXT[k]} {pct(ns.get(k, 0), span_ns, 0.0)}%" for k in ONE_TIME if ns.get(k, 0))
         cause = (
             f"no steady-state bottleneck: one-time work dominates ({parts} of the {of}) and the rest holds no "
             f"workload to judge; capture the steady state (after warm-up) to judge it"
@@ -461,14 +460,14 @@ def _undecided(
     queued = int(ns.get(QUEUED, 0))
     if queued * 2 > unrecorded:
         cause = (
-            f"cannot judge: {SHARE_TEXT[QUEUED]} {pct(queued, span_ns)}% of the {of}, so neither the host nor "
+            f"cannot judge: {SHARE_TEXT[QUEUED]} {pct(queued, span_ns, 0.0)}% of the {of}, so neither the host nor "
             "the kernels recorded set the pace; trace every stream, process and rank that feeds this GPU to see "
             "what the work waited for"
         )
         return Verdict("none", cause, NAME_BASIS, "low", shares, ())
     cause = (
         f"the GPU waits on the host, and what the host did is not recorded: {SHARE_TEXT[UNRECORDED]} "
-        f"{pct(unrecorded - queued, span_ns)}% of the {of}; record host activity (nsys --trace=cuda,nvtx,osrt "
+        f"{pct(unrecorded - queued, span_ns, 0.0)}% of the {of}; record host activity (nsys --trace=cuda,nvtx,osrt "
         "--sample=cpu, or NVTX ranges) to tell launch overhead, host work and input stalls apart"
     )
     return Verdict("launch", cause, NAME_BASIS, "low", shares, ("launch",))
@@ -477,20 +476,20 @@ def _undecided(
 def _aside(one_time: int, unrecorded: int, span_ns: int) -> str:
     """What the scores left out, in words: one-time start-up/compile and idle with no recorded cause."""
     said = []
-    if pct(one_time, span_ns) >= 1:
-        said.append(f"one-time start-up/compile {pct(one_time, span_ns)}% left out")
-    if pct(unrecorded, span_ns) >= 1:
+    if pct(one_time, span_ns, 0.0) >= 1:
+        said.append(f"one-time start-up/compile {pct(one_time, span_ns, 0.0)}% left out")
+    if pct(unrecorded, span_ns, 0.0) >= 1:
         said.append(f"GPU idle the host does not explain (work already queued, or its cause not captured) "
-                    f"{pct(unrecorded, span_ns)}% not scored")
+                    f"{pct(unrecorded, span_ns, 0.0)}% not scored")
     return f" ({'; '.join(said)})" if said else ""
 
 
 def _cause(best: VerdictClass, ns: Mapping[str, int], span_ns: int, of: str) -> str:
     parts = sorted(
-        ((k, v) for k, v in ns.items() if CLASS_OF.get(k) == best and pct(v, span_ns) >= 0.1),
+        ((k, v) for k, v in ns.items() if CLASS_OF.get(k) == best and pct(v, span_ns, 0.0) >= 0.1),
         key=lambda kv: (-kv[1], kv[0]),
     )
-    said = "; ".join(f"{SHARE_TEXT[k]} {pct(v, span_ns)}%" for k, v in parts[:3])
+    said = "; ".join(f"{SHARE_TEXT[k]} {pct(v, span_ns, 0.0)}%" for k, v in parts[:3])
     lead = {
         "compute": "math-bound kernels dominate",
         "memory": "memory-bound kernels dominate",

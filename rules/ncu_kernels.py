@@ -29,8 +29,8 @@ from advisor.model.store import Run
 from advisor.perf.kernel_class import ClassifiedKernel, classify_run
 from advisor.perf.ncu_join import JoinResult, base_name, normalize_name
 from advisor.perf.ncu_join import KernelGroup as TimelineGroup
-from advisor.rules.base import Context, Evidence, Option, Window, ms, pct
-from advisor.vocab import rounded
+from advisor.rules.base import Context, Evidence, Option, Window, ms
+from advisor.vocab import pct, rounded
 
 NCU_REQUIRES = frozenset({"ncu_kernels", "ncu_metrics"})
 # the option every ncu rule declares: no fix is credited with more than this share of a kernel's time
@@ -189,7 +189,7 @@ def share_evidence(group: KernelGroup, total_ns: int) -> list[Evidence]:
     return [
         Evidence("kernel_time", group.duration_ns, "ns"),
         Evidence("launches", group.launches, "count"),
-        Evidence("kernel_share_of_profiled", pct(group.duration_ns, total_ns), "%", PROFILED_OF),
+        Evidence("kernel_share_of_profiled", pct(group.duration_ns, total_ns, 0.0), "%", PROFILED_OF),
     ]
 
 
@@ -288,7 +288,7 @@ def on_timeline(join: JoinResult, group: KernelGroup, per_run: Gain) -> Gain:
     launches = sum(tg.count for tg in matched.values())
     fraction = per_run.ns / group.duration_ns if group.duration_ns else 0.0
     levels = sorted({m.level for m in join.matches if m.ncu.launch.ncu_id in ids and m.timeline is not None})
-    share = pct(timeline_ns, join.timeline_kernel_ns)
+    share = pct(timeline_ns, join.timeline_kernel_ns, 0.0)
     return Gain(
         fraction * timeline_ns,
         f"the kernel's time in the timeline ({launches} launches, {ms(timeline_ns)}, {share}% of the {TIMELINE_OF}) "

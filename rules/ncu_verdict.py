@@ -28,9 +28,10 @@ from advisor.model.store import Run
 from advisor.perf.kernel_class import ClassifiedKernel
 from advisor.perf.ncu_join import JoinResult, short_label
 from advisor.perf.sol import LATENCY_BOUND_PCT
-from advisor.rules.base import ms, pct
+from advisor.rules.base import ms
 from advisor.rules.classify import Confidence, Share, Verdict, VerdictClass
 from advisor.rules.ncu_kernels import classified
+from advisor.vocab import pct
 
 NCU_CLASS = {"compute": "ncu_compute", "memory": "ncu_memory", "latency": "ncu_latency"}
 
@@ -157,7 +158,7 @@ def _ncu_cause(best: str, decided: list[ClassifiedKernel], n: int, best_ns: int,
     grid = f", {waves:.2f} waves per SM" if waves is not None else ""
     why = f": SM and memory throughput both under {LATENCY_BOUND_PCT:.0f}% of peak" if best == "latency" else ""
     said = (
-        f"{len(decided)} of {n} profiled kernel(s) ({pct(best_ns, total)}% of the profiled kernel time) are "
+        f"{len(decided)} of {n} profiled kernel(s) ({pct(best_ns, total, 0.0)}% of the profiled kernel time) are "
         f"{best}-bound{why}; the longest, {short_label(longest.launch.name)} "
         f"({ms(int(longest.launch.duration_ns or 0))}): {sol.side_text('compute')}, {sol.side_text('memory')}{grid}"
     )

@@ -310,7 +310,8 @@ def _ops_doc(base: Side, new: Side, pairs: list[DevicePair], top: int) -> dict[s
         return None
     bmap = {p.base.device_id: p.key for p in pairs if p.base}
     nmap = {p.new.device_id: p.key for p in pairs if p.new}
-    return ops_diff(base.analysis.sections, new.analysis.sections, bmap, nmap, top)
+    ops = ops_diff(base.analysis.sections, new.analysis.sections, bmap, nmap, top)
+    return ops.to_dict() if ops is not None else None
 
 
 def _headline(v: Verdict, metric: dict[str, Any], changes: list[dict[str, Any]], comp: Comparability,

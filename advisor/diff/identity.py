@@ -67,8 +67,9 @@ class Signal:
                 f"needs {100 * self.minimum:.0f}%")
 
     def to_dict(self) -> dict[str, object]:
-        return {"name": self.name, "base_pct": _pct(self.base), "new_pct": _pct(self.new),
-                "min_pct": _pct(self.minimum), "shared": list(self.shared), "holds": self.holds}
+        base_pct, new_pct = (None if x is None else pct(x, 1.0) for x in (self.base, self.new))
+        return {"name": self.name, "base_pct": base_pct, "new_pct": new_pct,
+                "min_pct": pct(self.minimum, 1.0), "shared": list(self.shared), "holds": self.holds}
 
 
 @dataclass(frozen=True)
@@ -102,11 +103,6 @@ class ProgramEvidence:
                 "signals": [s.to_dict() for s in (self.shapes, self.copies, self.words)],
                 "rule": "tensor shapes, or copy sizes and kernel name words together; CUDA API calls, step markers "
                         "and framework range names never count"}
-
-
-def _pct(x: float | None) -> float | None:
-    """A fraction as a percentage (vocab.pct of 1)."""
-    return None if x is None else pct(x, 1.0)
 
 
 def _signal(name: str, a: Mapping[str, float], b: Mapping[str, float], minimum: float) -> Signal:

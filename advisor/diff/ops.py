@@ -11,7 +11,7 @@ is `unlisted` there, not gone.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from advisor.engine.result import Sections
@@ -66,27 +66,74 @@ def _status(b: Any, n: Any, base_cut: bool, new_cut: bool) -> str:
     return "unlisted" if new_cut else "gone"
 
 
-def _op_row(key: tuple[str, str], b: OpStat | None, n: OpStat | None, cuts: tuple[bool, bool]) -> dict[str, Any]:
-    return {
-        "name": key[0], "device": key[1], "family": _get(b, "family") or _get(n, "family"),
-        "status": _status(b, n, *cuts),
-        "base": _fields(b),
-        "new": _fields(n),
-        "delta_tflops": _delta(_get(b, "tflops"), _get(n, "tflops"), 3),
-        "tflops_ratio": _ratio(_get(b, "tflops"), _get(n, "tflops")),
-        "delta_gpu_ns": _delta(_get(b, "gpu_ns"), _get(n, "gpu_ns"), 0),
-        "delta_attainable_pp": _delta(_get(b, "attainable_pct"), _get(n, "attainable_pct"), 1),
-    }
+@dataclass(frozen=True)
+class OpChange:
+    """One op on one device before and after: each side's row (None where that side does not list it)."""
+
+    name: str
+    device: str
+    status: str  # matched, new, gone, or unlisted (beyond the end of one side's top list)
+    base: OpStat | None
+    new: OpStat | None
+
+    @property
+    def gpu_ns(self) -> int:
+        """The larger side's GPU time (the order of the diff's op list)."""
+        return max(r.gpu_ns if r is not None else 0 for r in (self.base, self.new))
+
+    def to_dict(self) -> dict[str, Any]:
+        b, n = self.base, self.new
+        return {
+            "name": self.name, "device": self.device, "family": _get(b, "family") or _get(n, "family"),
+            "status": self.status,
+            "base": _fields(b),
+            "new": _fields(n),
+            "delta_tflops": _delta(_get(b, "tflops"), _get(n, "tflops"), 3),
+            "tflops_ratio": _ratio(_get(b, "tflops"), _get(n, "tflops")),
+            "delta_gpu_ns": _delta(_get(b, "gpu_ns"), _get(n, "gpu_ns"), 0),
+            "delta_attainable_pp": _delta(_get(b, "attainable_pct"), _get(n, "attainable_pct"), 1),
+        }
 
 
-def _mfu_row(key: str, b: Rate | None, n: Rate | None) -> dict[str, Any]:
-    return {
-        "device": key,
-        "base": asdict(b) if b is not None else None,
-        "new": asdict(n) if n is not None else None,
-        "delta_tflops": _delta(_get(b, "tflops"), _get(n, "tflops"), 3),
-        "delta_mfu_pp": _delta(_get(b, "mfu_pct"), _get(n, "mfu_pct"), 2),
-    }
+@dataclass(frozen=True)
+class MfuChange:
+    """One device's MFU over its span before and after (None: the side has no such device)."""
+
+    device: str
+    base: Rate | None
+    new: Rate | None
+
+    def to_dict(self) -> dict[str, Any]:
+        b, n = self.base, self.new
+        return {
+            "device": self.device,
+            "base": asdict(b) if b is not None else None,
+            "new": asdict(n) if n is not None else None,
+            "delta_tflops": _delta(_get(b, "tflops"), _get(n, "tflops"), 3),
+            "delta_mfu_pp": _delta(_get(b, "mfu_pct"), _get(n, "mfu_pct"), 2),
+        }
+
+
+@dataclass(frozen=True)
+class OpsDiff:
+    """The diff's `ops` block: the top ops by GPU time (of `items_total` on either side) and MFU per device."""
+
+    items: tuple[OpChange, ...]
+    items_total: int
+    matched: int
+    listed: tuple[int, int]  # how many ops each side's analysis lists (base, new)
+    mfu: tuple[MfuChange, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "basis": BASIS,
+            "items": [r.to_dict() for r in self.items],
+            "items_total": self.items_total,
+            "omitted": self.items_total - len(self.items),
+            "matched": self.matched,
+            "listed": {"base": self.listed[0], "new": self.listed[1]},
+            "mfu": [m.to_dict() for m in self.mfu],
+        }
 
 
 def _cut(ops: Ops | None) -> bool:
@@ -94,7 +141,7 @@ def _cut(ops: Ops | None) -> bool:
 
 
 def ops_diff(base: Sections, new: Sections, base_devices: Mapping[int, str] | None = None,
-             new_devices: Mapping[int, str] | None = None, top: int = 15) -> dict[str, Any] | None:
+             new_devices: Mapping[int, str] | None = None, top: int = 15) -> OpsDiff | None:
     """The diff's `ops` block from two analyses' sections; None when neither side has a modelled op.
 
     base_devices / new_devices: device id -> the aligned device key (the diff's device pairs), so device 3 of
@@ -104,16 +151,13 @@ def ops_diff(base: Sections, new: Sections, base_devices: Mapping[int, str] | No
         return None
     b, n = _ops(base.ops, base_devices), _ops(new.ops, new_devices)
     cuts = (_cut(base.ops), _cut(new.ops))
-    rows = [_op_row(k, b.get(k), n.get(k), cuts) for k in b.keys() | n.keys()]
-    rows.sort(key=lambda r: (-max((s or {}).get("gpu_ns") or 0 for s in (r["base"], r["new"])), r["name"], r["device"]))
+    rows = [OpChange(*k, _status(b.get(k), n.get(k), *cuts), b.get(k), n.get(k)) for k in b.keys() | n.keys()]
+    rows.sort(key=lambda r: (-r.gpu_ns, r.name, r.device))
     bm, nm = _mfu(base.mfu, base_devices), _mfu(new.mfu, new_devices)
-    mfu = [_mfu_row(k, bm.get(k), nm.get(k)) for k in sorted(bm.keys() | nm.keys())]
-    return {
-        "basis": BASIS,
-        "items": rows[:top],
-        "items_total": len(rows),
-        "omitted": max(len(rows) - top, 0),
-        "matched": sum(r["status"] == "matched" for r in rows),
-        "listed": {"base": len(base.ops.items) if base.ops else 0, "new": len(new.ops.items) if new.ops else 0},
-        "mfu": mfu,
-    }
+    return OpsDiff(
+        tuple(rows[:top]),
+        len(rows),
+        sum(r.status == "matched" for r in rows),
+        (len(base.ops.items) if base.ops else 0, len(new.ops.items) if new.ops else 0),
+        tuple(MfuChange(k, bm.get(k), nm.get(k)) for k in sorted(bm.keys() | nm.keys())),
+    )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.engine.analyze import Outcomes
 from advisor.engine.findings import classify, run_rules
@@ -20,6 +20,9 @@ from advisor.interrupt import raise_if_interrupted
 from advisor.model.store import Run
 from advisor.rules.base import Finding
 from advisor.rules.classify import Verdict
+
+if TYPE_CHECKING:
+    from advisor.diff.ops import OpsDiff
 
 CHANGED_MIN_REL = 0.10  # a finding whose estimated gain moved by 10% or more is "changed"
 CHANGED_MIN_NS = 100_000  # ...and by at least 0.1 ms
@@ -129,7 +132,7 @@ class AnalysisDiff:
     findings: FindingsDiff
     base_verdict: Verdict | None
     new_verdict: Verdict | None
-    ops: dict[str, Any] | None = None  # per-op TFLOP/s and per-device MFU before and after (advisor/diff/ops.py)
+    ops: OpsDiff | None = None  # per-op TFLOP/s and per-device MFU before and after (advisor/diff/ops.py)
 
     @property
     def new(self) -> tuple[Finding, ...]:
@@ -145,7 +148,8 @@ class AnalysisDiff:
 
     def to_dict(self) -> dict[str, Any]:
         vb, vn = (v.class_ if v is not None else None for v in (self.base_verdict, self.new_verdict))
-        return {"findings": self.findings.to_dict(), "verdict_class": {"base": vb, "new": vn}, "ops": self.ops}
+        return {"findings": self.findings.to_dict(), "verdict_class": {"base": vb, "new": vn},
+                "ops": self.ops.to_dict() if self.ops else None}
 
 
 def diff_analyses(base: Analysis, new: Analysis) -> AnalysisDiff:

@@ -23,6 +23,7 @@ import itertools
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,6 @@ from advisor.model.store import sql_string
 from advisor.parsers.base import ProgressFn, no_progress
 
 CROSS_RANK = ("collective_instances", "rank_clocks", "rank_comm")
-COLUMNS = "rank, device_id, stream_id, start_ns, end_ns, kind, bytes, dtype, communicator, group_size, name_id, source"
 
 
 @dataclass
@@ -71,10 +71,8 @@ def map_rank(path: str, out_dir: str, shift_ns: int, cache_dir: str | None = Non
     try:
         stem = Path(out_dir) / f"{index:06d}"
         shift = int(shift_ns)
-        cols = COLUMNS.replace("start_ns, end_ns", f"start_ns + {shift} AS start_ns, end_ns + {shift} AS end_ns")
         coll = f"{stem}.collectives.parquet"
-        run.sql(f"COPY (SELECT {index} AS file_idx, {cols} FROM collectives WHERE source = 'kernel') "
-                f"TO {sql_string(Path(coll))} (FORMAT parquet)")
+        run.sql(_copy(f"({_sql('rank_collectives')})", Path(coll)), {"file_idx": index, "shift_ns": shift})
         balance = ""
         if run.count("kernels") or run.count("memops"):
             rows = [{"file_idx": index} | r for r in metrics.query(run, "device_balance")]
@@ -98,8 +96,17 @@ def _plus(v: Any, shift: int) -> int | None:
     return int(v) + shift if v is not None else None
 
 
-def _body(sql: str) -> str:
+def _sql(name: str) -> str:
+    """The SQL of metric `name` (advisor/metrics), or of the reduce's own query `reduce/<name>` over its per-rank
+    tables (advisor/metrics/reduce: never run on a run, so no metric), without its header: to wrap in COPY or
+    CREATE ... AS."""
+    sql = resources.files(metrics).joinpath(f"{name}.sql").read_text() if "/" in name else metrics.get(name).sql
     return "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--")).strip().rstrip(";")
+
+
+def _copy(what: str, parquet: Path) -> str:
+    """COPY of a table, or of a query in parentheses, to Parquet."""
+    return f"COPY {what} TO {sql_string(parquet)} (FORMAT parquet)"
 
 
 @dataclass
@@ -133,14 +140,14 @@ def reduce_ranks(maps: Sequence[RankMap], out_dir: Path, plan: Callable[..., Ran
         if rows:
             con.executemany("INSERT INTO devmap VALUES (?, ?, ?)", rows)
         _load(con, "collectives", [m.collectives for m in maps])  # every map writes one, rows or not
-        cols = [c[0] for c in con.execute("DESCRIBE balance_raw").fetchall()] if _load(
-            con, "balance_raw", [m.balance for m in maps if m.balance]) else []
+        if not _load(con, "balance_raw", [m.balance for m in maps if m.balance]):
+            con.execute("CREATE TEMP TABLE balance_raw (file_idx INTEGER, device_id INTEGER)")
         out: dict[str, list[dict[str, Any]]] = {}
         for name in CROSS_RANK:
-            m = metrics.get(name)
-            con.execute(f"CREATE TEMP TABLE {m.table} AS {_body(m.sql)}")
-            out[name] = _dicts(con, f"SELECT * FROM {m.table}")
-        plans = _seeds(con, maps, devs, out_dir, cols, plan) if plan is not None else []
+            table = metrics.get(name).table
+            con.execute(f"CREATE TEMP TABLE {table} AS {_sql(name)}")
+            out[name] = _dicts(con, f"SELECT * FROM {table}")
+        plans = _seeds(con, maps, devs, out_dir, plan) if plan is not None else []
     finally:
         con.close()
     return Reduced(out, plans)
@@ -173,30 +180,17 @@ def _dicts(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
 
 
 def _seeds(con: duckdb.DuckDBPyConnection, maps: Sequence[RankMap], devs: Mapping[int, dict[int, int]],
-           out_dir: Path, balance_cols: list[str], plan: Callable[..., RankPlan]) -> list[RankPlan]:
+           out_dir: Path, plan: Callable[..., RankPlan]) -> list[RankPlan]:
     """Each rank's seeds (rankrun.SEEDED): its collective instances, plus the others' rows of the instances it
     arrived last in (no device: only its net wait reads them); every rank's rank_comm, rank_clocks and
     device_balance rows. One partitioned write for the per-rank cut (one pass, not one scan per rank: the
     driver's work stays linear in the ranks), one file each for the shared ones."""
     seeds = out_dir / "seeds"
     seeds.mkdir(parents=True, exist_ok=True)
-    keep = ", ".join(c for c in balance_cols if c != "file_idx") or "NULL AS device_id"
-    where = "" if balance_cols else " WHERE false"
-    shared = {
-        "rank_comm": "SELECT * FROM m_rank_comm",
-        "rank_clocks": "SELECT * FROM m_rank_clocks",
-        "device_balance": f"SELECT {keep} FROM balance_raw{where} ORDER BY device_id" if balance_cols else
-        "SELECT NULL::INTEGER AS device_id WHERE false",
-    }
-    for name, sql in shared.items():
-        con.execute(f"COPY ({sql}) TO {sql_string(seeds / f'{name}.parquet')} (FORMAT parquet)")
-    con.execute("""CREATE TEMP TABLE inst_seed AS
-        SELECT m.file_idx, i.* FROM m_collective_instances i JOIN devmap m USING (device_id)
-        UNION ALL
-        SELECT m.file_idx, o.* REPLACE (NULL::INTEGER AS device_id)
-        FROM m_collective_instances l JOIN devmap m USING (device_id)
-        JOIN m_collective_instances o ON o.comm_key = l.comm_key AND o.seq = l.seq AND o.rank <> l.rank
-        WHERE l.last_arrival""")
+    shared = {"rank_comm": "m_rank_comm", "rank_clocks": "m_rank_clocks",
+              "device_balance": f"({_sql('reduce/rank_seed_balance')})"}
+    for name, what in shared.items():
+        con.execute(_copy(what, seeds / f"{name}.parquet"))
     world = max((m.world_size for m in maps if m.world_size is not None), default=len(maps) if len(maps) > 1 else None)
     ranks = ",".join(str(r) for r in sorted({m.rank for m in maps if m.rank is not None})) or None
     starts = [m.trace[0] for m in maps if m.trace[0] is not None]
@@ -204,10 +198,8 @@ def _seeds(con: duckdb.DuckDBPyConnection, maps: Sequence[RankMap], devs: Mappin
     row = {"world_size": world, "ranks": ranks, "trace_start_ns": min(starts, default=None),
            "trace_end_ns": max(ends, default=None)}
     cut = seeds / "instances"  # one pass writes every rank's cut: file_idx=<i>/data_0.parquet
-    _cut(con, cut)
     empty = seeds / "no_instances.parquet"
-    con.execute(f"COPY (SELECT * EXCLUDE (file_idx) FROM inst_seed WHERE false) TO {sql_string(empty)} "
-                "(FORMAT parquet)")
+    _cut(con, cut, empty)
     plans = []
     for m in maps:
         own = seeds / f"{m.index:06d}"
@@ -220,8 +212,9 @@ def _seeds(con: duckdb.DuckDBPyConnection, maps: Sequence[RankMap], devs: Mappin
     return plans
 
 
-def _cut(con: duckdb.DuckDBPyConnection, cut: Path) -> None:
-    """Each rank's rows of inst_seed to cut/file_idx=<i>/data_0.parquet (no file_idx column), one pass.
+def _cut(con: duckdb.DuckDBPyConnection, cut: Path, empty: Path) -> None:
+    """Each rank's rows of reduce/rank_seed_instances to cut/file_idx=<i>/data_0.parquet (no file_idx column), one pass,
+    and none of them (the columns only) to `empty`, the seed of a rank with no instance.
 
     Written with pyarrow from one Arrow table sorted (stably) by rank, not with DuckDB's partitioned COPY:
     that kept about 150 KB per partition written until the connection closed (measured in process: the seeds
@@ -231,10 +224,11 @@ def _cut(con: duckdb.DuckDBPyConnection, cut: Path) -> None:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    rows = con.execute("SELECT * FROM inst_seed").to_arrow_table()
+    rows = con.execute(_sql("reduce/rank_seed_instances")).to_arrow_table()
     rows = rows.take(pc.sort_indices(rows, [("file_idx", "ascending")]))  # stable: each rank keeps its order
     idx = rows.column("file_idx").to_numpy()
     body = rows.drop_columns(["file_idx"])
+    pq.write_table(body.slice(0, 0), empty)
     starts = np.flatnonzero(np.diff(idx)) + 1 if len(idx) else np.array([], dtype=np.int64)
     for lo, hi in zip([0, *starts.tolist()], [*starts.tolist(), len(idx)], strict=True):
         if hi > lo:

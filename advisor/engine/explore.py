@@ -11,8 +11,10 @@ from typing import Any
 
 from advisor import metrics
 from advisor.model.store import Run
-from advisor.perf import ClassifiedKernel, OpRoofline, classify_run, kineto_op_rooflines, ncu_figure, ops_figure
+from advisor.perf.figure import ncu_figure, ops_figure
+from advisor.perf.kernel_class import ClassifiedKernel, classify_run
 from advisor.perf.sol import sol_class_or_none
+from advisor.perf.timeline_roofline import OpRoofline, kineto_op_rooflines
 from advisor.vocab import pct
 
 # --------------------------------------------------------------------------- kernels

@@ -31,11 +31,11 @@ from advisor.rules.base import (
     Outcome,
     Rule,
     ms,
-    pct,
 )
 from advisor.rules.catalog import RuleInfo, explain, list_rules
 from advisor.rules.classify import RunVerdict, classify
 from advisor.rules.registry import all_rules, select_rules
+from advisor.vocab import pct
 
 if TYPE_CHECKING:  # the join (and its roofline imports) load only when an ncu run is given
     from advisor.perf.ncu_join import JoinResult
@@ -135,7 +135,7 @@ class RuleReport:
         if not self.findings:
             return "no findings: nothing the rules check for stands out in this trace"
         top = self.findings[0]
-        share = pct(top.est_gain_ns, self.span_ns)
+        share = pct(top.est_gain_ns, self.span_ns, 0.0)
         if share < HEADLINE_MIN_PCT:
             largest = (
                 f"the largest, {top.code} {top.name}, {ms(top.est_gain_ns)}" if top.est_gain_ns else "they state facts"
@@ -151,7 +151,7 @@ class RuleReport:
 
     def gain_pct(self, f: Finding) -> float:
         """A finding's estimated saving, percent of `span_of` (the JSON's `gain_pct`)."""
-        return pct(f.est_gain_ns, self.span_ns)
+        return pct(f.est_gain_ns, self.span_ns, 0.0)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -15,8 +15,7 @@ from typing import Any
 from advisor.errors import InputError
 from advisor.model.store import Run
 from advisor.perf.ncu_join import JoinResult, KernelGroup, base_name, join
-from advisor.rules.base import pct
-from advisor.vocab import json_row
+from advisor.vocab import json_row, pct
 
 TIMELINE_OF = "kernel time in the timeline (sum of all kernel durations)"
 PROFILED_OF = "profiled launches in the ncu report"
@@ -123,7 +122,7 @@ def join_section(ncu: Run, joined: JoinResult) -> NcuJoin:
             ncu_launches=len(g.ncu),
             timeline_launches=g.count,
             timeline_ns=g.total_ns,
-            time_share_pct=pct(g.total_ns, joined.timeline_kernel_ns),
+            time_share_pct=pct(g.total_ns, joined.timeline_kernel_ns, 0.0),
             time_share_pct_of=TIMELINE_OF,
         )
         for g in joined.groups
@@ -147,10 +146,10 @@ def join_section(ncu: Run, joined: JoinResult) -> NcuJoin:
         tool_version=ncu.info.get("tool_version"),
         profiled_launches=joined.ncu_instances,
         matched=joined.matched,
-        matched_pct=pct(joined.matched, joined.ncu_instances),
+        matched_pct=pct(joined.matched, joined.ncu_instances, 0.0),
         matched_pct_of=PROFILED_OF,
         covered_ns=covered,
-        covered_pct=pct(covered, joined.timeline_kernel_ns),
+        covered_pct=pct(covered, joined.timeline_kernel_ns, 0.0),
         covered_pct_of=TIMELINE_OF,
         timeline_kernel_ns=joined.timeline_kernel_ns,
         match_levels=joined.summary()["match_levels"],

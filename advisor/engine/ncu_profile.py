@@ -18,10 +18,9 @@ from advisor.model.store import Run
 from advisor.perf.kernel_class import ClassifiedKernel
 from advisor.perf.ncu_join import short_label
 from advisor.perf.sol import Sol
-from advisor.rules.base import pct
 from advisor.rules.ncu_kernels import OF_WARPS, classified, launch_key, launch_location
 from advisor.rules.ncu_verdict import NCU_ONLY_BASIS, PROFILED_OF
-from advisor.vocab import json_row, rounded
+from advisor.vocab import json_row, pct, rounded
 
 MAX_FINDINGS = 3  # findings listed per kernel, most time saved first
 
@@ -108,7 +107,7 @@ def _row(ck: ClassifiedKernel, total: int, by_location: Mapping[str, list[Mappin
         short_name=short_label(la.name),
         family=la.family,
         duration_ns=la.duration_ns,
-        share_pct=pct(int(la.duration_ns or 0), total),
+        share_pct=pct(int(la.duration_ns or 0), total, 0.0),
         share_pct_of=PROFILED_OF,
         grid=tuple(la.grid),
         block=tuple(la.block),

@@ -25,7 +25,9 @@ from advisor.engine.runs import with_run
 from advisor.engine.views import roofline_points, timeline_bins
 from advisor.model.store import Run
 from advisor.parsers.base import ParseOptions, ProgressFn, no_progress
-from advisor.perf import classify_run, kineto_op_rooflines, ncu_figure, ops_figure
+from advisor.perf.figure import ncu_figure, ops_figure
+from advisor.perf.kernel_class import classify_run
+from advisor.perf.timeline_roofline import kineto_op_rooflines
 
 
 @dataclass(frozen=True)

@@ -86,18 +86,18 @@ def ridges_data(roofs: RoofSet, precisions: Iterable[str]) -> list[dict[str, Any
 def ncu_figure(kernels: Sequence[ClassifiedKernel], time_shares: Mapping[int, float] | None = None) -> RooflineFigure:
     """Roofline of profiled kernels; time_shares maps ncu_id -> share of run time (from a join)."""
     points = tuple(p for k in kernels if (p := _ncu_point(k, time_shares or {})) is not None)
-    roofs = device_roofs([k.roofline for k in kernels])
-    precisions = [str(p["precision"]) for p in points]
     notes = ("points at the clocks ncu ran the kernels at; roofs from the same launches",)
+    return _figure(points, device_roofs([k.roofline for k in kernels]), "Nsight Compute counters", notes)
+
+
+def _figure(points: tuple[dict[str, Any], ...], roofs: RoofSet | None, source: str,
+            notes: tuple[str, ...]) -> RooflineFigure:
+    """The figure of `points` under the roof lines and ridges of their precisions (none without roofs)."""
     if roofs is None:
-        return RooflineFigure(points, (), (), "Nsight Compute counters", notes)
-    return RooflineFigure(
-        points,
-        tuple(roofs_data(roofs, precisions)),
-        tuple(ridges_data(roofs, precisions)),
-        "Nsight Compute counters",
-        notes,
-    )
+        return RooflineFigure(points, (), (), source, notes)
+    precisions = [str(p["precision"]) for p in points]
+    lines, ridges = roofs_data(roofs, precisions), ridges_data(roofs, precisions)
+    return RooflineFigure(points, tuple(lines), tuple(ridges), source, notes)
 
 
 def _ncu_point(k: ClassifiedKernel, shares: Mapping[int, float]) -> dict[str, Any] | None:
@@ -135,18 +135,8 @@ def ops_figure(ops: Sequence[OpRoofline], roofs: RoofSet | None = None) -> Roofl
         for o in ops
         if o.ai is not None
     )
-    roofs = roofs or (ops[0].roofs if ops else None)
-    precisions = [str(p["precision"]) for p in points]
     notes = (
         "FLOPs recorded by the profiler or derived from shapes; bytes are compulsory traffic (a lower bound)",
         "time_share is of the plotted ops' kernel time, not of the whole run",
     )
-    if roofs is None:
-        return RooflineFigure(points, (), (), "Kineto op FLOPs and shapes", notes)
-    return RooflineFigure(
-        points,
-        tuple(roofs_data(roofs, precisions)),
-        tuple(ridges_data(roofs, precisions)),
-        "Kineto op FLOPs and shapes",
-        notes,
-    )
+    return _figure(points, roofs or (ops[0].roofs if ops else None), "Kineto op FLOPs and shapes", notes)

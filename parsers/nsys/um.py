@@ -19,7 +19,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from advisor.parsers.nsys.export import Export
+from advisor.parsers.nsys.export import Export, q
 
 PID = "((({c}) >> 24) & 16777215)"  # globalPid -> pid, as everywhere in the nsys export
 
@@ -54,7 +54,7 @@ def faults_sql(exp: Export, notes: dict[str, Any]) -> str | None:
         parts.append(
             f"SELECT 'cpu' AS kind, NULL::INTEGER AS device_id, {_pid(c)} AS pid, NULL::BIGINT AS tid, "
             f"{c['start']} AS start_ns, {c['start']} AS end_ns, {c['address']} AS address, "
-            f"1::BIGINT AS fault_count, NULL::VARCHAR AS access FROM src.{_q(cpu)}"
+            f"1::BIGINT AS fault_count, NULL::VARCHAR AS access FROM src.{q(cpu)}"
         )
     gpu = exp.resolve(m["gpu_faults"]["table"])
     if gpu is not None:
@@ -65,7 +65,7 @@ def faults_sql(exp: Export, notes: dict[str, Any]) -> str | None:
         parts.append(
             f"SELECT 'gpu' AS kind, {c['device']} AS device_id, {_pid(c)} AS pid, NULL::BIGINT AS tid, "
             f"{c['start']} AS start_ns, {c['end']} AS end_ns, {c['address']} AS address, "
-            f"{count} AS fault_count, {access} AS access FROM src.{_q(gpu)}"
+            f"{count} AS fault_count, {access} AS access FROM src.{q(gpu)}"
         )
     notes["um_fault_tables"] = ", ".join(found) or "none"
     return " UNION ALL BY NAME ".join(parts) or None
@@ -86,14 +86,14 @@ def migrations_sql(exp: Export) -> str | None:
         return None
     direction = " ".join(f"WHEN {code} THEN '{value}'" for code, value in sorted(kinds.items()))
     cause_col = spec["cause_column"]
-    cause = _enum_case(exp, mapping()["enums"]["cause"], _q(cause_col)) if cause_col in have else "'unknown'"
-    address = _q(spec["address_column"]) if spec["address_column"] in have else "NULL"
+    cause = _enum_case(exp, mapping()["enums"]["cause"], q(cause_col)) if cause_col in have else "'unknown'"
+    address = q(spec["address_column"]) if spec["address_column"] in have else "NULL"
     nbytes = '"bytes"' if "bytes" in have else "NULL"
     codes = ", ".join(str(c) for c in sorted(kinds))
     return (
         f'SELECT "deviceId" AS device_id, "start" AS start_ns, "end" AS end_ns, '
         f"CASE \"copyKind\" {direction} ELSE 'unknown' END AS direction, {cause} AS cause, "
-        f'{nbytes} AS bytes, {address} AS address FROM src.{_q(table)} WHERE "copyKind" IN ({codes})'
+        f'{nbytes} AS bytes, {address} AS address FROM src.{q(table)} WHERE "copyKind" IN ({codes})'
     )
 
 
@@ -109,7 +109,7 @@ def _columns(exp: Export, table: str, spec: Mapping[str, Any], purpose: str) -> 
             continue
         raw = str(col["from"])
         if raw in have:
-            out[name] = _q(raw)
+            out[name] = q(raw)
         elif col.get("required"):
             raise exp.missing_column(table, raw, purpose)
         else:
@@ -124,7 +124,7 @@ def _pid(c: Mapping[str, str]) -> str:
 def _codes(exp: Export, enum_table: str, names: Mapping[str, str], fallback: Mapping[str, str]) -> dict[int, str]:
     """Raw code -> model value, from the export's enum table when it has one, else the fallback codes."""
     if enum_table in exp.columns and {"id", "name"} <= exp.columns[enum_table]:
-        return {int(i): names[n] for i, n in exp.rows(f"SELECT id, name FROM src.{_q(enum_table)}") if n in names}
+        return {int(i): names[n] for i, n in exp.rows(f"SELECT id, name FROM src.{q(enum_table)}") if n in names}
     return {int(k): v for k, v in fallback.items()}
 
 
@@ -133,7 +133,3 @@ def _enum_case(exp: Export, spec: Mapping[str, Any], raw_sql: str) -> str:
     whens = " ".join(f"WHEN {code} THEN '{value}'" for code, value in sorted(codes.items()))
     default = f"'{spec['default']}'"
     return f"CASE {raw_sql} {whens} ELSE {default} END" if whens else default
-
-
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'

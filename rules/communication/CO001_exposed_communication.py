@@ -15,9 +15,8 @@ from advisor.rules.base import (
     Rule,
     Window,
     ms,
-    pct,
 )
-from advisor.vocab import device_span_of
+from advisor.vocab import device_span_of, pct
 
 
 class ExposedCommunication(Rule):
@@ -99,19 +98,21 @@ class ExposedCommunication(Rule):
 
     def check(self, ctx: Context) -> Outcome:
         rows = _waiting(ctx, [r for r in ctx.metric("comm_exposure") if r["n_comm"]])
-        fired = [self._finding(r) for r in rows if pct(_fed(r), r["span_ns"]) >= float(ctx.opt("min_exposed_pct"))]
+        fired = [self._finding(r) for r in rows if pct(_fed(r), r["span_ns"], 0.0) >= float(ctx.opt("min_exposed_pct"))]
         if fired:
             return Fired(tuple(fired))
         r = max(rows, key=lambda r: r["exposed_ns"])
         return Clean(
-            f"exposed communication is {pct(r['exposed_ns'], r['span_ns'])}% of device {r['device_id']}'s span"
+            f"exposed communication is {pct(r['exposed_ns'], r['span_ns'], 0.0)}% of device {r['device_id']}'s span"
             f"{_starved(r)}",
             (
                 Evidence("exposed_comm_time", int(r["exposed_ns"]), "ns"),
-                Evidence("exposed_comm_share", pct(r["exposed_ns"], r["span_ns"]), "%", device_span_of(r["device_id"])),
+                Evidence(
+                    "exposed_comm_share", pct(r["exposed_ns"], r["span_ns"], 0.0), "%", device_span_of(r["device_id"])
+                ),
                 Evidence(
                     "comm_overlap",
-                    pct(r["comm_ns"] - r["exposed_ns"], r["comm_ns"]),
+                    pct(r["comm_ns"] - r["exposed_ns"], r["comm_ns"], 0.0),
                     "%",
                     "communication time on the device",
                 ),
@@ -124,15 +125,15 @@ class ExposedCommunication(Rule):
         hidden = comm - exposed - int(r["wait_ns"])  # neither exposed transfer nor exposed peer wait
         return self.finding(
             f"device {r['device_id']}: {ms(exposed)} of communication ran with no compute beside it "
-            f"({pct(exposed, r['span_ns'])}% of the device span; {pct(hidden, comm)}% of communication "
+            f"({pct(exposed, r['span_ns'], 0.0)}% of the device span; {pct(hidden, comm, 0.0)}% of communication "
             f"time was hidden){_starved(r)}{_peer_wait(r)}",
             window=Window(device_id=int(r["device_id"]), start_ns=int(r["start_ns"]), end_ns=int(r["end_ns"])),
             evidence=[
                 Evidence("comm_kernels", int(r["n_comm"]), "count"),
                 Evidence("comm_time", comm, "ns"),
                 Evidence("exposed_comm_time", exposed, "ns"),
-                Evidence("exposed_comm_share", pct(exposed, r["span_ns"]), "%", device_span_of(r["device_id"])),
-                Evidence("comm_overlap", pct(hidden, comm), "%", "communication time on the device"),
+                Evidence("exposed_comm_share", pct(exposed, r["span_ns"], 0.0), "%", device_span_of(r["device_id"])),
+                Evidence("comm_overlap", pct(hidden, comm, 0.0), "%", "communication time on the device"),
                 Evidence("comm_on_compute_stream", int(r["n_comm_on_compute_stream"]), "count"),
                 Evidence("top_comm_kernel", str(r["top_comm_kernel"]), "name"),
                 Evidence("straggler_wait", wait, "ns"),
@@ -192,6 +193,6 @@ def _peer_wait(r: dict[str, Any]) -> str:
     if not wait:
         return ""
     return (
-        f"; a further {ms(wait)} ({pct(wait, r['span_ns'])}% of the span) waited for late peers in collectives "
+        f"; a further {ms(wait)} ({pct(wait, r['span_ns'], 0.0)}% of the span) waited for late peers in collectives "
         "that ran far longer than their bytes need (rank skew: find why other ranks arrive late; not priced here)"
     )

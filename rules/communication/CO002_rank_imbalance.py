@@ -16,9 +16,9 @@ from advisor.rules.base import (
     Rule,
     Window,
     ms,
-    pct,
 )
 from advisor.rules.ranks import rank_table, straggler, verdict_distribution
+from advisor.vocab import pct
 
 
 class RankImbalance(Rule):
@@ -102,16 +102,16 @@ class RankImbalance(Rule):
             Evidence("max_work_time", int(top["work_ns"]), "ns"),
             Evidence("median_work_time", int(med), "ns"),
             Evidence("min_work_time", int(low["work_ns"]), "ns"),
-            Evidence("imbalance", pct(excess, med), "%", "median device's non-communication GPU time"),
+            Evidence("imbalance", pct(excess, med, 0.0), "%", "median device's non-communication GPU time"),
             Evidence("straggler_device", int(top["device_id"]), "device"),
         ]
         table = rank_table(ctx)
         late, span = _lateness(table), int(statistics.median(int(r["span_ns"]) for r in rows))
-        if pct(excess, med) >= float(ctx.opt("min_imbalance_pct")):
+        if pct(excess, med, 0.0) >= float(ctx.opt("min_imbalance_pct")):
             return Fired((self._busiest(top, len(rows), med, excess, evidence, table),))
-        if table and pct(late, span) >= float(ctx.opt("min_late_pct")):
+        if table and pct(late, span, 0.0) >= float(ctx.opt("min_late_pct")):
             return Fired((self._late(table, late, span, evidence),))
-        return Clean(f"busiest device works {pct(excess, med)}% more than the median", tuple(evidence))
+        return Clean(f"busiest device works {pct(excess, med, 0.0)}% more than the median", tuple(evidence))
 
     def _busiest(
         self, top: dict[str, Any], n: int, med: float, excess: float, evidence: list[Evidence], table: list[Any]
@@ -121,7 +121,7 @@ class RankImbalance(Rule):
         cross, more = _cross_rank(table, int(top["device_id"])) if table else ("", [])
         return self.finding(
             f"device {top['device_id']}{rank} does {ms(excess)} more GPU work than the median of {n} devices "
-            f"({pct(excess, med)}% more); the others wait for it in collectives{cross}",
+            f"({pct(excess, med, 0.0)}% more); the others wait for it in collectives{cross}",
             window=Window(device_id=int(top["device_id"])),
             evidence=evidence + more,
             ranks=tuple(table),
@@ -139,7 +139,7 @@ class RankImbalance(Rule):
         cross, more = _cross_rank(table, -1)
         return self.finding(
             f"rank {s['rank']} (device {s['device_id']}) arrives late at the collectives: each other rank waits "
-            f"{ms(late)} for it ({pct(late, span)}% of the median device span), though no device does much more "
+            f"{ms(late)} for it ({pct(late, span, 0.0)}% of the median device span), though no device does much more "
             f"GPU work{cross}",
             window=Window(device_id=int(s["device_id"])),
             evidence=evidence + more + [Evidence("lateness", late, "ns")],
@@ -176,8 +176,8 @@ def _cross_rank(table: list[dict[str, Any]], busiest: int) -> tuple[str, list[Ev
     who = "it" if int(s["device_id"]) == busiest else f"rank {s['rank']} (device {s['device_id']})"
     text = (
         f". Matched across ranks: {who} arrives last at {s['n_last']} of {n} collectives, costing the other "
-        f"ranks {ms(int(s['cost_ns']))} of waiting; communication is {pct(wait, comm)}% waiting for peers and "
-        f"{pct(comm - wait, comm)}% transfer. Own verdicts: {verdict_distribution(table)}"
+        f"ranks {ms(int(s['cost_ns']))} of waiting; communication is {pct(wait, comm, 0.0)}% waiting for peers and "
+        f"{pct(comm - wait, comm, 0.0)}% transfer. Own verdicts: {verdict_distribution(table)}"
     )
     of = "communication kernel time of all ranks (collectives matched across ranks)"
     return text, [
@@ -185,6 +185,6 @@ def _cross_rank(table: list[dict[str, Any]], busiest: int) -> tuple[str, list[Ev
         Evidence("straggler_last_arrivals", int(s["n_last"]), "count"),
         Evidence("straggler_cost", int(s["cost_ns"]), "ns"),
         Evidence("straggler_verdict", str(s["verdict"]), "class"),
-        Evidence("peer_wait_share", pct(wait, comm), "%", of),
-        Evidence("transfer_share", pct(comm - wait, comm), "%", of),
+        Evidence("peer_wait_share", pct(wait, comm, 0.0), "%", of),
+        Evidence("transfer_share", pct(comm - wait, comm, 0.0), "%", of),
     ]

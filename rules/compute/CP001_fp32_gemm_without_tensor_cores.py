@@ -6,20 +6,18 @@ from typing import Any
 
 from advisor.perf.peaks import roofs_for
 from advisor.rules.base import (
-    Clean,
     Context,
     Evidence,
     Finding,
     Fired,
     Fix,
     Option,
-    OptionValue,
     Outcome,
     Rule,
     Window,
     ms,
-    pct,
 )
+from advisor.vocab import pct
 
 
 class Fp32GemmWithoutTensorCores(Rule):
@@ -97,10 +95,15 @@ class Fp32GemmWithoutTensorCores(Rule):
         ),
     }
 
+    clean_sums = (("fp32_gemm_time", "ns"), ("handwritten_fp32_gemm_time", "ns"))
+
     @classmethod
-    def clean_over(cls, sums: Mapping[str, int], options: Mapping[str, OptionValue]) -> Clean | None:
-        """Clean over the ranks of a run: the note over their summed evidence (Rule.clean_over)."""
-        return _clean(sums.get("fp32_gemm_time", 0), sums.get("handwritten_fp32_gemm_time", 0))
+    def note(cls, values: Mapping[str, Any]) -> str:
+        fp32, own = values["fp32_gemm_time"], values["handwritten_fp32_gemm_time"]
+        return f"FP32 SIMT library GEMM time {ms(fp32)}" + (
+            f"; hand-written FP32 GEMM kernels {ms(own)} are left to CP002 / Nsight Compute: no framework switch "
+            "moves them to tensor cores, and nothing shows them at their FP32 roof" if own else ""
+        )
 
     def check(self, ctx: Context) -> Outcome:
         rows = [r for r in ctx.metric("gemm_precision") if _has_tensor_cores(r)]
@@ -113,11 +116,12 @@ class Fp32GemmWithoutTensorCores(Rule):
                 str((devices.get(int(r["device_id"])) or {}).get("name") or ""),
             )
             for r in rows
-            if r["n_fp32"] and pct(r["fp32_ns"], r["kernel_ns"]) >= float(ctx.opt("min_share_pct"))
+            if r["n_fp32"] and pct(r["fp32_ns"], r["kernel_ns"], 0.0) >= float(ctx.opt("min_share_pct"))
         ]
         if fired:
             return Fired(tuple(fired))
-        return _clean(sum(int(r["fp32_ns"]) for r in rows), sum(int(r["handwritten_fp32_ns"]) for r in rows))
+        return self.clean(ctx.options, fp32_gemm_time=sum(int(r["fp32_ns"]) for r in rows),
+                          handwritten_fp32_gemm_time=sum(int(r["handwritten_fp32_ns"]) for r in rows))
 
     def _finding(self, r: dict[str, Any], speedup: float, basis: str, device_name: str = "") -> Finding:
         fp32, total = int(r["fp32_ns"]), int(r["kernel_ns"])
@@ -127,12 +131,12 @@ class Fp32GemmWithoutTensorCores(Rule):
         hint = f"{r['arch_prefix']}_" if r.get("arch_prefix") else top
         return self.finding(
             f"device {r['device_id']}: {r['n_fp32']} FP32 SIMT GEMM/conv kernels took {ms(fp32)}, "
-            f"{pct(fp32, total)}% of kernel time (most: {str(r['top_fp32_kernel'])[:80]})",
+            f"{pct(fp32, total, 0.0)}% of kernel time (most: {str(r['top_fp32_kernel'])[:80]})",
             window=Window(device_id=int(r["device_id"])),
             evidence=[
                 Evidence("fp32_gemm_kernels", int(r["n_fp32"]), "count"),
                 Evidence("fp32_gemm_time", fp32, "ns"),
-                Evidence("fp32_gemm_share", pct(fp32, total), "%", f"kernel time on device {r['device_id']}"),
+                Evidence("fp32_gemm_share", pct(fp32, total, 0.0), "%", f"kernel time on device {r['device_id']}"),
                 Evidence("gemm_time", int(r["gemm_ns"]), "ns"),
                 Evidence("compute_capability", str(r["compute_capability"] or "unknown"), "cc"),
                 Evidence("top_kernel", str(r["top_fp32_kernel"])[:200], "name"),
@@ -234,11 +238,3 @@ def _has_tensor_cores(r: dict[str, Any]) -> bool:
         return float(str(cc).split(".")[0]) >= 7
     except ValueError:
         return True
-
-
-def _clean(fp32: int, own: int) -> Clean:
-    note = f"FP32 SIMT library GEMM time {ms(fp32)}" + (
-        f"; hand-written FP32 GEMM kernels {ms(own)} are left to CP002 / Nsight Compute: no framework switch "
-        "moves them to tensor cores, and nothing shows them at their FP32 roof" if own else ""
-    )
-    return Clean(note, (Evidence("fp32_gemm_time", fp32, "ns"), Evidence("handwritten_fp32_gemm_time", own, "ns")))

@@ -2,11 +2,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
+from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms
 from advisor.rules.blocking import SYNC_CALLS, overlappable_idle
 from advisor.rules.compile_graphs import graph_gap_idle
 from advisor.rules.steps import step_totals
-from advisor.vocab import device_span_of
+from advisor.vocab import device_span_of, pct
 
 FIXES = {
     "input": Fix("feed the GPU from a faster input pipeline", "more DataLoader workers, pin_memory, prefetch", "safe"),
@@ -172,17 +172,17 @@ class GpuIdleGaps(Rule):
                 filtered,
             )
             for dev, causes in sorted(per.items())
-            if pct(sum(c["idle_ns"] for c in causes), spans[dev]["span_ns"]) >= float(ctx.opt("min_idle_pct"))
+            if pct(sum(c["idle_ns"] for c in causes), spans[dev]["span_ns"], 0.0) >= float(ctx.opt("min_idle_pct"))
         ]
         if findings:
             return Fired(tuple(findings))
         worst = max(spans.values(), key=lambda s: sum(c["idle_ns"] for c in per.get(int(s["device_id"]), [])))
         idle = sum(c["idle_ns"] for c in per.get(int(worst["device_id"]), []))
         return Clean(
-            f"idle in gaps >= {ctx.opt('min_gap_us')} us is {pct(idle, worst['span_ns'])}% of the {worst['of']}",
+            f"idle in gaps >= {ctx.opt('min_gap_us')} us is {pct(idle, worst['span_ns'], 0.0)}% of the {worst['of']}",
             (
                 Evidence("idle_time", int(idle), "ns"),
-                Evidence("idle_share", pct(idle, worst["span_ns"]), "%", str(worst["of"])),
+                Evidence("idle_share", pct(idle, worst["span_ns"], 0.0), "%", str(worst["of"])),
             ),
         )
 
@@ -205,7 +205,7 @@ class GpuIdleGaps(Rule):
         n_gaps = sum(int(r["n_gaps"]) for r in rows)
         evidence = [
             Evidence("idle_time", idle, "ns"),
-            Evidence("idle_share", pct(idle, span["span_ns"]), "%", of),
+            Evidence("idle_share", pct(idle, span["span_ns"], 0.0), "%", of),
             Evidence("idle_gaps", n_gaps, "count"),
             Evidence("top_cause", top, "cause"),
             Evidence("idle_not_claimed", residual, "ns"),
@@ -214,15 +214,18 @@ class GpuIdleGaps(Rule):
             Evidence("idle_not_priced", sum(v for c, v in causes.items() if c in NOT_PRICED), "ns"),
         ]
         evidence += [
-            Evidence(f"idle_{c}", pct(v, idle), "%", f"idle time in gaps on device {dev}") for c, v in causes.items()
+            Evidence(f"idle_{c}", pct(v, idle, 0.0), "%", f"idle time in gaps on device {dev}")
+            for c, v in causes.items()
         ]
         evidence += [
-            Evidence(f"idle_in_range:{r['range_name']}", pct(r["idle_ns"], idle), "%", f"idle in gaps on device {dev}")
+            Evidence(
+                f"idle_in_range:{r['range_name']}", pct(r["idle_ns"], idle, 0.0), "%", f"idle in gaps on device {dev}"
+            )
             for r in named[:5]
         ]
-        split = ", ".join(f"{c} {pct(v, idle)}%" for c, v in causes.items())
+        split = ", ".join(f"{c} {pct(v, idle, 0.0)}%" for c, v in causes.items())
         return self.finding(
-            f"device {dev} idled {ms(idle)} ({pct(idle, span['span_ns'])}% of the {of}) in {n_gaps} gaps; "
+            f"device {dev} idled {ms(idle)} ({pct(idle, span['span_ns'], 0.0)}% of the {of}) in {n_gaps} gaps; "
             f"by host activity: {split}{_ranges_said(named, idle)}{_not_priced_said(causes, idle, filtered)}",
             window=Window(device_id=dev, start_ns=int(span["start_ns"]), end_ns=int(span["end_ns"])),
             evidence=evidence,
@@ -260,12 +263,12 @@ def _ranges_said(named: list[dict[str, Any]], idle: int) -> str:
     """'; inside host ranges: 'read_shard' 95.0% (x16)' for the ranges that name the gaps."""
     if not named:
         return ""
-    said = ", ".join(f"'{r['range_name']}' {pct(r['idle_ns'], idle)}% (x{r['n_gaps']})" for r in named[:3])
+    said = ", ".join(f"'{r['range_name']}' {pct(r['idle_ns'], idle, 0.0)}% (x{r['n_gaps']})" for r in named[:3])
     return f"; inside host ranges: {said}"
 
 
 def _not_priced_said(causes: dict[str, int], idle: int, filtered: bool) -> str:
-    said = [f"{why} ({pct(causes[c], idle)}%)" for c, why in NOT_PRICED.items() if causes.get(c)]
+    said = [f"{why} ({pct(causes[c], idle, 0.0)}%)" for c, why in NOT_PRICED.items() if causes.get(c)]
     if not said:
         return ""
     capture = CAPTURE_FILTERED if filtered else f"to attribute the unrecorded part, {CAPTURE_UNKNOWN}"

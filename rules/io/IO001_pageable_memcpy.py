@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from advisor.rules.base import (
@@ -11,13 +10,12 @@ from advisor.rules.base import (
     Fired,
     Fix,
     Option,
-    OptionValue,
     Outcome,
     Rule,
     Window,
     ms,
-    pct,
 )
+from advisor.vocab import pct
 
 
 class PageableMemcpy(Rule):
@@ -99,12 +97,9 @@ class PageableMemcpy(Rule):
         "copy_latency_us": Option(2.0, "fixed cost of a pinned copy (us) kept in the estimate", "book ch2"),
     }
 
-    @classmethod
-    def clean_over(cls, sums: Mapping[str, int], options: Mapping[str, OptionValue]) -> Clean | None:
-        """Clean over the ranks of a run: the note over their summed evidence (Rule.clean_over)."""
-        if "pageable_copy_time" not in sums:
-            return Clean("no copies touch pageable host memory")
-        return _clean(sums["pageable_copy_time"], sums.get("pageable_copies", 0), options["min_gain_us"])
+    clean_sums = (("pageable_copy_time", "ns"), ("pageable_copies", "count"))
+    clean_note = "pageable copies take {pageable_copy_time:ms}; pinning would save less than {min_gain_us} us"
+    clean_none = "no copies touch pageable host memory"
 
     def check(self, ctx: Context) -> Outcome:
         rows = ctx.metric(
@@ -114,11 +109,11 @@ class PageableMemcpy(Rule):
             latency_ns=ctx.ns("copy_latency_us"),
         )
         if not rows:
-            return Clean("no copies touch pageable host memory")
+            return Clean(self.clean_none)
         findings = [self._finding(ctx, r) for r in rows if r["dur_ns"] - r["pinned_est_ns"] >= ctx.ns("min_gain_us")]
         if not findings:
             total = sum(int(r["dur_ns"]) for r in rows)
-            return _clean(total, sum(r["n_copies"] for r in rows), ctx.opt("min_gain_us"))
+            return self.clean(ctx.options, pageable_copy_time=total, pageable_copies=sum(r["n_copies"] for r in rows))
         return Fired(tuple(findings))
 
     def _finding(self, ctx: Context, r: dict[str, Any]) -> Finding:
@@ -143,7 +138,9 @@ class PageableMemcpy(Rule):
                 Evidence("achieved_gbps", round(achieved, 2), "GB/s"),
                 Evidence("reference_pinned_gbps", round(ref_gbps, 2), "GB/s"),
                 Evidence("reference_measured", "yes" if measured else "no", "flag"),
-                Evidence("pinned_share_of_time", pct(est, dur), "%", f"time of these pageable {r['copy_kind']} copies"),
+                Evidence(
+                    "pinned_share_of_time", pct(est, dur, 0.0), "%", f"time of these pageable {r['copy_kind']} copies"
+                ),
             ],
             est_gain_ns=dur - est,
             gain_basis=(
@@ -159,10 +156,3 @@ class PageableMemcpy(Rule):
             ),
             location=f"device={r['device_id']}|direction={r['copy_kind']}",
         )
-
-
-def _clean(total: int, n: int, min_gain_us: OptionValue) -> Clean:
-    return Clean(
-        f"pageable copies take {ms(total)}; pinning would save less than {min_gain_us} us",
-        (Evidence("pageable_copy_time", total, "ns"), Evidence("pageable_copies", n, "count")),
-    )

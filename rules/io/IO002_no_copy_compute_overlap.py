@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
+from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms
 from advisor.rules.steps import step_totals
-from advisor.vocab import device_span_of
+from advisor.vocab import device_span_of, pct
 
 
 class NoCopyComputeOverlap(Rule):
@@ -84,18 +84,18 @@ class NoCopyComputeOverlap(Rule):
             return Fired(tuple(findings))
         r = max(rows, key=lambda r: r["exposed_ns"])
         return Clean(
-            f"exposed copies are {pct(r['exposed_ns'], r['span_ns'])}% of device {r['device_id']}'s span",
+            f"exposed copies are {pct(r['exposed_ns'], r['span_ns'], 0.0)}% of device {r['device_id']}'s span",
             (
                 Evidence("exposed_copy_time", int(r["exposed_ns"]), "ns"),
-                Evidence("exposed_copy_share", pct(r["exposed_ns"], r["span_ns"]), "%", _span(r)),
+                Evidence("exposed_copy_share", pct(r["exposed_ns"], r["span_ns"], 0.0), "%", _span(r)),
             ),
         )
 
     def _fires(self, ctx: Context, r: dict[str, Any]) -> bool:
         hidden = r["copy_ns"] - r["exposed_ns"]
         return (
-            pct(r["exposed_ns"], r["span_ns"]) >= float(ctx.opt("min_exposed_pct"))
-            and pct(hidden, r["copy_ns"]) <= float(ctx.opt("max_overlap_pct"))
+            pct(r["exposed_ns"], r["span_ns"], 0.0) >= float(ctx.opt("min_exposed_pct"))
+            and pct(hidden, r["copy_ns"], 0.0) <= float(ctx.opt("max_overlap_pct"))
             and r["kernel_busy_ns"] > 0
         )
 
@@ -104,17 +104,17 @@ class NoCopyComputeOverlap(Rule):
         gain = min(exposed, kernel, int(r["kernel_ns"]))
         return self.finding(
             f"device {r['device_id']}: {ms(exposed)} of host<->device copies ran with no kernel beside them "
-            f"({pct(exposed, r['span_ns'])}% of the device span); copies used {r['copy_streams']} stream(s), "
+            f"({pct(exposed, r['span_ns'], 0.0)}% of the device span); copies used {r['copy_streams']} stream(s), "
             f"kernels {r['kernel_streams']}",
             window=Window(device_id=int(r["device_id"]), start_ns=int(r["start_ns"]), end_ns=int(r["end_ns"])),
             evidence=[
                 Evidence("copies", int(r["n_copies"]), "count"),
                 Evidence("copy_time", int(r["copy_ns"]), "ns"),
                 Evidence("exposed_copy_time", exposed, "ns"),
-                Evidence("exposed_copy_share", pct(exposed, r["span_ns"]), "%", _span(r)),
+                Evidence("exposed_copy_share", pct(exposed, r["span_ns"], 0.0), "%", _span(r)),
                 Evidence(
                     "copy_overlap",
-                    pct(int(r["copy_ns"]) - exposed, r["copy_ns"]),
+                    pct(int(r["copy_ns"]) - exposed, r["copy_ns"], 0.0),
                     "%",
                     "host<->device copy time on this device",
                 ),

@@ -1,23 +1,18 @@
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from advisor.rules.base import (
-    Clean,
     Context,
     Evidence,
     Fired,
     Fix,
     NotApplicable,
     Option,
-    OptionValue,
     Outcome,
     Rule,
     Window,
     ms,
-    pct,
 )
-from advisor.vocab import device_span_of
+from advisor.vocab import device_span_of, pct
 
 
 class SerialFileRead(Rule):
@@ -89,29 +84,27 @@ class SerialFileRead(Rule):
             return NotApplicable("no OS runtime calls were traced", "nsys profile --trace=cuda,osrt")
         return None
 
-    @classmethod
-    def clean_over(cls, sums: Mapping[str, int], options: Mapping[str, OptionValue]) -> Clean | None:
-        """Clean over the ranks of a run: the note over their summed evidence (Rule.clean_over)."""
-        return _clean(sums.get("read_idle_time", 0))
+    clean_sums = (("read_idle_time", "ns"),)
+    clean_note = "GPU idle attributed to OS reads: {read_idle_time:ms}"
 
     def check(self, ctx: Context) -> Outcome:
         rows = [r for r in ctx.metric("idle_by_cause", min_gap_ns=ctx.ns("min_gap_us")) if r["rule"] == "IO003"]
-        fired = [r for r in rows if pct(r["idle_ns"], r["span_ns"]) >= float(ctx.opt("min_idle_pct"))]
+        fired = [r for r in rows if pct(r["idle_ns"], r["span_ns"], 0.0) >= float(ctx.opt("min_idle_pct"))]
         if not fired:
             idle = sum(int(r["idle_ns"]) for r in rows)
-            return _clean(idle)
+            return self.clean(ctx.options, read_idle_time=idle)
         return Fired(
             tuple(
                 self.finding(
                     f"device {r['device_id']} sat idle {ms(r['idle_ns'])} in {r['n_gaps']} gaps while its host "
-                    f"process was reading files ({pct(r['idle_ns'], r['span_ns'])}% of the device span)",
+                    f"process was reading files ({pct(r['idle_ns'], r['span_ns'], 0.0)}% of the device span)",
                     window=Window(device_id=int(r["device_id"]), start_ns=int(r["start_ns"]), end_ns=int(r["end_ns"])),
                     evidence=[
                         Evidence("read_idle_gaps", int(r["n_gaps"]), "count"),
                         Evidence("read_idle_time", int(r["idle_ns"]), "ns"),
                         Evidence(
                             "read_idle_share",
-                            pct(r["idle_ns"], r["span_ns"]),
+                            pct(r["idle_ns"], r["span_ns"], 0.0),
                             "%",
                             device_span_of(r["device_id"]),
                         ),
@@ -133,7 +126,3 @@ class SerialFileRead(Rule):
                 for r in fired
             )
         )
-
-
-def _clean(idle: int) -> Clean:
-    return Clean(f"GPU idle attributed to OS reads: {ms(idle)}", (Evidence("read_idle_time", idle, "ns"),))

@@ -1,9 +1,8 @@
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from advisor.rules.base import Clean, Context, Evidence, Fired, Fix, Option, OptionValue, Outcome, Rule, Window, ms, pct
+from advisor.rules.base import Context, Fired, Fix, Option, Outcome, Rule, Window, ms
 from advisor.rules.blocking import MAX_REFILL_OPTION, blocking_calls, idle_evidence, repeated
+from advisor.vocab import pct
 
 SYNC_COPY = r"^(cuda|hip)mem(cpy|set)|^cumem(cpy|set)"
 
@@ -76,22 +75,20 @@ class SynchronousMemcpy(Rule):
         ),
     }
 
-    @classmethod
-    def clean_over(cls, sums: Mapping[str, int], options: Mapping[str, OptionValue]) -> Clean | None:
-        """Clean over the ranks of a run: the note over their summed evidence (Rule.clean_over)."""
-        return _clean(sums.get("sync_copy_calls", 0))
+    clean_sums = (("sync_copy_calls", "count"),)
+    clean_note = "{sync_copy_calls} synchronous copy/memset calls"
 
     def check(self, ctx: Context) -> Outcome:
         rows = blocking_calls(ctx, SYNC_COPY, exclude="async")
         fired = repeated(ctx, rows)
         if not fired:
             n = sum(r.n_calls for r in rows)
-            return _clean(n)
+            return self.clean(ctx.options, sync_copy_calls=n)
         return Fired(
             tuple(
                 self.finding(
                     f"{r.n_calls} synchronous copy/memset calls ({r.top_name} most) fed device {r.device_id}; the GPU "
-                    f"sat idle {ms(r.idle_ns)} around them ({pct(r.idle_ns, r.span_ns)}% of the device span)",
+                    f"sat idle {ms(r.idle_ns)} around them ({pct(r.idle_ns, r.span_ns, 0.0)}% of the device span)",
                     window=Window(device_id=r.device_id, start_ns=r.start_ns, end_ns=r.end_ns),
                     evidence=[
                         *idle_evidence(r, "sync_copy_calls", "host_time_in_calls"),
@@ -113,7 +110,3 @@ class SynchronousMemcpy(Rule):
                 for r in fired
             )
         )
-
-
-def _clean(n: int) -> Clean:
-    return Clean(f"{n} synchronous copy/memset calls", (Evidence("sync_copy_calls", n, "count"),))

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,14 +11,13 @@ from advisor.rules.base import (
     Fired,
     Fix,
     Option,
-    OptionValue,
     Outcome,
     Rule,
     Window,
     ms,
-    pct,
 )
 from advisor.rules.steps import step_totals, step_windows
+from advisor.vocab import pct
 
 
 class DataloaderStall(Rule):
@@ -79,31 +77,27 @@ class DataloaderStall(Rule):
         ),
     }
 
-    @classmethod
-    def clean_over(cls, sums: Mapping[str, int], options: Mapping[str, OptionValue]) -> Clean | None:
-        """Clean over the ranks of a run: the note over their summed evidence (Rule.clean_over)."""
-        if "gpu_idle_on_input" not in sums:
-            return Clean("no DataLoader ops recorded")
-        idle = sums["gpu_idle_on_input"]
-        return Clean("DataLoader time below the threshold", (Evidence("gpu_idle_on_input", idle, "ns"),))
+    clean_sums = (("gpu_idle_on_input", "ns"),)
+    clean_note = "DataLoader time below the threshold"
+    clean_none = "no DataLoader ops recorded"
 
     def check(self, ctx: Context) -> Outcome:
         rows = ctx.metric("dataloader_time")
         if not rows:
-            return Clean("no DataLoader ops recorded")
+            return Clean(self.clean_none)
         per_pid = self._per_process(ctx)
         findings = []
         for r in rows:
             denom_ns = int(r["step_ns"] or (r["end_ns"] - r["start_ns"]))
             denom = "ProfilerStep time of this process" if r["step_ns"] else "span of the DataLoader ops"
-            share = pct(r["loader_ns"], denom_ns)
+            share = pct(r["loader_ns"], denom_ns, 0.0)
             g = per_pid.get(r["pid"], _ProcessGain())
             if share < float(ctx.opt("min_step_pct")) or (per_pid and not g.cap):
                 continue  # with a GPU timeline, loader time that never overlapped GPU idle stalls nothing
             findings.append(self._finding(r, share, denom, g))
         if not findings:
             idle = sum(g.idle for g in per_pid.values())
-            return Clean("DataLoader time below the threshold", (Evidence("gpu_idle_on_input", idle, "ns"),))
+            return self.clean(ctx.options, gpu_idle_on_input=idle)
         return Fired(tuple(findings))
 
     def _finding(self, r: dict[str, Any], share: float, denom: str, g: _ProcessGain) -> Finding:

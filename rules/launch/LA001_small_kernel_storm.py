@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
-from advisor.vocab import device_span_of
+from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms
+from advisor.vocab import device_span_of, pct
 
 
 class SmallKernelStorm(Rule):
@@ -103,11 +103,11 @@ class SmallKernelStorm(Rule):
             return Fired(tuple(fired))
         r = max(rows, key=lambda r: r["launch_gap_ns"])
         return Clean(
-            f"launch gaps are {pct(r['launch_gap_ns'], r['span_ns'])}% of device {r['device_id']}'s span",
+            f"launch gaps are {pct(r['launch_gap_ns'], r['span_ns'], 0.0)}% of device {r['device_id']}'s span",
             (
                 Evidence("launch_gap_time", int(r["launch_gap_ns"]), "ns"),
-                Evidence("short_kernel_share", pct(r["n_short"], r["n_kernels"]), "%", "kernels on the device"),
-                Evidence("launch_gap_share", pct(r["launch_gap_ns"], r["span_ns"]), "%",
+                Evidence("short_kernel_share", pct(r["n_short"], r["n_kernels"], 0.0), "%", "kernels on the device"),
+                Evidence("launch_gap_share", pct(r["launch_gap_ns"], r["span_ns"], 0.0), "%",
                          device_span_of(r["device_id"])),
             ),
         )
@@ -115,24 +115,24 @@ class SmallKernelStorm(Rule):
     def _fires(self, ctx: Context, r: dict[str, Any]) -> bool:
         return (
             r["n_kernels"] >= int(ctx.opt("min_kernels"))
-            and pct(r["n_short"], r["n_kernels"]) >= float(ctx.opt("min_short_pct"))
-            and pct(r["launch_gap_ns"], r["span_ns"]) >= float(ctx.opt("min_gap_pct"))
+            and pct(r["n_short"], r["n_kernels"], 0.0) >= float(ctx.opt("min_short_pct"))
+            and pct(r["launch_gap_ns"], r["span_ns"], 0.0) >= float(ctx.opt("min_gap_pct"))
         )
 
     def _finding(self, r: dict[str, Any]) -> Finding:
         gaps = int(r["launch_gap_ns"])
         return self.finding(
             f"device {r['device_id']}: {r['n_short']} of {r['n_kernels']} kernels are tiny and the GPU waited "
-            f"{ms(gaps)} for launches between them ({pct(gaps, r['span_ns'])}% of the device span)",
+            f"{ms(gaps)} for launches between them ({pct(gaps, r['span_ns'], 0.0)}% of the device span)",
             window=Window(device_id=int(r["device_id"]), start_ns=int(r["start_ns"]), end_ns=int(r["end_ns"])),
             evidence=[
                 Evidence("kernels", int(r["n_kernels"]), "count"),
                 Evidence("short_kernels", int(r["n_short"]), "count"),
-                Evidence("short_kernel_share", pct(r["n_short"], r["n_kernels"]), "%", "kernels on the device"),
+                Evidence("short_kernel_share", pct(r["n_short"], r["n_kernels"], 0.0), "%", "kernels on the device"),
                 Evidence("short_kernel_time", int(r["short_ns"]), "ns"),
                 Evidence("launch_gaps", int(r["n_launch_gaps"]), "count"),
                 Evidence("launch_gap_time", gaps, "ns"),
-                Evidence("launch_gap_share", pct(gaps, r["span_ns"]), "%", device_span_of(r["device_id"])),
+                Evidence("launch_gap_share", pct(gaps, r["span_ns"], 0.0), "%", device_span_of(r["device_id"])),
                 Evidence("optimizer_gap_time", int(r["optimizer_gap_ns"]), "ns"),
             ],
             est_gain_ns=gaps,

@@ -1,8 +1,6 @@
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from advisor.rules.base import Clean, Context, Evidence, Fired, Fix, Option, OptionValue, Outcome, Rule, Window, ms, pct
+from advisor.rules.base import Context, Evidence, Fired, Fix, Option, Outcome, Rule, Window, ms
 from advisor.rules.blocking import (
     MAX_REFILL_OPTION,
     blocking_calls,
@@ -12,6 +10,7 @@ from advisor.rules.blocking import (
     repeated,
 )
 from advisor.rules.blocking import SYNC_CALLS as SYNC
+from advisor.vocab import pct
 
 
 class SyncInLoop(Rule):
@@ -91,23 +90,22 @@ class SyncInLoop(Rule):
         ),
     }
 
-    @classmethod
-    def clean_over(cls, sums: Mapping[str, int], options: Mapping[str, OptionValue]) -> Clean | None:
-        """Clean over the ranks of a run: the note over their summed evidence (Rule.clean_over)."""
-        return _clean(sums.get("sync_calls", 0), sums.get("gpu_idle_in_windows", 0))
+    clean_sums = (("sync_calls", "count"), ("gpu_idle_in_windows", "ns"))
+    clean_note = "{sync_calls} sync calls opening {gpu_idle_in_windows:ms} of GPU idle"
 
     def check(self, ctx: Context) -> Outcome:
         rows = blocking_calls(ctx, SYNC)
         fired = recurring(ctx, repeated(ctx, rows), SYNC)
         if not fired:
-            return _clean(sum(r.n_calls for r in rows), sum(r.idle_ns for r in rows))
+            return self.clean(ctx.options, sync_calls=sum(r.n_calls for r in rows),
+                              gpu_idle_in_windows=sum(r.idle_ns for r in rows))
         bounded = overlappable_idle(ctx, SYNC)
         return Fired(
             tuple(
                 self.finding(
                     f"{r.n_calls} host syncs ({r.top_name} most) on device {r.device_id} left the GPU idle "
                     f"{ms(r.idle_ns)} "
-                    f"({pct(r.idle_ns, r.span_ns)}% of the device span)",
+                    f"({pct(r.idle_ns, r.span_ns, 0.0)}% of the device span)",
                     window=Window(device_id=r.device_id, start_ns=r.start_ns, end_ns=r.end_ns),
                     evidence=[
                         *idle_evidence(r, "sync_calls", "host_time_in_sync"),
@@ -131,10 +129,3 @@ class SyncInLoop(Rule):
                 for r in fired
             )
         )
-
-
-def _clean(n: int, idle: int) -> Clean:
-    return Clean(
-        f"{n} sync calls opening {ms(idle)} of GPU idle",
-        (Evidence("sync_calls", n, "count"), Evidence("gpu_idle_in_windows", idle, "ns")),
-    )

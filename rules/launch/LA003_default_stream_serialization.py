@@ -16,8 +16,8 @@ from advisor.rules.base import (
     Rule,
     Window,
     ms,
-    pct,
 )
+from advisor.vocab import pct
 
 
 class DefaultStreamSerialization(Rule):
@@ -103,17 +103,24 @@ class DefaultStreamSerialization(Rule):
         ),
     }
 
+    clean_sums = (("devices_mixing_streams", "count"), ("held_ops", "count"), ("explicit_wait_ops", "count"))
+    clean_note = "streams overlap, default-stream work rarely runs alone, or no other stream's work waited behind it"
+
     @classmethod
-    def clean_over(cls, sums: Mapping[str, int], options: Mapping[str, OptionValue]) -> Clean | None:
-        """Clean over the ranks of a run: the note over their summed evidence (Rule.clean_over)."""
-        return _clean(sums.get("devices_mixing_streams", 0), sums.get("held_ops", 0), sums.get("explicit_wait_ops", 0))
+    def clean(cls, options: Mapping[str, OptionValue], **values: int) -> Clean:
+        """The clean outcome (Rule.clean); where no device mixes streams, that alone."""
+        if values["devices_mixing_streams"]:
+            return super().clean(options, **values)
+        return Clean(
+            "no device mixes the default stream with other streams", (Evidence("devices_mixing_streams", 0, "count"),)
+        )
 
     def check(self, ctx: Context) -> Outcome:
         streams = str(ctx.opt("default_streams"))
         rows = ctx.metric("default_stream_use", default_streams=streams)
         mixed = [r for r in rows if r["n_default"] and r["other_streams"]]
         if not mixed:
-            return _clean(0, 0, 0)
+            return self.clean(ctx.options, devices_mixing_streams=0, held_ops=0, explicit_wait_ops=0)
         queue = {  # joins every op to its launch call: asked only where the streams look serialized
             int(q["device_id"]): q
             for q in (
@@ -130,16 +137,17 @@ class DefaultStreamSerialization(Rule):
         if not fired:  # held and explicit-wait ops of the devices whose streams looked serialized (those asked)
             looked = {int(r["device_id"]) for r in mixed if self._fires(ctx, r)}
             asked = [q for d, q in queue.items() if d in looked]  # so each device's counts add up over ranks
-            return _clean(len(mixed), sum(int(q["n_held"]) for q in asked),
-                          sum(int(q["n_explicit_wait"]) for q in asked))
+            held, waits = (sum(int(q[k]) for q in asked) for k in ("n_held", "n_explicit_wait"))
+            return self.clean(ctx.options, devices_mixing_streams=len(mixed), held_ops=held, explicit_wait_ops=waits)
         return Fired(tuple(fired))
 
     def _fires(self, ctx: Context, r: dict[str, Any]) -> bool:
         span = r["end_ns"] - r["start_ns"]
         return (
             r["n_default"] >= int(ctx.opt("min_ops"))
-            and max(pct(r["default_alone_ns"], span), pct(_serialized(r), span)) >= float(ctx.opt("min_alone_pct"))
-            and pct(r["concurrent_ns"], r["other_ns"]) <= float(ctx.opt("max_concurrent_pct"))
+            and max(pct(r["default_alone_ns"], span, 0.0), pct(_serialized(r), span, 0.0))
+            >= float(ctx.opt("min_alone_pct"))
+            and pct(r["concurrent_ns"], r["other_ns"], 0.0) <= float(ctx.opt("max_concurrent_pct"))
         )
 
     def _held(self, ctx: Context, q: dict[str, Any] | None) -> bool:
@@ -168,11 +176,11 @@ class DefaultStreamSerialization(Rule):
                 Evidence("default_stream_time", int(r["default_ns"]), "ns"),
                 Evidence("other_streams", int(r["other_streams"]), "count"),
                 Evidence("default_alone_time", alone, "ns"),
-                Evidence("default_alone_share", pct(alone, span), "%", of),
+                Evidence("default_alone_share", pct(alone, span, 0.0), "%", of),
                 Evidence("serialized_stream_time", _serialized(r), "ns"),
                 Evidence(
                     "concurrent_share",
-                    pct(r["concurrent_ns"], r["other_ns"]),
+                    pct(r["concurrent_ns"], r["other_ns"], 0.0),
                     "%",
                     "busy time of the non-default streams",
                 ),
@@ -203,18 +211,3 @@ def _serialized(r: dict[str, Any]) -> int:
     if int(r["other_streams"]) < 2:
         return 0
     return max(0, int(r["other_ns"]) - int(r["max_other_stream_ns"]))
-
-
-def _clean(mixing: int, held: int, explicit: int) -> Clean:
-    if not mixing:
-        return Clean(
-            "no device mixes the default stream with other streams", (Evidence("devices_mixing_streams", 0, "count"),)
-        )
-    return Clean(
-        "streams overlap, default-stream work rarely runs alone, or no other stream's work waited behind it",
-        (
-            Evidence("devices_mixing_streams", mixing, "count"),
-            Evidence("held_ops", held, "count"),
-            Evidence("explicit_wait_ops", explicit, "count"),
-        ),
-    )

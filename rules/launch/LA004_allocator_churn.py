@@ -1,8 +1,6 @@
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from advisor.rules.base import Clean, Context, Evidence, Fired, Fix, Option, OptionValue, Outcome, Rule, Window, ms
+from advisor.rules.base import Context, Fired, Fix, Option, Outcome, Rule, Window, ms
 from advisor.rules.blocking import MAX_REFILL_OPTION, blocking_calls, idle_evidence, recurring, repeated
 
 ALLOC = (
@@ -77,10 +75,8 @@ class AllocatorChurn(Rule):
         "min_idle_pct": Option(0.5, "GPU idle opened by the calls, as % of the device span, to fire", "-"),
     }
 
-    @classmethod
-    def clean_over(cls, sums: Mapping[str, int], options: Mapping[str, OptionValue]) -> Clean | None:
-        """Clean over the ranks of a run: the note over their summed evidence (Rule.clean_over)."""
-        return _clean(sums.get("alloc_calls", 0))
+    clean_sums = (("alloc_calls", "count"),)
+    clean_note = "{alloc_calls} allocation calls after warm-up"
 
     def check(self, ctx: Context) -> Outcome:
         spans = {int(r["device_id"]): r for r in ctx.metric("device_spans")}
@@ -89,7 +85,7 @@ class AllocatorChurn(Rule):
         fired = recurring(ctx, repeated(ctx, rows), ALLOC, exclude="async")
         if not fired:
             n = sum(r.n_calls for r in rows)
-            return _clean(n)
+            return self.clean(ctx.options, alloc_calls=n)
         return Fired(
             tuple(
                 self.finding(
@@ -115,7 +111,3 @@ class AllocatorChurn(Rule):
                 for r in fired
             )
         )
-
-
-def _clean(n: int) -> Clean:
-    return Clean(f"{n} allocation calls after warm-up", (Evidence("alloc_calls", n, "count"),))

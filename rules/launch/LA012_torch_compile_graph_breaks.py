@@ -13,9 +13,9 @@ from advisor.rules.base import (
     Outcome,
     Rule,
     ms,
-    pct,
 )
 from advisor.rules.compile_graphs import Device
+from advisor.vocab import pct
 
 
 class TorchCompileGraphBreaks(Rule):
@@ -137,13 +137,13 @@ class TorchCompileGraphBreaks(Rule):
         return Clean(
             f"device {dev.device_id}: {_num(dev.median(dev.graphs))} compiled graph(s) per step in "
             f"{_num(dev.median(dev.calls))} call(s), {_num(dev.median(dev.breaks))} break(s) per step; "
-            f"GPU idle between graphs {pct(dev.gap_idle_ns, dev.step_ns)}% of the step time",
+            f"GPU idle between graphs {pct(dev.gap_idle_ns, dev.step_ns, 0.0)}% of the step time",
             tuple(_break_evidence(dev)) + tuple(_compile_evidence(dev)),
         )
 
     def _breaks_fire(self, ctx: Context, dev: Device) -> bool:
         return dev.median(dev.breaks) >= float(ctx.opt("min_breaks_per_step")) and pct(
-            dev.gap_idle_ns, dev.step_ns
+            dev.gap_idle_ns, dev.step_ns, 0.0
         ) >= float(ctx.opt("min_cost_pct"))
 
     def _break_finding(self, dev: Device) -> Finding:
@@ -151,7 +151,7 @@ class TorchCompileGraphBreaks(Rule):
             f"device {dev.device_id}: the compiled model runs as {_num(dev.median(dev.graphs))} graphs per step in "
             f"{_num(dev.median(dev.calls))} call(s): {_num(dev.median(dev.breaks))} graph breaks per step; between "
             f"graphs the host ran {dev.eager_ops} eager ops and the GPU idled {ms(dev.gap_idle_ns)} "
-            f"({pct(dev.gap_idle_ns, dev.step_ns)}% of the {_steps_of(dev)})",
+            f"({pct(dev.gap_idle_ns, dev.step_ns, 0.0)}% of the {_steps_of(dev)})",
             window=dev.window(),
             evidence=_break_evidence(dev),
             est_gain_ns=dev.gap_idle_ns,
@@ -179,7 +179,7 @@ class TorchCompileGraphBreaks(Rule):
     def _recompile_finding(self, dev: Device) -> Finding:
         return self.finding(
             f"device {dev.device_id}: Dynamo compiled inside {dev.steps_with_compile} of {len(dev.steps)} steps "
-            f"({ms(dev.compile_ns)} of compile, {pct(dev.compile_ns, dev.step_ns)}% of the {_steps_of(dev)}); "
+            f"({ms(dev.compile_ns)} of compile, {pct(dev.compile_ns, dev.step_ns, 0.0)}% of the {_steps_of(dev)}); "
             f"the GPU idled {ms(dev.compile_idle_ns)} meanwhile",
             window=dev.window(),
             evidence=_compile_evidence(dev),
@@ -223,7 +223,7 @@ def _break_evidence(dev: Device) -> list[Evidence]:
         Evidence("eager_ops_in_gaps", dev.eager_ops, "count"),
         Evidence("eager_op_time_in_gaps", dev.eager_op_ns, "ns"),
         Evidence("gpu_idle_in_gaps", dev.gap_idle_ns, "ns"),
-        Evidence("gpu_idle_in_gaps_share", pct(dev.gap_idle_ns, dev.step_ns), "%", _steps_of(dev)),
+        Evidence("gpu_idle_in_gaps_share", pct(dev.gap_idle_ns, dev.step_ns, 0.0), "%", _steps_of(dev)),
         Evidence("cache_lookups", dev.lookups, "count"),
         Evidence("cache_lookup_time", dev.lookup_ns, "ns"),
     ]
@@ -237,7 +237,7 @@ def _compile_evidence(dev: Device) -> list[Evidence]:
     return [
         Evidence("steps_with_compile", dev.steps_with_compile, "count"),
         Evidence("compile_time_in_steps", dev.compile_ns, "ns"),
-        Evidence("compile_share", pct(dev.compile_ns, dev.step_ns), "%", _steps_of(dev)),
+        Evidence("compile_share", pct(dev.compile_ns, dev.step_ns, 0.0), "%", _steps_of(dev)),
         Evidence("gpu_idle_during_compile", dev.compile_idle_ns, "ns"),
         Evidence("recompiled_frames", len(recompiled), "count"),
         Evidence("max_compile_index", max((k for _, k in dev.region_ids), default=0), "count"),

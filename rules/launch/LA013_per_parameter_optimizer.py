@@ -1,24 +1,20 @@
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from advisor.rules.base import (
-    Clean,
     Context,
     Evidence,
     Finding,
     Fired,
     Fix,
     Option,
-    OptionValue,
     Outcome,
     Rule,
     Window,
     ms,
-    pct,
 )
-from advisor.vocab import device_span_of
+from advisor.vocab import device_span_of, pct
 
 
 class PerParameterOptimizer(Rule):
@@ -90,10 +86,8 @@ class PerParameterOptimizer(Rule):
         "min_gain_pct": Option(1.0, "GPU idle inside the steps as % of the device span to fire", "-"),
     }
 
-    @classmethod
-    def clean_over(cls, sums: Mapping[str, int], options: Mapping[str, OptionValue]) -> Clean | None:
-        """Clean over the ranks of a run: the note over their summed evidence (Rule.clean_over)."""
-        return _clean(sums.get("per_parameter_steps", 0))
+    clean_sums = (("per_parameter_steps", "count"),)
+    clean_note = "{per_parameter_steps} per-parameter optimizer steps, GPU idle inside them under the threshold"
 
     def check(self, ctx: Context) -> Outcome:
         steps = ctx.metric("per_parameter_steps", min_kernels=int(ctx.opt("min_kernels")))
@@ -104,11 +98,11 @@ class PerParameterOptimizer(Rule):
         fired = [
             self._finding(dev, rows, spans.get(dev, 0))
             for dev, rows in sorted(per_device.items())
-            if pct(sum(int(r["idle_ns"]) for r in rows), spans.get(dev, 0)) >= float(ctx.opt("min_gain_pct"))
+            if pct(sum(int(r["idle_ns"]) for r in rows), spans.get(dev, 0), 0.0) >= float(ctx.opt("min_gain_pct"))
         ]
         if fired:
             return Fired(tuple(fired))
-        return _clean(len(steps))
+        return self.clean(ctx.options, per_parameter_steps=len(steps))
 
     def _finding(self, dev: int, rows: list[dict[str, Any]], span: int) -> Finding:
         n = sum(int(r["n_kernels"]) for r in rows)
@@ -119,7 +113,8 @@ class PerParameterOptimizer(Rule):
         of = device_span_of(dev)
         return self.finding(
             f"device {dev}: {len(rows)} {opt} optimizer steps launched {n} per-parameter kernels ({n // len(rows)} "
-            f"per step, no multi-tensor kernel); the GPU idled {ms(idle)} inside them ({pct(idle, span)}% of the span)",
+            f"per step, no multi-tensor kernel); the GPU idled {ms(idle)} inside them "
+            f"({pct(idle, span, 0.0)}% of the span)",
             window=Window(
                 device_id=dev, start_ns=int(rows[0]["start_ns"]), end_ns=int(rows[-1]["end_ns"]), range_name=opt
             ),
@@ -130,7 +125,7 @@ class PerParameterOptimizer(Rule):
                 Evidence("optimizer_kernel_time", kernel, "ns"),
                 Evidence("optimizer_host_time", host, "ns"),
                 Evidence("optimizer_idle_time", idle, "ns"),
-                Evidence("optimizer_idle_share", pct(idle, span), "%", of),
+                Evidence("optimizer_idle_share", pct(idle, span, 0.0), "%", of),
                 Evidence("top_kernel", str(rows[0]["top_kernel"])[:200], "name"),
             ],
             est_gain_ns=idle,
@@ -148,10 +143,3 @@ class PerParameterOptimizer(Rule):
             ),
             location=f"device={dev}|optimizer={opt}",
         )
-
-
-def _clean(n: int) -> Clean:
-    return Clean(
-        f"{n} per-parameter optimizer steps, GPU idle inside them under the threshold",
-        (Evidence("per_parameter_steps", n, "count"),),
-    )

@@ -1,9 +1,7 @@
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from advisor.rules.base import Clean, Context, Evidence, Fired, Fix, Option, OptionValue, Outcome, Rule, Window, ms, pct
-from advisor.vocab import device_span_of
+from advisor.rules.base import Context, Evidence, Fired, Fix, Option, Outcome, Rule, Window, ms
+from advisor.vocab import device_span_of, pct
 
 
 class UnfusedElementwiseChain(Rule):
@@ -62,10 +60,8 @@ class UnfusedElementwiseChain(Rule):
         "min_gain_pct": Option(1.0, "estimated saving as % of the device span to fire", "-"),
     }
 
-    @classmethod
-    def clean_over(cls, sums: Mapping[str, int], options: Mapping[str, OptionValue]) -> Clean | None:
-        """Clean over the ranks of a run: the note over their summed evidence (Rule.clean_over)."""
-        return _clean(sums.get("chains", 0))
+    clean_sums = (("chains", "count"),)
+    clean_note = "{chains} elementwise chains; fusion would save little"
 
     def check(self, ctx: Context) -> Outcome:
         per = ctx.metric("elementwise_chains", min_chain=int(ctx.opt("min_chain")), max_gap_ns=ctx.ns("max_gap_us"))
@@ -73,14 +69,15 @@ class UnfusedElementwiseChain(Rule):
         findings = []
         for c in per:  # one row per device, in device order
             dev, gain = int(c["device_id"]), int(c["gain_ns"])
-            if pct(gain, spans[dev]["span_ns"]) < float(ctx.opt("min_gain_pct")):
+            if pct(gain, spans[dev]["span_ns"], 0.0) < float(ctx.opt("min_gain_pct")):
                 continue
             of = device_span_of(dev)
             findings.append(
                 self.finding(
                     f"device {dev}: {int(c['n_chains'])} chains of elementwise kernels "
                     f"({int(c['n_kernels'])} kernels); "
-                    f"fusing each chain could save about {ms(gain)} ({pct(gain, spans[dev]['span_ns'])}% of the span)",
+                    f"fusing each chain could save about {ms(gain)} "
+                    f"({pct(gain, spans[dev]['span_ns'], 0.0)}% of the span)",
                     window=Window(
                         device_id=dev,
                         stream_id=int(c["top_stream_id"]),
@@ -92,7 +89,7 @@ class UnfusedElementwiseChain(Rule):
                         Evidence("chained_kernels", int(c["n_kernels"]), "count"),
                         Evidence("chained_kernel_time", int(c["kernel_ns"]), "ns"),
                         Evidence("longest_chain", int(c["longest"]), "count"),
-                        Evidence("est_saving_share", pct(gain, spans[dev]["span_ns"]), "%", of),
+                        Evidence("est_saving_share", pct(gain, spans[dev]["span_ns"], 0.0), "%", of),
                         Evidence("top_chain_kernels", str(c["top_names"])[:300], "names"),
                     ],
                     est_gain_ns=gain,
@@ -111,9 +108,5 @@ class UnfusedElementwiseChain(Rule):
             )
         if not findings:
             n = sum(int(c["n_chains"]) for c in per)
-            return _clean(n)
+            return self.clean(ctx.options, chains=n)
         return Fired(tuple(findings))
-
-
-def _clean(n: int) -> Clean:
-    return Clean(f"{n} elementwise chains; fusion would save little", (Evidence("chains", n, "count"),))

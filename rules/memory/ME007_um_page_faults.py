@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms, pct
+from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms
+from advisor.vocab import pct
 
 # What to do about demand paging, in the order to try them.
 _FIXES = (
@@ -138,7 +139,7 @@ class UmPageFaults(Rule):
         findings = [
             self._finding(ctx, r, gain, bulk)
             for r, (gain, bulk) in results
-            if gain >= ctx.ns("min_gain_us") and pct(gain, r["span_ns"] or 0) >= float(ctx.opt("min_share_pct"))
+            if gain >= ctx.ns("min_gain_us") and pct(gain, r["span_ns"] or 0, 0.0) >= float(ctx.opt("min_share_pct"))
         ]
         if findings:
             return Fired(tuple(findings))
@@ -146,11 +147,11 @@ class UmPageFaults(Rule):
         of = f"device {r['device_id']} span (first to last GPU activity)"
         return Clean(
             f"kernels on device {r['device_id']} stall {ms(int(r['stall_ns']))} on page faults; prefetching would "
-            f"save about {ms(gain)} ({pct(gain, r['span_ns'] or 0)}% of the {of}), under the thresholds",
+            f"save about {ms(gain)} ({pct(gain, r['span_ns'] or 0, 0.0)}% of the {of}), under the thresholds",
             (
                 Evidence("gpu_fault_groups", int(r["fault_groups"]), "count"),
                 Evidence("fault_stall_time", int(r["stall_ns"]), "ns"),
-                Evidence("est_gain_share", pct(gain, r["span_ns"] or 0), "%", of),
+                Evidence("est_gain_share", pct(gain, r["span_ns"] or 0, 0.0), "%", of),
             ),
         )
 
@@ -180,7 +181,8 @@ class UmPageFaults(Rule):
         )
         kernels_of = f"kernel time on device {dev} (union of kernel intervals)"
         return self.finding(
-            f"{r['kernels_hit']} kernels on device {dev} ran {ms(stall)} ({pct(stall, kernel_ns)}% of their device's "
+            f"{r['kernels_hit']} kernels on device {dev} ran {ms(stall)} "
+            f"({pct(stall, kernel_ns, 0.0)}% of their device's "
             f"kernel time) while {r['fault_groups']} unified-memory page-fault groups ({r['gpu_faults']} faults) were "
             f"serviced, migrating {htod / 1e6:.1f} MB host-to-device in {r['demand_htod_migrations']} pieces"
             f"{cpu_text}; prefetched in bulk the same bytes would take about {ms(bulk)}",
@@ -191,7 +193,7 @@ class UmPageFaults(Rule):
                 Evidence("cpu_faults", cpu, "count"),
                 Evidence("kernels_hit", int(r["kernels_hit"]), "count"),
                 Evidence("fault_stall_time", stall, "ns"),
-                Evidence("fault_stall_share", pct(stall, kernel_ns), "%", kernels_of),
+                Evidence("fault_stall_share", pct(stall, kernel_ns, 0.0), "%", kernels_of),
                 Evidence("demand_htod_bytes", htod, "bytes"),
                 Evidence("demand_htod_migrations", int(r["demand_htod_migrations"]), "count"),
                 Evidence("demand_htod_time", int(r["demand_htod_ns"]), "ns"),
@@ -199,7 +201,9 @@ class UmPageFaults(Rule):
                 Evidence("bulk_transfer_time", bulk, "ns"),
                 Evidence("reference_prefetch_gbps", round(bw, 2), "GB/s"),
                 Evidence("reference_measured", "yes" if measured else "no", "flag"),
-                Evidence("est_gain_share", pct(gain, span), "%", f"device {dev} span (first to last GPU activity)"),
+                Evidence(
+                    "est_gain_share", pct(gain, span, 0.0), "%", f"device {dev} span (first to last GPU activity)"
+                ),
             ],
             est_gain_ns=gain,
             gain_basis=(

@@ -4,21 +4,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from advisor.rules.base import (
-    Clean,
     Context,
     Evidence,
     Finding,
     Fired,
     Fix,
     Option,
-    OptionValue,
     Outcome,
     Rule,
     Window,
     ms,
-    pct,
 )
-from advisor.vocab import device_span_of
+from advisor.vocab import device_span_of, pct
 
 
 class UnfusedAttention(Rule):
@@ -95,10 +92,12 @@ class UnfusedAttention(Rule):
         "min_gain_pct": Option(1.0, "estimated saving as % of the device span to fire", "-"),
     }
 
+    clean_sums = (("attention_chains", "count"), ("candidate_chains", "count"))
+
     @classmethod
-    def clean_over(cls, sums: Mapping[str, int], options: Mapping[str, OptionValue]) -> Clean | None:
-        """Clean over the ranks of a run: the note over their summed evidence (Rule.clean_over)."""
-        return _clean(sums.get("attention_chains", 0), sums.get("candidate_chains", 0))
+    def note(cls, values: Mapping[str, Any]) -> str:
+        n, cand = values["attention_chains"], values["candidate_chains"]
+        return f"{n} attention chains ({cand} GEMM > softmax > GEMM chains, {cand - n} without attention evidence)"
 
     def check(self, ctx: Context) -> Outcome:
         rows = ctx.metric("attention_chains", max_between=int(ctx.opt("max_between")), max_gap_ns=ctx.ns("max_gap_us"))
@@ -106,25 +105,26 @@ class UnfusedAttention(Rule):
         fired = [
             self._finding(r, spans[int(r["device_id"])])
             for r in rows
-            if r["n_chains"] and pct(r["scores_ns"], spans[int(r["device_id"])]) >= float(ctx.opt("min_gain_pct"))
+            if r["n_chains"] and pct(r["scores_ns"], spans[int(r["device_id"])], 0.0) >= float(ctx.opt("min_gain_pct"))
         ]
         if fired:
             return Fired(tuple(fired))
         n = sum(int(r["n_chains"]) for r in rows)
         cand = sum(int(r["n_candidates"]) for r in rows)
-        return _clean(n, cand)
+        return self.clean(ctx.options, attention_chains=n, candidate_chains=cand)
 
     def _finding(self, r: dict[str, Any], span: int) -> Finding:
         dev, scores = int(r["device_id"]), int(r["scores_ns"])
         of = device_span_of(dev)
         return self.finding(
             f"device {dev}: {r['n_chains']} unfused attention chains (batched GEMM > softmax > GEMM, "
-            f"{_how(r)}); the passes over the materialized scores took {ms(scores)} ({pct(scores, span)}% of the span)",
+            f"{_how(r)}); the passes over the materialized scores took {ms(scores)} "
+            f"({pct(scores, span, 0.0)}% of the span)",
             window=Window(device_id=dev, start_ns=int(r["start_ns"]), end_ns=int(r["end_ns"])),
             evidence=[
                 Evidence("attention_chains", int(r["n_chains"]), "count"),
                 Evidence("score_pass_time", scores, "ns"),
-                Evidence("score_pass_share", pct(scores, span), "%", of),
+                Evidence("score_pass_share", pct(scores, span, 0.0), "%", of),
                 Evidence("attention_gemm_time", int(r["gemm_ns"]), "ns"),
                 Evidence("fused_attention_kernels", int(r["fused_kernels"]), "count"),
                 Evidence("candidate_chains", int(r["n_candidates"]), "count"),
@@ -170,11 +170,4 @@ def _fix(r: dict[str, Any]) -> Fix:
         "q, k, v, attn_mask=mask, dropout_p=p) (FlashAttention / memory-efficient / cuDNN backend), or "
         "attn_implementation='sdpa' in Hugging Face models",
         "changes-numerics",
-    )
-
-
-def _clean(n: int, cand: int) -> Clean:
-    return Clean(
-        f"{n} attention chains ({cand} GEMM > softmax > GEMM chains, {cand - n} without attention evidence)",
-        (Evidence("attention_chains", n, "count"), Evidence("candidate_chains", cand, "count")),
     )

@@ -133,10 +133,10 @@ def test_api_diff_carries_the_same_ops() -> None:
     """advisor.diff(a, b) on two typed analyses (no rule runs again) holds the same rows, devices by id."""
     a, b = (advisor.analyze(KINETO / f"{PAIRS[0]}_{s}") for s in ("baseline", "optimized"))
     d = advisor.diff(a, b)
-    assert d.ops is not None and d.to_dict()["ops"] == d.ops
-    row = d.ops["items"][0]
-    assert (row["name"], row["device"], row["status"]) == ("aten::mm", "device 0", "matched")
+    assert d.ops is not None and d.to_dict()["ops"] == d.ops.to_dict()
+    row = d.ops.items[0]
+    assert (row.name, row.device, row.status) == ("aten::mm", "device 0", "matched")
     assert a.sections.ops is not None and b.sections.ops is not None
-    assert row["base"]["tflops"] == a.sections.ops.items[0].tflops
-    assert row["new"]["tflops"] == b.sections.ops.items[0].tflops
-    assert a.sections.mfu is not None and d.ops["mfu"][0]["base"]["mfu_pct"] == a.sections.mfu.devices[0].rate.mfu_pct
+    assert row.base == a.sections.ops.items[0] and row.new == b.sections.ops.items[0]
+    assert d.to_dict()["ops"]["items"][0]["base"]["tflops"] == a.sections.ops.items[0].tflops
+    assert a.sections.mfu is not None and d.ops.mfu[0].base == a.sections.mfu.devices[0].rate

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from advisor.ingest import open_run
-from advisor.perf import gpu_metrics_section, range_name_gpu_metrics
+from advisor.perf.range_verdicts import gpu_metrics_section
+from advisor.perf.timeline_roofline import range_name_gpu_metrics
 from tests.conftest import ROOT
 
 NSYS = ROOT / "fixtures" / "nsys"

@@ -21,8 +21,8 @@ import pytest
 from advisor.ingest import open_run
 from advisor.model.schema import TABLES
 from advisor.model.store import Run
-from advisor.perf import classify_run, join
-from advisor.perf.ncu_join import base_name
+from advisor.perf.kernel_class import classify_run
+from advisor.perf.ncu_join import base_name, join
 from tests.conftest import ROOT, real_path
 
 CUTLASS = "ncu/cutlass_a100_fused_two_gemms_s8_ncu2024.1.1.ncu-rep"

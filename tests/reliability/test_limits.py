@@ -134,13 +134,13 @@ def test_bad_max_bytes_env_is_a_clean_error(monkeypatch: pytest.MonkeyPatch, iso
 @pytest.mark.parametrize(("text", "n"), [("123", 123), ("8G", 8 << 30), ("512MiB", 512 << 20), ("4k", 4096),
                                          (" 2 GB ", 2 << 30)])
 def test_parse_size(text: str, n: int) -> None:
-    assert parse_size(text) == n
+    assert parse_size(text, MAX_BYTES_ENV) == n
 
 
 @pytest.mark.parametrize("text", ["", "0", "-5", "1.5G", "8X", "G"])
 def test_parse_size_rejects(text: str) -> None:
     with pytest.raises(InputError):
-        parse_size(text)
+        parse_size(text, MAX_BYTES_ENV)
 
 
 def test_limits_are_documented() -> None:

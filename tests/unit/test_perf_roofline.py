@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from advisor.ingest import open_run
-from advisor.perf import ClassifiedKernel, classify_run, ncu_figure
+from advisor.perf.figure import ncu_figure
+from advisor.perf.kernel_class import ClassifiedKernel, classify_run
 from tests.conftest import real_path
 
 CUTLASS = "ncu/cutlass_a100_fused_two_gemms_s8_ncu2024.1.1.ncu-rep"

@@ -20,9 +20,16 @@ import pytest
 from advisor.ingest import open_run
 from advisor.model.schema import TABLES
 from advisor.model.store import Run
-from advisor.perf import gpu_metrics_section, kineto_op_rooflines, ops_figure, range_name_gpu_metrics
+from advisor.perf.figure import ops_figure
 from advisor.perf.peaks import roofs_for
-from advisor.perf.timeline_roofline import choose_precision, shape_flop, tensor_bytes
+from advisor.perf.range_verdicts import gpu_metrics_section
+from advisor.perf.timeline_roofline import (
+    choose_precision,
+    kineto_op_rooflines,
+    range_name_gpu_metrics,
+    shape_flop,
+    tensor_bytes,
+)
 from tests.conftest import real_path
 from tests.unit.nsys_tables import write_nvtx
 
