@@ -306,7 +306,7 @@ class Run:
         return self.sql_arrow(f"SELECT * FROM {name}")
 
     def sql_arrow(self, query: str, params: list[Any] | dict[str, Any] | None = None) -> pa.Table:
-        return self._execute(query, params).fetch_arrow_table()
+        return self._execute(query, params).to_arrow_table()
 
     def _execute(self, query: str, params: list[Any] | dict[str, Any] | None = None) -> duckdb.DuckDBPyConnection:
         """`execute`; a failure that may come from damaged table files is checked against meta.json.
