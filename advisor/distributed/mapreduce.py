@@ -32,6 +32,7 @@ import duckdb
 from advisor import metrics
 from advisor.distributed.fold import Fold
 from advisor.distributed.rankrun import RankOutcome, RankPlan, analyze_rank
+from advisor.model.limits import keep_fixed_cap
 from advisor.model.store import sql_string
 from advisor.parsers.base import ProgressFn, no_progress
 
@@ -67,6 +68,7 @@ def map_rank(path: str, out_dir: str, shift_ns: int, cache_dir: str | None = Non
     """One rank: parse (or reuse the cache), write its communication kernels and device balance to Parquet."""
     from advisor.ingest import open_run
 
+    keep_fixed_cap()  # several workers share the host: no per-trace raise of DuckDB's cap
     run = open_run(path, cache_dir=Path(cache_dir) if cache_dir else None)
     try:
         stem = Path(out_dir) / f"{index:06d}"

@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from advisor import metrics
+from advisor.model.limits import keep_fixed_cap
 from advisor.model.schema import TABLES
 from advisor.model.store import Run
 
@@ -98,6 +99,7 @@ def rank_run(plan: RankPlan) -> Run:
     """The rank's run, rebuilt in memory as the directory read would see it, with the cross-rank seeds."""
     from advisor.ingest import open_run
 
+    keep_fixed_cap()  # several workers share the host: no per-trace raise of DuckDB's cap
     own = open_run(plan.path, cache_dir=Path(plan.cache_dir) if plan.cache_dir else None)
     tables = rank_tables(own, plan.devices, plan.shift_ns)
     own.close()

@@ -72,12 +72,22 @@ def analysis_memory(model_rows: int) -> int:
     (31.5M rows) 521 -> 253 s wall, peak 2.6 -> 5.8 GB. A trace of up to ~8M rows (the 1 GB Kineto
     file: 3.8M) keeps the default and its peak. Setting $ADVISOR_DUCKDB_MEMORY restores a fixed cap.
     """
-    if os.environ.get(DUCKDB_MEMORY_ENV):
+    if os.environ.get(DUCKDB_MEMORY_ENV) or _FIXED_CAP:
         return duckdb_memory()
     want = min(model_rows * ANALYSIS_BYTES_PER_ROW, machine_memory() // RAM_SHARE_FOR_ANALYSIS)
     cap = max(DEFAULT_DUCKDB_MEMORY, want)
     limit = address_space_limit()
     return cap if limit is None else min(cap, max(64 << 20, limit // AS_SHARE_FOR_DUCKDB))
+
+
+_FIXED_CAP = False
+
+
+def keep_fixed_cap() -> None:
+    """In this process every analysis keeps duckdb_memory(), whatever its trace's size: a Dask worker, one of
+    several analysing ranks on one host, where a quarter of the memory each could add up to more than all."""
+    global _FIXED_CAP
+    _FIXED_CAP = True
 
 
 def machine_memory() -> int:

@@ -22,6 +22,7 @@ from advisor.model.limits import (
     RAM_SHARE_FOR_ANALYSIS,
     analysis_memory,
     duckdb_memory,
+    keep_fixed_cap,
     machine_memory,
 )
 from advisor.parsers.base import ParseOptions
@@ -167,6 +168,7 @@ def test_analysis_cap_grows_with_the_model(monkeypatch: pytest.MonkeyPatch) -> N
     """The analysis cap: the default up to ~8M model rows, ANALYSIS_BYTES_PER_ROW per row above it, never past a
     quarter of the machine's memory; $ADVISOR_DUCKDB_MEMORY, when set, is the cap whatever the model."""
     monkeypatch.delenv(DUCKDB_MEMORY_ENV, raising=False)
+    monkeypatch.setattr("advisor.model.limits._FIXED_CAP", False)  # a rank task run earlier in this process sets it
     monkeypatch.setattr("advisor.model.limits.address_space_limit", lambda: None)
     monkeypatch.setattr("advisor.model.limits.machine_memory", lambda: 64 * GIB)
     assert analysis_memory(0) == analysis_memory(3_777_531) == DEFAULT_DUCKDB_MEMORY  # the 1 GB Kineto file
@@ -176,6 +178,9 @@ def test_analysis_cap_grows_with_the_model(monkeypatch: pytest.MonkeyPatch) -> N
     assert analysis_memory(37_773_681) == 2 * GIB  # a quarter of `ulimit -v`, as duckdb_memory()
     monkeypatch.setenv(DUCKDB_MEMORY_ENV, "768M")
     assert analysis_memory(37_773_681) == 768 << 20
+    monkeypatch.delenv(DUCKDB_MEMORY_ENV)
+    keep_fixed_cap()  # a Dask worker: several share the host
+    assert analysis_memory(37_773_681) == DEFAULT_DUCKDB_MEMORY
 
 
 def test_machine_memory_is_at_most_the_physical_memory() -> None:
@@ -191,6 +196,7 @@ def test_a_cached_run_gets_its_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     import json
 
     monkeypatch.delenv(DUCKDB_MEMORY_ENV, raising=False)
+    monkeypatch.setattr("advisor.model.limits._FIXED_CAP", False)
     monkeypatch.setattr("advisor.model.limits.address_space_limit", lambda: None)
     monkeypatch.setattr("advisor.model.limits.machine_memory", lambda: 64 * GIB)
     monkeypatch.setattr("advisor.model.limits.ANALYSIS_BYTES_PER_ROW", 64 << 20)  # a small trace counts as large
