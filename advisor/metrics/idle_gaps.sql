@@ -2,6 +2,11 @@
 -- doc: Every GPU idle gap between first and last activity of a device, attributed whole to the host activity of the feeding processes that overlaps it most (ties by priority input > sync > io > wait > launch > host); 'unknown' when recorded host activity covers less than half of the gap (the host was busy with something the capture did not record).
 -- materialize: true
 -- uses: device_segments, device_pids, host_acts
+-- set: asof_loop_join_threshold = 0
+-- (live's ASOF join: DuckDB plans a nested loop join when it expects at most 64 rows on the left, and it
+-- expects far fewer host activities than there are here: 13 s on a 3 MB trace, against 0.1 s sorted. Only while
+-- this metric is built: a query with a truly small left side, a few windows probing a long timeline, is
+-- faster as the loop.)
 -- Row numbers come from an empty OVER () over a sorted subquery (a streaming window, as in the sweep below):
 -- an OVER (ORDER BY ...) materializes all its rows at once, and on a 10M-kernel export that ran out of memory.
 -- The sort keys are unique (gaps of a device do not overlap), so both references of a CTE number alike.
@@ -20,11 +25,20 @@ g AS NOT MATERIALIZED (
     SELECT *, row_number() OVER () AS gn
     FROM (SELECT g.gid, g.start_ns, g.end_ns, p.pr FROM gaps g JOIN pairs p USING (device_id) ORDER BY p.pr, g.start_ns)
 ),
+live AS (  -- the host activity that overlaps some gap of its pair's device: the latest gap starting before the
+           -- activity ends (an ASOF lookup; a device's gaps are disjoint, so if that one ends before the activity
+           -- starts, every earlier one does too). The rest adds nothing to any gap, and most host activity runs
+           -- while the GPU is busy: the sort and the running sums below carry a fraction of the events.
+    SELECT a.pr, a.start_ns, a.end_ns, a.prio
+    FROM (SELECT p.pr, h.start_ns, h.end_ns, h.prio FROM m_host_acts h JOIN pairs p USING (pid)) a
+    ASOF JOIN g ON g.pr = a.pr AND g.start_ns < a.end_ns
+    WHERE g.end_ns > a.start_ns
+),
 ev AS (  -- d: +c where an activity of class c starts, -c where it ends (c: host_acts' priority prio, 6 input ..
          -- 1 host, so the sort below carries one byte per event, not two 16-byte counters); 7 / -7 where a gap
          -- starts / ends. Each source is read once (unnest), so no CTE is held in memory for a second reader.
-    SELECT p.pr, unnest([h.start_ns, h.end_ns]) AS t, unnest([h.prio, -h.prio]) AS d
-    FROM m_host_acts h JOIN pairs p USING (pid)
+    SELECT pr, unnest([start_ns, end_ns]) AS t, unnest([prio, -prio]) AS d
+    FROM live
     UNION ALL
     SELECT pr, unnest([start_ns, end_ns]), unnest([7::TINYINT, -7::TINYINT]) FROM g
 ),
