@@ -165,7 +165,7 @@ def test_idle_gaps_builds_with_a_sorted_asof_join_and_restores_the_setting(tmp_p
         run.close()
 
 
-def test_a_set_header_needs_a_built_table_and_plain_pairs() -> None:
+def test_a_set_header_takes_plain_name_value_pairs() -> None:
     with pytest.raises(KeyError, match="name = value"):
         metrics._setting("x", "threads 2")
     assert metrics._setting("x", " asof_loop_join_threshold = 0 ") == ("asof_loop_join_threshold", "0")
