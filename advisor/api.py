@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # each name is imported on first use (module __getattr__ belo
         stream_bins,
     )
     from advisor.engine.findings import RuleReport, RuleResult, explain, list_rules
+    from advisor.engine.kept import Kept, keep_output, kept_output
     from advisor.engine.ncu import JoinedKernel, UnmatchedLaunch
     from advisor.engine.ncu import NcuJoin as NcuJoinSection
     from advisor.engine.ncu_profile import KernelFinding, NcuProfile, ProfiledKernel
@@ -70,7 +71,8 @@ if TYPE_CHECKING:  # each name is imported on first use (module __getattr__ belo
     from advisor.ingest import open_run
     from advisor.model.cache_admin import Entry as CacheEntry
     from advisor.model.cache_admin import entries, evict, max_bytes, parse_size, work_bytes
-    from advisor.model.store import Run, default_cache_dir
+    from advisor.model.entry import default_cache_dir
+    from advisor.model.store import Run
     from advisor.parsers.base import ParseOptions, ProgressFn
     from advisor.parsers.registry import HELP as FORMATS_HELP
     from advisor.parsers.registry import trace_suffixes
@@ -100,6 +102,7 @@ _LAZY = {
                      "kernel_table", "range_tree", "roofline", "stream_bins"), "advisor.engine.explore"),
     **dict.fromkeys(("RuleReport", "RuleResult", "explain", "list_rules"), "advisor.engine.findings"),
     **dict.fromkeys(("ReportInputs", "report_inputs"), "advisor.engine.report_data"),
+    **dict.fromkeys(("Kept", "keep_output", "kept_output"), "advisor.engine.kept"),
     **dict.fromkeys(("Analysis", "CopyStat", "DeviceTime", "FamilyTime", "RangesSummary", "Summary", "TopKernels",
                      "document", "dumps"), "advisor.engine.result"),
     **dict.fromkeys(("TimeShare", "bound_suffix"), "advisor.vocab"),
@@ -112,7 +115,7 @@ _LAZY = {
     "rank_view": "advisor.engine.rank_view",
     **dict.fromkeys(("CacheEntry", "entries", "evict", "max_bytes", "parse_size", "work_bytes"),
                     "advisor.model.cache_admin"),
-    "default_cache_dir": "advisor.model.store",
+    "default_cache_dir": "advisor.model.entry",
     **dict.fromkeys(("FORMATS_HELP", "trace_suffixes"), "advisor.parsers.registry"),
     "select_rules": "advisor.rules.registry",
     "Run": "advisor.model.store",
@@ -138,7 +141,7 @@ _LAZY = {
 }
 
 __all__ = ["Analysis", "AnalysisDiff", "CacheEntry", "CopyStat", "Cost", "DEFAULT_THRESHOLD_PCT", "DeviceTime",
-           "FORMATS_HELP", "FamilyTime", "Finding", "Fix", "GpuMetrics", "JoinedKernel", "KernelFinding",
+           "FORMATS_HELP", "FamilyTime", "Finding", "Fix", "GpuMetrics", "JoinedKernel", "Kept", "KernelFinding",
            "MAX_STREAMS", "Mfu", "NcuJoinSection", "NcuProfile", "NotApplicable", "OP_MODELS", "OpCall", "OpStat",
            "Ops", "Outcomes", "PEAK_TABLE", "PRECISION_LABEL", "ParseOptions", "ProfiledKernel", "ProgressFn",
            "RangeGpuMetrics", "RangeVerdict", "RangesSummary", "Rate", "ReportInputs", "RooflineTime", "RuleReport",
@@ -147,7 +150,8 @@ __all__ = ["Analysis", "AnalysisDiff", "CacheEntry", "CopyStat", "Cost", "DEFAUL
            "UnmatchedLaunch", "Verdict", "Window", "analyze", "analyze_run", "attention_cost", "bound_suffix",
            "busy_bins", "check_address_space", "chrome_trace", "conv_cost", "default_cache_dir", "diff", "diff_sides",
            "document", "dumps", "entries", "evict", "explain", "from_analysis", "gemm_cost", "get_rule", "gpu_roofs",
-           "gpu_window", "idle_gaps", "kernel_instances", "kernel_table", "list_rules", "match_peaks", "max_bytes",
+           "gpu_window", "idle_gaps", "keep_output", "kept_output", "kernel_instances", "kernel_table", "list_rules",
+           "match_peaks", "max_bytes",
            "model_for", "op_cost", "open_capture", "open_run", "open_side", "out_of_memory", "parse_size",
            "range_tree", "rank_view", "report_inputs", "resolve_side", "retried", "roofline", "sections",
            "select_rules", "side_from_runs", "stream_bins", "table_names", "trace_suffixes", "verify", "with_run",

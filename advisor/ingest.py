@@ -16,7 +16,7 @@ Inputs are only ever opened for reading. How the cache stays both fast and corre
   RACY_NS older than the moment it was taken, so an edit within the file system's timestamp
   granularity cannot hide behind an unchanged stat (git's "racily clean" rule).
 * Every open checks the entry's files against the crc32 values written at publish
-  (advisor.model.store.verify_entry); damage found later by a query is CacheDamaged, and
+  (advisor.model.entry.verify_entry); damage found later by a query is CacheDamaged, and
   `drop_entry` removes the entry so the caller can ingest again.
 * Concurrent cold opens of one input: each process parses in its own work area and the first to
   hold the entry's ingest lock publishes; the rest open that entry (advisor.model.workarea).
@@ -38,17 +38,21 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from advisor.errors import AdvisorError, InputError, LimitExceeded, SchemaError
-from advisor.model.limits import check_cardinality, duckdb_config
-from advisor.model.schema import SCHEMA_VERSION, TABLES
-from advisor.model.store import (
-    Run,
+from advisor.model.entry import (
+    KEPT_STATS,
     default_cache_dir,
+    entry_name,
+    input_files,
+    known_stats,
     read_entry_meta,
     replace_entry_meta,
-    sql_string,
+    stat_fingerprint,
     verify_entry,
     write_entry,
 )
+from advisor.model.limits import check_cardinality, duckdb_config
+from advisor.model.schema import TABLES
+from advisor.model.store import Run, sql_string
 from advisor.model.validate import FileCheck, check_file, check_time_order, conform
 from advisor.model.workarea import CacheUnwritable, discard, ingest_lock, work_dir
 from advisor.parsers import registry
@@ -59,10 +63,6 @@ from advisor.redact import redact_parquet, redact_table, redact_values
 if TYPE_CHECKING:  # Arrow loads with a parse (or a damaged entry's re-parse), not to open a cached run
     import pyarrow as pa
 
-# A stat fingerprint whose mtime or ctime is this close to the moment it was taken is not kept: an
-# edit in the same timestamp tick (1-2 s on some file systems) would leave it unchanged.
-RACY_NS = 2_000_000_000
-KEPT_STATS = 8  # stat fingerprints kept per entry (the same bytes under several names or copies)
 XZ_MAGIC = b"\xfd7zXZ\x00"
 
 
@@ -103,33 +103,14 @@ def _decompress_to(path: Path, target: Path, limit: int) -> Path:
     return _gunzip_to(path, target, limit)
 
 
-def _files(path: Path) -> list[Path]:
-    """The files whose bytes make the input: the file itself, or a directory's files (sorted by name)."""
-    return sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
 
 
-def fingerprint(path: Path) -> str:
-    """Sampled content fingerprint, the cache entry's name: size + 16 blocks of 64 KiB spread over the
-    file (+ members for dirs). Cheap but not a content hash: see the module docstring."""
-    h = hashlib.blake2b(digest_size=16)
-    for f in _files(path):
-        size = f.stat().st_size
-        h.update(f.name.encode() if path.is_dir() else b"")
-        h.update(size.to_bytes(8, "little"))
-        with f.open("rb") as fh:
-            blocks = 16
-            for i in range(blocks):
-                fh.seek(max(0, (size - 65536) * i // (blocks - 1)) if size > 65536 else 0)
-                h.update(fh.read(65536))
-                if size <= 65536:
-                    break
-    return h.hexdigest()
 
 
 def full_sha256(path: Path, progress: ProgressFn = no_progress) -> str:
     """sha256 of the file (of the members' names and sha256 values for a directory); `progress` in bytes."""
     h = hashlib.sha256()
-    files = _files(path)
+    files = input_files(path)
     total, done = sum(f.stat().st_size for f in files), 0
     for f in files:
         fh_hash = hashlib.sha256()
@@ -149,7 +130,7 @@ def members_sha256(path: Path, known: Mapping[str, str]) -> str:
     """full_sha256 of a directory whose members' sha256 values are partly known (name -> hex, from each rank
     file's own open: advisor.distributed); the others are hashed here."""
     h = hashlib.sha256()
-    for f in _files(path):
+    for f in input_files(path):
         digest = known.get(f.name)
         if digest is None:
             digest = full_sha256(f)
@@ -169,16 +150,6 @@ def source_bytes(path: Path) -> int:
     return path.stat().st_size
 
 
-def stat_fingerprint(path: Path) -> tuple[list[list[Any]], bool]:
-    """[name, device, inode, size, mtime_ns, ctime_ns] of each file of the input, and whether it may be
-    kept (every time at least RACY_NS old now). JSON-shaped, so it compares equal after a round trip."""
-    now = time.time_ns()
-    stats, settled = [], True
-    for f in _files(path):
-        st = f.stat()
-        stats.append([f.name if f != path else "", st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns])
-        settled = settled and now - max(st.st_mtime_ns, st.st_ctime_ns) >= RACY_NS
-    return stats, settled
 
 
 def _holds_cached_bytes(
@@ -190,7 +161,7 @@ def _holds_cached_bytes(
     sha256 keeps the new fingerprint in meta.json, so the next open is instant again).
     """
     current, settled = stats
-    if current in _known_stats(meta):
+    if current in known_stats(meta):
         return True, None
     sha = full_sha256(path, progress)
     if sha != meta.get("source_sha256"):  # an entry of older code (no sha256) is rebuilt too
@@ -198,14 +169,11 @@ def _holds_cached_bytes(
     if settled:
         latest = read_entry_meta(entry)  # another process may have changed it meanwhile
         if latest is not None and latest.get("source_sha256") == sha:
-            known = [s for s in _known_stats(latest) if s != current]
+            known = [s for s in known_stats(latest) if s != current]
             replace_entry_meta(entry, dict(latest, source_stats=[*known, current][-KEPT_STATS:]))
     return True, sha
 
 
-def _known_stats(meta: dict[str, Any]) -> list[Any]:
-    known = meta.get("source_stats")
-    return known if isinstance(known, list) else []
 
 
 def parse(path: Path, fmt: str, options: ParseOptions) -> ParsedRun:
@@ -396,7 +364,7 @@ def _open_run(
     fmt = form.name
     root = cache_dir or default_cache_dir()
     stats = stat_fingerprint(p)  # before reading: a change while we read shows as a different stat next time
-    key = f"{fingerprint(p)}-s{SCHEMA_VERSION}-p{form.version}"
+    key = entry_name(p, form.version)
     if not use_cache:
         return _ingest_uncached(p, fmt, options, key, None, {})
     cached, known_sha = _from_cache(p, root / key, stats, options)

@@ -44,7 +44,7 @@ def analyze_dir(path: str, client: Any, rules: bool, options: Mapping[str, Mappi
     (--no-rules) the facts and sections only, as the single-process path gives them."""
     from advisor.distributed import mapreduce
     from advisor.distributed.combine import distribution
-    from advisor.model.store import default_cache_dir
+    from advisor.model.entry import default_cache_dir
     from advisor.parsers.kineto.merge import rank_files
 
     if not Path(path).is_dir():

@@ -24,8 +24,9 @@ from typing import Any
 import duckdb
 
 from advisor.interrupt import raise_if_interrupted
+from advisor.model.entry import file_crc32
 from advisor.model.schema import SCHEMA_VERSION
-from advisor.model.store import Run, file_crc32, sql_string
+from advisor.model.store import Run, sql_string
 
 # DuckDB types Parquet cannot hold exactly: written as the lossless type, read back as the original.
 _WIDE = {"HUGEINT": "DECIMAL(38,0)", "UHUGEINT": "DECIMAL(38,0)"}

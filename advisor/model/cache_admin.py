@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from advisor.errors import InputError
-from advisor.model.store import META, default_cache_dir
+from advisor.model.entry import META, default_cache_dir
 from advisor.model.workarea import WORK, discard
 
 DEFAULT_MAX_BYTES = 10 * 1024**3

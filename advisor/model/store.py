@@ -1,30 +1,22 @@
-"""DuckDB over the normalized tables, and the Parquet cache of parsed runs.
+"""DuckDB over the normalized tables of a parsed run: a cache entry's Parquet files, or Arrow tables.
 
-A cached run is a directory `<cache>/<key>/` holding one Parquet file per model table plus
-`meta.json` (schema version, per-file sha256 and row counts). It is written into a temporary
-sibling directory and renamed into place, so readers never see half a run and two processes
-ingesting the same file at once both end with one consistent entry. An entry whose files do not
-match `meta.json` is treated as absent and rebuilt.
-
-Opening an entry checks sizes, footers, row counts and every file's crc32 (`verify_entry`: ~1.2 GB/s
-per core, files in parallel; a 300 MB trace's 9 MiB entry in 13-39 ms on a loaded 2-core machine),
-so damage that still decodes cannot give a wrong answer in silence. Damage that appears after the
-open surfaces when a query reads it: the query then checks the entry's sha256 values and raises
-`CacheDamaged`, which the surfaces answer by dropping the entry and ingesting once more
-(advisor.ingest.drop_entry). Where processes write meanwhile is advisor.model.workarea.
+The entry's files, its meta.json, how it is published and checked are advisor.model.entry. A cached
+run's model tables are views over those files. Opening an entry checks sizes, footers, row counts and
+every file's crc32 (`verify_entry`: ~1.2 GB/s per core, files in parallel; a 300 MB trace's 9 MiB entry
+in 13-39 ms on a loaded 2-core machine), so damage that still decodes cannot give a wrong answer in
+silence. Damage that appears after the open surfaces when a query reads it: the query then checks the
+entry's sha256 values and raises `CacheDamaged`, which the surfaces answer by dropping the entry and
+ingesting once more (advisor.ingest.drop_entry). Where processes write meanwhile is
+advisor.model.workarea.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import hashlib
 import itertools
-import json
 import os
 import shutil
-import tempfile
-import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,129 +25,17 @@ import duckdb
 
 from advisor.errors import InputError
 from advisor.interrupt import raise_if_interrupted
+from advisor.model.entry import read_entry_meta
 from advisor.model.limits import analysis_memory, duckdb_config, duckdb_memory, memory_sql
-from advisor.model.schema import SCHEMA_VERSION, TABLES, empty
+from advisor.model.schema import TABLES, empty
 
 if TYPE_CHECKING:
     import pyarrow as pa
-
-META = "meta.json"
-
-
-def default_cache_dir() -> Path:
-    env = os.environ.get("ADVISOR_CACHE_DIR")
-    if env:
-        return Path(env)
-    from platformdirs import user_cache_dir
-
-    return Path(user_cache_dir("advisor"))
-
-
-def _file_sha256(path: Path) -> str:
-    return str(_file_sums(path)["sha256"])
-
-
-def _file_sums(path: Path) -> dict[str, Any]:
-    """sha256 (the entry's identity, checked after an error) and crc32 (checked on every open) of a file."""
-    h, crc = hashlib.sha256(), 0
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-            crc = zlib.crc32(block, crc)
-    return {"sha256": h.hexdigest(), "crc32": crc}
 
 
 def sql_string(text: str | Path) -> str:
     """`text` (a path, a name) as a single-quoted SQL string literal."""
     return "'" + str(text).replace("'", "''") + "'"
-
-
-def file_crc32(path: Path) -> int:
-    """crc32 of a file's bytes: ~1.2 GB/s here, twice sha256's (zlib releases the GIL, so files hash in parallel)."""
-    crc = 0
-    with path.open("rb", buffering=0) as f:
-        buf = bytearray(1 << 22)
-        view = memoryview(buf)
-        while n := f.readinto(buf):
-            crc = zlib.crc32(view[:n], crc)
-    return crc
-
-
-def write_entry(
-    cache_root: Path,
-    key: str,
-    tables: Mapping[str, pa.Table],
-    meta: dict[str, Any],
-    files: Mapping[str, tuple[Path, int]] | None = None,
-    staging: Path | None = None,
-) -> Path:
-    """Atomically publish a cache entry; return its directory. An existing valid entry wins.
-
-    `files` maps table names to (Parquet file, row count) already written and checked against the
-    schema (`advisor.model.validate.check_file`); they are moved into the entry, not rewritten.
-    The entry is assembled in a temporary folder (in `staging`, the process's work area, when given,
-    so a killed writer's leftovers are swept with it) and renamed into place: readers see all of it
-    or nothing. A second writer that finds a valid entry published discards its own; anything else
-    in the way (a damaged entry, a regular file) is discarded and replaced.
-    """
-    import pyarrow.parquet as pq  # cold path only: a warm re-open never pays for it
-
-    final = cache_root / key
-    if read_entry_meta(final) is not None:
-        return final
-    cache_root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=staging or cache_root))
-    given = files or {}
-    try:
-        written: dict[str, dict[str, Any]] = {}
-        for name in TABLES:
-            target = tmp / f"{name}.parquet"
-            if name in given:
-                source, rows = given[name]
-                shutil.move(source, target)  # same file system when the work dir is in the cache (a rename)
-            else:
-                table = tables.get(name, empty(name))
-                pq.write_table(table, target, compression="zstd", row_group_size=1 << 20)
-                rows = table.num_rows
-            written[name] = {"rows": rows, "bytes": target.stat().st_size, **_file_sums(target)}
-        full_meta = dict(meta, schema_version=SCHEMA_VERSION, files=written)
-        (tmp / META).write_text(json.dumps(full_meta, sort_keys=True))
-        _publish(tmp, final)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return final
-
-
-def _publish(tmp: Path, final: Path) -> None:
-    """rename(tmp, final); when something is in the way, keep it if it is a valid entry, else replace it."""
-    from advisor.model.workarea import discard
-
-    for _ in range(5):
-        try:
-            os.rename(tmp, final)
-            return
-        except OSError:
-            if read_entry_meta(final) is not None:
-                return  # another process published first: ours is dropped by the caller's cleanup
-            discard(final)  # a damaged entry or a regular file: moved aside, then removed
-    os.rename(tmp, final)
-
-
-def replace_entry_meta(entry: Path, meta: Mapping[str, Any]) -> bool:
-    """Replace the entry's meta.json atomically (temp file + rename); False when the cache is not writable."""
-    try:
-        fd, name = tempfile.mkstemp(prefix=f".{META}.", suffix=".tmp", dir=entry)
-    except OSError:
-        return False
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(json.dumps(meta, sort_keys=True))
-        os.replace(name, entry / META)
-    except OSError:
-        Path(name).unlink(missing_ok=True)
-        return False
-    return True
 
 
 class CacheDamaged(InputError):
@@ -173,67 +53,6 @@ class CacheDamaged(InputError):
             path=str(entry),
         )
         self.entry = entry
-
-
-def read_entry_meta(entry: Path, verify: bool = False) -> dict[str, Any] | None:
-    """The entry's meta if it is complete and of this schema version (and, with verify, intact)."""
-    try:
-        meta: dict[str, Any] = json.loads((entry / META).read_text())
-    except (OSError, ValueError):
-        return None
-    if meta.get("schema_version") != SCHEMA_VERSION or set(meta.get("files", {})) != set(TABLES):
-        return None
-    for name, info in meta["files"].items():
-        f = entry / f"{name}.parquet"
-        if not f.is_file() or f.stat().st_size != info.get("bytes"):
-            return None
-        if verify and _file_sha256(f) != info["sha256"]:
-            return None
-    return meta
-
-
-VERIFY_PARALLEL_BYTES = 16 << 20  # above this, the entry's files are checked on every core
-
-
-def verify_entry(entry: Path, meta: dict[str, Any]) -> bool:
-    """Whether every file of the entry still has the crc32 written at publish (checked on every open).
-
-    Why every open: damage that still decodes (one digit changed in a page) would otherwise give a
-    wrong answer in silence. crc32 runs at ~1.2 GB/s per core on the machine we measure on, and
-    files are checked in parallel, so a warm open of a 1 GB trace's entry pays tens of ms. An entry
-    written before crc32 was recorded is checked against its sha256 once and gets crc32 added.
-    """
-    files = meta.get("files", {})
-    if any("crc32" not in info for info in files.values()):
-        return _add_crc32(entry, meta)
-    paths = [(entry / f"{name}.parquet", info["crc32"]) for name, info in files.items()]
-    total = sum(int(info.get("bytes", 0)) for info in files.values())
-    try:
-        if total < VERIFY_PARALLEL_BYTES:
-            return all(file_crc32(f) == crc for f, crc in paths)
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=max(1, min(len(paths), os.cpu_count() or 1))) as pool:
-            got = list(pool.map(file_crc32, [f for f, _ in paths]))
-    except OSError:
-        return False
-    return got == [crc for _, crc in paths]
-
-
-def _add_crc32(entry: Path, meta: dict[str, Any]) -> bool:
-    """An older entry: check it by sha256 once, then keep crc32 values in its meta.json."""
-    files = dict(meta["files"])
-    try:
-        for name, info in files.items():
-            sums = _file_sums(entry / f"{name}.parquet")
-            if sums["sha256"] != info.get("sha256"):
-                return False
-            files[name] = dict(info, crc32=sums["crc32"])
-    except OSError:
-        return False
-    meta["files"] = files
-    replace_entry_meta(entry, meta)
-    return True
 
 
 class Run:

@@ -11,7 +11,7 @@ under the others, so N cold runs of one trace at once (CI matrices, notebooks, `
 * ingesting one cache key is serialized by `ingest_lock` (`<cache>/.work/<key>.lock`): the first
   process parses and publishes, the others wait and then open the published entry (one parse, one
   entry). Where locks do not work the publish is still atomic and first-writer-wins
-  (advisor.model.store.write_entry);
+  (advisor.model.entry.write_entry);
 * a cache that cannot be written (read-only, full, a file in the way) gives `CacheUnwritable`;
   `--no-cache` and that fallback use `temp_area()`, a private folder in the system temp dir, so
   nothing is ever written to the cache directory.

@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from advisor.ingest import open_run
+from advisor.model.entry import read_entry_meta, write_entry
 from advisor.model.schema import TABLES
-from advisor.model.store import read_entry_meta, write_entry
 from tests.conftest import ROOT, real_path
 from tests.reliability.conftest import copy_real
 from tests.reliability.surfaces import cli
@@ -59,7 +59,7 @@ KILLER = textwrap.dedent(
     import sys, time
     from pathlib import Path
     import pyarrow.parquet as pq
-    from advisor.model.store import write_entry
+    from advisor.model.entry import write_entry
 
     real_write = pq.write_table
     n = 0
@@ -224,8 +224,9 @@ def _no_hashing(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_unchanged_file_reopens_without_hashing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The warm path trusts a remembered stat fingerprint: no read of the input beyond the sampled blocks."""
     import advisor.ingest as ingest
+    import advisor.model.entry as entry
 
-    monkeypatch.setattr(ingest, "RACY_NS", 0)  # the copy is seconds old; its times count as settled
+    monkeypatch.setattr(entry, "RACY_NS", 0)  # the copy is seconds old; its times count as settled
     trace = copy_real(KINETO, tmp_path / "in")
     cache = tmp_path / "cache"
     expected = _kernels(trace, cache)
@@ -246,8 +247,9 @@ def test_racy_stat_is_not_remembered(tmp_path: Path) -> None:
 
 def test_touched_or_copied_file_is_hashed_once_then_trusted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import advisor.ingest as ingest
+    import advisor.model.entry as entry
 
-    monkeypatch.setattr(ingest, "RACY_NS", 0)
+    monkeypatch.setattr(entry, "RACY_NS", 0)
     trace = copy_real(KINETO, tmp_path / "in")
     cache = tmp_path / "cache"
     expected = _kernels(trace, cache)

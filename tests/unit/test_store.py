@@ -10,8 +10,9 @@ import pyarrow as pa
 import pytest
 
 from advisor.errors import SchemaError
+from advisor.model.entry import read_entry_meta, write_entry
 from advisor.model.schema import SCHEMA_VERSION, TABLES
-from advisor.model.store import Run, read_entry_meta, write_entry
+from advisor.model.store import Run
 from advisor.model.validate import conform
 
 
@@ -116,7 +117,7 @@ def test_query_on_a_damaged_page_raises_cache_damaged(at: float, tmp_path: Path)
 
 
 def test_replace_entry_meta_is_atomic_and_tolerates_a_readonly_entry(tmp_path: Path) -> None:
-    from advisor.model.store import replace_entry_meta
+    from advisor.model.entry import replace_entry_meta
 
     entry = write_entry(tmp_path, "k1", _tables(), {"n": 1})
     meta = read_entry_meta(entry)

@@ -39,7 +39,9 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("-v", "--verbose", action="store_true",
                    help="text: list each rule that could not run on the trace, why, and how to capture what it needs")
     p.add_argument("--wide", action="store_true", help="text: never shorten kernel names, ranges or messages")
-    p.add_argument("--no-cache", action="store_true", help="parse again instead of reusing the cache")
+    p.add_argument("--no-cache", action="store_true",
+                   help="parse and analyze again instead of reusing the cache (a repeated analyze of an unchanged "
+                        "input with the same options prints the output kept from the first)")
     p.add_argument("-o", "--output", help="write the output to this file instead of stdout")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr for reading and analyzing work longer than a second "
@@ -201,14 +203,29 @@ def run(args: argparse.Namespace) -> int:
         from advisor.distributed.cli import run_ranks
 
         return run_ranks(args)
+    if args.ncu:
+        _check_ncu(args)
+    paths = captures(args.paths, args)
+    key = kept_key(args, paths)
+    kept = api.kept_output(paths[0], key) if key is not None else None
+    if kept is not None:  # this input, these options, this code: printed before (advisor/engine/kept.py)
+        _emit(kept.text, args)
+        return kept.code
+    out, code = _analyze(paths, args)
+    _emit(out, args)
+    if key is not None:
+        api.keep_output(paths[0], key, out, code)
+    return code
+
+
+def _analyze(paths: list[str], args: argparse.Namespace) -> tuple[str, int]:
+    """The rendered analysis of `paths` and the exit code (--fail-on)."""
     from advisor.api import analyze, document, dumps
     from advisor.cli.progress import Progress
     from advisor.cli.render import markdown_document, text_document
 
-    if args.ncu:
-        _check_ncu(args)
     analyses = []
-    for path in captures(args.paths, args):
+    for path in paths:
         with Progress(f"reading {path}", enabled=args.progress) as progress:
             analyses.append(analyze(path, selection(args.select, args.ignore), top=args.top, rules=not args.no_rules,
                                     rule_options=rule_options(args.rule_option), ncu=args.ncu, nsys=args.nsys,
@@ -220,5 +237,22 @@ def run(args: argparse.Namespace) -> int:
         out = markdown_document(analyses)
     else:
         out = text_document(analyses, verbose=args.verbose, wide=args.wide)
+    return out, 1 if args.fail_on.failed(analyses) else 0
+
+
+def _emit(out: str, args: argparse.Namespace) -> None:
     emit(out, args.output, input_paths(args), what=f"{args.format} analysis", styled=args.format == "text")
-    return 1 if args.fail_on.failed(analyses) else 0
+
+
+# Options that change where or how the output goes, not what it says
+_NOT_IN_KEY = frozenset({"output", "progress", "debug", "no_cache"})
+
+
+def kept_key(args: argparse.Namespace, paths: list[str]) -> dict[str, Any] | None:
+    """What the output of one cached input depends on besides its bytes and the code: every option but where the
+    output goes (a new option is in the key unless listed in _NOT_IN_KEY). None when nothing may be kept:
+    --no-cache, several runs, or an --ncu report (a second input)."""
+    if args.no_cache or args.ncu or len(paths) != 1:
+        return None
+    options = {k: v for k, v in vars(args).items() if not k.startswith("_") and k not in _NOT_IN_KEY}
+    return dict(options, run=paths[0])
