@@ -6,9 +6,12 @@ Markdown and the TUI; each caller passes the function that makes trace text safe
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from advisor.api import CopyStat, FamilyTime, Summary
 from advisor.reports.units import fmt_bytes, fmt_ns
+
+if TYPE_CHECKING:  # annotations only: importing the wording must not load the engine
+    from advisor.api import CopyStat, FamilyTime, Summary
 
 FAMILY_LIMIT = 6
 API_HEAD = "Host API calls with the most time (summed call durations; calls on different threads overlap):"

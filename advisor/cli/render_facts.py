@@ -3,10 +3,14 @@ reports/facts.py's, shared with the TUI."""
 
 from __future__ import annotations
 
-from advisor.api import Summary
+from typing import TYPE_CHECKING
+
 from advisor.cli.render_escape import clean, md_cell
 from advisor.reports.facts import by_device, copy_bytes, copy_kind, fact_lines, families_line
 from advisor.reports.units import fmt_ns
+
+if TYPE_CHECKING:  # annotations only: `advisor --help` and `diff` need not load the engine
+    from advisor.api import Summary
 
 
 def text_facts(s: Summary, limit: int = 5) -> list[str]:

@@ -4,9 +4,14 @@ section (graph replay and serving steps by phase: advisor/perf/serving.py)."""
 
 from __future__ import annotations
 
-from advisor.api import Mfu, Rate, Serving
+from typing import TYPE_CHECKING
+
+from advisor import api
 from advisor.cli.render_escape import clean
 from advisor.reports.units import fmt_ns, fmt_pct
+
+if TYPE_CHECKING:  # annotations only: `advisor --help` and `diff` need not load the engine
+    from advisor.api import Mfu, Rate, Serving
 
 
 def _row(r: Rate) -> str:
@@ -25,7 +30,7 @@ def text_mfu(sec: Mfu | None, limit: int = 5) -> list[str]:
     steps = [s.rate for s in sec.steps]
     if steps:
         span, flop = sum(s.span_ns for s in steps), sum(s.flop for s in steps)
-        together = Rate(span, flop, flop / span / 1e3 if span else None,
+        together = api.Rate(span, flop, flop / span / 1e3 if span else None,
                         sum((s.mfu_pct or 0.0) * s.span_ns for s in steps) / span if span else None, None)
         out.append(f"   {_row(together)}  {len(steps)} step(s) together (of {sec.steps_total})")
     out += [f"   {_row(r.rate)}  '{clean(r.name, 60)}' (x{r.count})" for r in sec.ranges[:limit]]
