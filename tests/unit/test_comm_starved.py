@@ -40,12 +40,19 @@ def _is_comm(name: str) -> bool:
 
 
 def _exposed(comm: list[tuple[float, float]], other: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    """Communication kernel time with no other kernel running, as sorted disjoint pieces."""
-    points = sorted({t for iv in comm + other for t in iv})
+    """Communication kernel time with no other kernel running, as sorted disjoint pieces: a sweep over the
+    kernels' ends counting how many of each kind are running between two consecutive times."""
+    deltas: dict[float, list[int]] = {}
+    for kind, intervals in ((0, comm), (1, other)):
+        for a, b in intervals:
+            deltas.setdefault(a, [0, 0])[kind] += 1
+            deltas.setdefault(b, [0, 0])[kind] -= 1
     pieces: list[tuple[float, float]] = []
+    running = [0, 0]
+    points = sorted(deltas)
     for s, e in zip(points, points[1:], strict=False):
-        mid = (s + e) / 2
-        if any(a <= mid < b for a, b in comm) and not any(a <= mid < b for a, b in other):
+        running = [running[0] + deltas[s][0], running[1] + deltas[s][1]]
+        if running[0] > 0 and running[1] == 0:
             if pieces and pieces[-1][1] == s:
                 pieces[-1] = (pieces[-1][0], e)
             else:
