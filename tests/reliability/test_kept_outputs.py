@@ -54,6 +54,22 @@ def test_second_run_prints_the_kept_output(tmp_path: Path, cache: Path, monkeypa
     assert cli(["analyze", str(trace), "--format", fmt]) == first
 
 
+def test_second_report_writes_the_kept_html(tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    trace = copy_real(KINETO, tmp_path / "in")
+    first, second = tmp_path / "first.html", tmp_path / "second.html"
+    assert cli(["report", str(trace), "-o", str(first)])[0] == 0
+    import advisor.api
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("report recomputed")
+
+    monkeypatch.setattr(advisor.api, "report_inputs", refuse)
+    assert cli(["report", str(trace), "-o", str(second)])[0] == 0
+    assert second.read_bytes() == first.read_bytes()
+    assert cli(["report", str(trace), "-o", str(second), "--top", "3"])[0] == 2  # another key: recomputed
+    assert len(_records(cache)) == 1
+
+
 def test_every_option_is_in_the_key(tmp_path: Path, cache: Path) -> None:
     trace = copy_real(KINETO, tmp_path / "in")
     runs = [["--top", "3"], ["--top", "4"], ["--no-rules"], ["--wide"], ["--select", "ID001"],
@@ -78,11 +94,11 @@ def test_an_advisor_setting_or_other_code_is_another_key(tmp_path: Path, cache: 
 
 def _key(trace: Path) -> dict[str, object]:
     """The key `analyze TRACE` keeps its output under (advisor.cli.commands.analyze.kept_key)."""
-    from advisor.cli.commands import analyze
+    from advisor.cli.kept import kept_key
     from advisor.cli.main import build_parser
 
     args = build_parser("analyze").parse_args(["analyze", str(trace)])
-    key = analyze.kept_key(args, [str(trace)])
+    key = kept_key(args, [str(trace)])
     assert key is not None
     return key
 

@@ -12,6 +12,7 @@ from functools import partial
 from typing import Any
 
 from advisor import api
+from advisor.cli.kept import kept_key
 from advisor.cli.output import emit, input_paths
 
 NAME = "analyze"
@@ -242,17 +243,3 @@ def _analyze(paths: list[str], args: argparse.Namespace) -> tuple[str, int]:
 
 def _emit(out: str, args: argparse.Namespace) -> None:
     emit(out, args.output, input_paths(args), what=f"{args.format} analysis", styled=args.format == "text")
-
-
-# Options that change where or how the output goes, not what it says
-_NOT_IN_KEY = frozenset({"output", "progress", "debug", "no_cache"})
-
-
-def kept_key(args: argparse.Namespace, paths: list[str]) -> dict[str, Any] | None:
-    """What the output of one cached input depends on besides its bytes and the code: every option but where the
-    output goes (a new option is in the key unless listed in _NOT_IN_KEY). None when nothing may be kept:
-    --no-cache, several runs, or an --ncu report (a second input)."""
-    if args.no_cache or args.ncu or len(paths) != 1:
-        return None
-    options = {k: v for k, v in vars(args).items() if not k.startswith("_") and k not in _NOT_IN_KEY}
-    return dict(options, run=paths[0])

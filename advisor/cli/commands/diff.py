@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 NAME = "diff"
 HELP = "compare two runs (or two sets of repeated captures): what got faster or slower, and why"
+NO_PANDAS = True  # pyarrow and DuckDB would load pandas only to probe for it (advisor/cli/nopandas.py)
 
 EXIT_REGRESSION = 1
 EXAMPLES = ["advisor diff TRACE TRACE_NEW", "advisor diff TRACE TRACE_NEW --format md -o diff.md",

@@ -18,6 +18,7 @@ from advisor.cli.output import emit, input_paths
 
 NAME = "export"
 HELP = "write a run's timeline, idle-gap causes and findings as a Chrome/Perfetto trace (JSON)"
+NO_PANDAS = True  # pyarrow and DuckDB would load pandas only to probe for it (advisor/cli/nopandas.py)
 EXAMPLES = ["advisor export TRACE -o run.perfetto.json"]
 
 

@@ -14,10 +14,12 @@ import sys
 
 from advisor import api
 from advisor.cli.commands.analyze import add_dir_as, add_gpu, one_capture
+from advisor.cli.kept import kept_key
 from advisor.cli.output import emit, input_paths
 
 NAME = "report"
 HELP = "write a self-contained HTML report for one trace"
+NO_PANDAS = True  # pyarrow and DuckDB would load pandas only to probe for it (advisor/cli/nopandas.py)
 EXAMPLES = ["advisor report TRACE -o report.html",
             "advisor report fixtures/nsys/ME001_uncoalesced_access_baseline/ME001_uncoalesced_access_baseline.sqlite.gz"
             " --ncu fixtures/ncu/ME001_uncoalesced_access_baseline/ME001_uncoalesced_access_baseline.ncu-rep.xz"
@@ -36,7 +38,9 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nsys", help="nsys executable used to export .nsys-rep/.qdrep (default: nsys on PATH)")
     add_gpu(p)
     add_dir_as(p)
-    p.add_argument("--no-cache", action="store_true", help="parse again instead of reusing the cache")
+    p.add_argument("--no-cache", action="store_true",
+                   help="parse and analyze again instead of reusing the cache (a repeated report of an unchanged "
+                        "input with the same options writes the HTML kept from the first)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr (default: when stderr is a terminal)")
 
@@ -57,17 +61,26 @@ def default_name(path: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from advisor.api import report_inputs
-    from advisor.cli.progress import Progress
     from advisor.errors import InputError
-    from advisor.reports.html import render_run_html
 
     if args.bins < 10 or args.bins > 2000:
         raise InputError(f"--bins {args.bins} is out of range", "use 10..2000")
     path = one_capture(args.path, args)
+    key = kept_key(args, [path])
+    kept = api.kept_output(path, key) if key is not None else None
+    if kept is not None:  # this input, these options, this code: written before (advisor/engine/kept.py)
+        emit(kept.text, args.output, input_paths(args), what="HTML report")
+        return kept.code
+    from advisor.api import report_inputs
+    from advisor.cli.progress import Progress
+    from advisor.reports.html import render_run_html
+
     progress = Progress(f"reading {path}", enabled=args.progress)
     inputs = report_inputs(path, top=args.top, bins=args.bins, ncu=args.ncu, nsys=args.nsys,
                            use_cache=not args.no_cache, progress=progress, gpu=args.gpu)
     progress.done()
-    emit(render_run_html(inputs), args.output, input_paths(args), what="HTML report")
+    html = render_run_html(inputs)
+    emit(html, args.output, input_paths(args), what="HTML report")
+    if key is not None:
+        api.keep_output(path, key, html, 0)
     return 0
