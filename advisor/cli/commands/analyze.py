@@ -206,16 +206,17 @@ def run(args: argparse.Namespace) -> int:
         return run_ranks(args)
     if args.ncu:
         _check_ncu(args)
-    paths = captures(args.paths, args)
-    key = kept_key(args, paths)
-    kept = api.kept_output(paths[0], key) if key is not None else None
+    # the input as given: a directory of ranks finds its kept output before it is told from repeated captures
+    key = kept_key(args, args.paths)
+    kept = api.kept_output(args.paths[0], key) if key is not None else None
     if kept is not None:  # this input, these options, this code: printed before (advisor/engine/kept.py)
         _emit(kept.text, args)
         return kept.code
+    paths = captures(args.paths, args)
     out, code = _analyze(paths, args)
     _emit(out, args)
-    if key is not None:
-        api.keep_output(paths[0], key, out, code)
+    if key is not None and len(paths) == 1:  # a directory of repeated captures is several runs: nothing kept
+        api.keep_output(args.paths[0], key, out, code)
     return code
 
 
