@@ -47,6 +47,7 @@ from advisor.model.entry import (
     read_entry_meta,
     replace_entry_meta,
     stat_fingerprint,
+    trusted,
     verify_entry,
     write_entry,
 )
@@ -103,10 +104,6 @@ def _decompress_to(path: Path, target: Path, limit: int) -> Path:
     return _gunzip_to(path, target, limit)
 
 
-
-
-
-
 def full_sha256(path: Path, progress: ProgressFn = no_progress) -> str:
     """sha256 of the file (of the members' names and sha256 values for a directory); `progress` in bytes."""
     h = hashlib.sha256()
@@ -150,8 +147,6 @@ def source_bytes(path: Path) -> int:
     return path.stat().st_size
 
 
-
-
 def _holds_cached_bytes(
     path: Path, entry: Path, meta: dict[str, Any], stats: tuple[list[list[Any]], bool], progress: ProgressFn
 ) -> tuple[bool, str | None]:
@@ -161,7 +156,7 @@ def _holds_cached_bytes(
     sha256 keeps the new fingerprint in meta.json, so the next open is instant again).
     """
     current, settled = stats
-    if current in known_stats(meta):
+    if trusted(meta, current):
         return True, None
     sha = full_sha256(path, progress)
     if sha != meta.get("source_sha256"):  # an entry of older code (no sha256) is rebuilt too
@@ -172,8 +167,6 @@ def _holds_cached_bytes(
             known = [s for s in known_stats(latest) if s != current]
             replace_entry_meta(entry, dict(latest, source_stats=[*known, current][-KEPT_STATS:]))
     return True, sha
-
-
 
 
 def parse(path: Path, fmt: str, options: ParseOptions) -> ParsedRun:

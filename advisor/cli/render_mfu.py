@@ -31,7 +31,7 @@ def text_mfu(sec: Mfu | None, limit: int = 5) -> list[str]:
     if steps:
         span, flop = sum(s.span_ns for s in steps), sum(s.flop for s in steps)
         together = api.Rate(span, flop, flop / span / 1e3 if span else None,
-                        sum((s.mfu_pct or 0.0) * s.span_ns for s in steps) / span if span else None, None)
+                            sum((s.mfu_pct or 0.0) * s.span_ns for s in steps) / span if span else None, None)
         out.append(f"   {_row(together)}  {len(steps)} step(s) together (of {sec.steps_total})")
     out += [f"   {_row(r.rate)}  '{clean(r.name, 60)}' (x{r.count})" for r in sec.ranges[:limit]]
     return out

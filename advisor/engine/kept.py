@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.errors import AdvisorError
-from advisor.model.entry import default_cache_dir, entry_name, known_stats, read_entry_meta, stat_fingerprint
+from advisor.model.entry import default_cache_dir, entry_name, read_entry_meta, stat_fingerprint, trusted
 from advisor.parsers import registry
 
 OUTPUTS = "outputs"
@@ -96,7 +96,7 @@ def _entry(path: str) -> Path | None:
             return None
         entry = default_cache_dir() / entry_name(p, registry.detect(p).version)
         meta = read_entry_meta(entry)
-        if meta is None or stat_fingerprint(p)[0] not in known_stats(meta):
+        if meta is None or not trusted(meta, stat_fingerprint(p)[0]):
             return None
     except (OSError, AdvisorError):
         return None

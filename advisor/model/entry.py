@@ -53,7 +53,6 @@ def _file_sums(path: Path) -> dict[str, Any]:
     return {"sha256": h.hexdigest(), "crc32": crc}
 
 
-
 def file_crc32(path: Path) -> int:
     """crc32 of a file's bytes: ~1.2 GB/s here, twice sha256's (zlib releases the GIL, so files hash in parallel)."""
     crc = 0
@@ -203,7 +202,6 @@ def _add_crc32(entry: Path, meta: dict[str, Any]) -> bool:
     return True
 
 
-
 # A stat fingerprint whose mtime or ctime is this close to the moment it was taken is not kept: an
 # edit in the same timestamp tick (1-2 s on some file systems) would leave it unchanged.
 RACY_NS = 2_000_000_000
@@ -213,6 +211,7 @@ KEPT_STATS = 8  # stat fingerprints kept per entry (the same bytes under several
 def input_files(path: Path) -> list[Path]:
     """The files whose bytes make the input: the file itself, or a directory's files (sorted by name)."""
     return sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
+
 
 def fingerprint(path: Path) -> str:
     """Sampled content fingerprint, the cache entry's name: size + 16 blocks of 64 KiB spread over the
@@ -231,6 +230,7 @@ def fingerprint(path: Path) -> str:
                     break
     return h.hexdigest()
 
+
 def stat_fingerprint(path: Path) -> tuple[list[list[Any]], bool]:
     """[name, device, inode, size, mtime_ns, ctime_ns] of each file of the input, and whether it may be
     kept (every time at least RACY_NS old now). JSON-shaped, so it compares equal after a round trip."""
@@ -242,9 +242,16 @@ def stat_fingerprint(path: Path) -> tuple[list[list[Any]], bool]:
         settled = settled and now - max(st.st_mtime_ns, st.st_ctime_ns) >= RACY_NS
     return stats, settled
 
+
 def known_stats(meta: dict[str, Any]) -> list[Any]:
     known = meta.get("source_stats")
     return known if isinstance(known, list) else []
+
+
+def trusted(meta: dict[str, Any], current: list[list[Any]]) -> bool:
+    """Whether the entry knows an input with the stat fingerprint `current` to hold its bytes (served without
+    hashing the input: see advisor.ingest)."""
+    return current in known_stats(meta)
 
 
 def entry_name(path: Path, parser_version: str) -> str:

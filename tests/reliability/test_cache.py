@@ -186,7 +186,7 @@ def test_same_size_edit_between_sampled_blocks_is_not_served_from_cache(tmp_path
 
     data = bytearray(gzip.decompress(real_path("param/resnet_kineto.json.gz").read_bytes()))
     size = len(data)
-    starts = [max(0, (size - 65536) * i // 15) for i in range(16)]  # the blocks ingest.fingerprint reads
+    starts = [max(0, (size - 65536) * i // 15) for i in range(16)]  # the blocks entry.fingerprint reads
 
     def sampled(off: int) -> bool:
         return any(s <= off < s + 65536 for s in starts)
