@@ -258,12 +258,18 @@ LOW_LEVEL_LOG = 16
 
 def client_for(workers: int | None, scheduler: str | None) -> Any:
     """A Dask client: an existing scheduler (argument, else DASK_SCHEDULER_ADDRESS) or a LocalCluster of
-    `workers` single-threaded worker processes."""
+    `workers` single-threaded worker processes. The workers' scratch space is in this process's private temp
+    folder (removed at exit): by default Dask makes `dask-scratch-space` in the system temp dir and leaves it."""
     import dask
     from dask.distributed import Client, LocalCluster
 
+    from advisor.model.workarea import temp_area
+
     address = scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
-    with dask.config.set({"distributed.admin.low-level-log-length": LOW_LEVEL_LOG}):
+    settings: dict[str, Any] = {"distributed.admin.low-level-log-length": LOW_LEVEL_LOG}
+    if not address:  # the cluster's scheduler and workers make their scratch space from this setting
+        settings["temporary-directory"] = str(temp_area())
+    with dask.config.set(settings):
         if address:
             return Client(address)  # type: ignore[no-untyped-call]
         cluster = LocalCluster(  # type: ignore[no-untyped-call]

@@ -37,10 +37,11 @@ def _run_cli(tmp: Path, *argv: str) -> dict[str, Any]:
 @functools.cache
 def _docs(workload: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """The diff and both sides' analyze documents, computed once per pair for the module's tests."""
-    tmp = Path(tempfile.mkdtemp(prefix="diff-ops-"))
     base, new = (str(KINETO / f"{workload}_{s}") for s in ("baseline", "optimized"))
-    diff = _run_cli(tmp, "diff", base, new)
-    return diff, _run_cli(tmp, "analyze", base)["runs"][0], _run_cli(tmp, "analyze", new)["runs"][0]
+    with tempfile.TemporaryDirectory(prefix="diff-ops-") as d:  # the documents are read: nothing is left behind
+        tmp = Path(d)
+        diff = _run_cli(tmp, "diff", base, new)
+        return diff, _run_cli(tmp, "analyze", base)["runs"][0], _run_cli(tmp, "analyze", new)["runs"][0]
 
 
 @pytest.fixture(params=PAIRS)

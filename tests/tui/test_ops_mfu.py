@@ -27,9 +27,10 @@ CP004 = ROOT / "fixtures/kineto/CP004_composite_training_step_baseline"
 
 @functools.cache
 def analyzed(path: Path) -> dict[str, Any]:
-    out = Path(tempfile.mkdtemp(prefix="tui-ops-")) / "a.json"
-    assert main(["analyze", str(path), "--format", "json", "-o", str(out)]) in (0, 1)
-    run: dict[str, Any] = json.loads(out.read_text())["runs"][0]
+    with tempfile.TemporaryDirectory(prefix="tui-ops-") as d:  # read back, then removed: nothing left behind
+        out = Path(d) / "a.json"
+        assert main(["analyze", str(path), "--format", "json", "-o", str(out)]) in (0, 1)
+        run: dict[str, Any] = json.loads(out.read_text())["runs"][0]
     return run
 
 

@@ -27,6 +27,7 @@ from advisor import metrics  # noqa: E402
 from advisor.api import analyze  # noqa: E402
 from advisor.distributed import mapreduce  # noqa: E402
 from advisor.ingest import open_run  # noqa: E402
+from advisor.model.workarea import temp_area  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 RANKS = 4
@@ -104,6 +105,10 @@ def test_local_cluster_matches_single_process(run_dir: Path, expected: Any, tmp_
     client = mapreduce.client_for(2, None)
     try:
         assert len(client.scheduler_info()["workers"]) == 2
+        # the workers' scratch space is in this process's private temp folder (removed at exit), not Dask's
+        # default dask-scratch-space in the system temp dir, which Dask leaves behind
+        scratch = client.run(lambda dask_worker: dask_worker.local_directory)
+        assert all(Path(d).is_relative_to(temp_area()) for d in scratch.values()), scratch
         _same(mapreduce.analyze_ranks(_files(run_dir), tmp_path / "pq", client, tmp_path / "cache", rules=True),
               expected)
         # our 2-rank capture with recorded shapes on the same cluster: the whole document, ops and mfu included
@@ -312,7 +317,8 @@ def test_scheduler_and_workers_as_processes(
         pytest.skip("dask command line not installed")
     dask = [sys.executable, "-m", "dask"]  # this interpreter: the workers import this checkout's advisor
     addr = f"tcp://127.0.0.1:{_port()}"
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    # the scheduler and workers make their scratch space in tmp_path, not in the system temp dir
+    env = dict(os.environ, PYTHONPATH=str(ROOT), DASK_TEMPORARY_DIRECTORY=str(tmp_path / "dask"))
     procs = [subprocess.Popen([*dask, "scheduler", "--host", "127.0.0.1", "--port", addr.rsplit(":", 1)[1],
                                "--no-dashboard"], env=env, stderr=subprocess.DEVNULL)]
     try:
