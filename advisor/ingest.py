@@ -51,9 +51,9 @@ from advisor.model.entry import (
     verify_entry,
     write_entry,
 )
-from advisor.model.limits import check_cardinality, duckdb_config
+from advisor.model.limits import check_cardinality
 from advisor.model.schema import TABLES
-from advisor.model.store import Run, sql_string
+from advisor.model.store import Run, scratch, sql_string
 from advisor.model.validate import FileCheck, check_file, check_time_order, conform
 from advisor.model.workarea import CacheUnwritable, discard, ingest_lock, work_dir
 from advisor.parsers import registry
@@ -211,10 +211,10 @@ def _conform(name: str, table: pa.Table, path: Path) -> pa.Table:
                           "the trace holds out-of-range values; re-export it", path=str(path)) from None
 
 
-def _check_file(name: str, file: Path, path: Path) -> FileCheck:
+def _check_file(name: str, file: Path, path: Path, con: duckdb.DuckDBPyConnection) -> FileCheck:
     """check_file(), with a damaged or unreadable file as a clean error naming the input."""
     try:
-        return check_file(name, file, str(path))
+        return check_file(name, file, str(path), con)
     except duckdb.Error as e:
         raise SchemaError(f"{path}: the {name} table written while parsing is unreadable ({_first(e)})",
                           "the trace looks damaged; re-export it", path=str(path)) from None
@@ -224,27 +224,25 @@ def _first(e: BaseException) -> str:
     return (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
 
 
-def _check_ids(path: Path, tables: dict[str, pa.Table], files: dict[str, Path]) -> None:
+def _check_ids(
+    path: Path, tables: dict[str, pa.Table], files: dict[str, Path], con: duckdb.DuckDBPyConnection
+) -> None:
     """Distinct device ids and (device, stream) pairs of kernels and copies, counted in one scan, against
     the caps in advisor/model/limits.py: absurd counts are refused, not analyzed. Exact counts: a real
     trace has few groups, so the hash aggregate is cheap (DuckDB's HyperLogLog was 9% off at 20k)."""
-    con = duckdb.connect(config=duckdb_config())
-    try:
-        parts = []
-        for name in ("kernels", "memops"):
-            if name in files:
-                parts.append(f"SELECT device_id, stream_id FROM read_parquet({sql_string(files[name])})")
-            elif name in tables and tables[name].num_rows:
-                con.register(f"t_{name}", tables[name].select(["device_id", "stream_id"]))
-                parts.append(f"SELECT device_id, stream_id FROM t_{name}")
-        if not parts:
-            return
-        row = con.execute(  # 10M rows of 8 devices x 32 streams: 0.26-0.35 s
-            "SELECT count(DISTINCT device_id), count(*) FROM "
-            f"(SELECT device_id, stream_id FROM ({' UNION ALL '.join(parts)}) GROUP BY ALL)"
-        ).fetchone()
-    finally:
-        con.close()
+    parts = []
+    for name in ("kernels", "memops"):
+        if name in files:
+            parts.append(f"SELECT device_id, stream_id FROM read_parquet({sql_string(files[name])})")
+        elif name in tables and tables[name].num_rows:
+            con.register(f"t_{name}", tables[name].select(["device_id", "stream_id"]))
+            parts.append(f"SELECT device_id, stream_id FROM t_{name}")
+    if not parts:
+        return
+    row = con.execute(  # 10M rows of 8 devices x 32 streams: 0.26-0.35 s
+        "SELECT count(DISTINCT device_id), count(*) FROM "
+        f"(SELECT device_id, stream_id FROM ({' UNION ALL '.join(parts)}) GROUP BY ALL)"
+    ).fetchone()
     if row is not None:
         check_cardinality(str(path), int(row[0] or 0), int(row[1] or 0))
 
@@ -259,8 +257,9 @@ def to_model_tables(
     # Redact once, here, before anything is cached or shown (advisor/redact.py): every string of the model.
     tables = {name: redact_table(_conform(name, t, path)) for name, t in parsed.tables.items() if name != "runs"}
     redact_parquet(parsed.files.values())
-    checks = {name: _check_file(name, f, path) for name, f in parsed.files.items() if name != "runs"}
-    _check_ids(path, tables, parsed.files)
+    with scratch() as con:  # one DuckDB for every check (each new one costs ~20 ms)
+        checks = {name: _check_file(name, f, path, con) for name, f in parsed.files.items() if name != "runs"}
+        _check_ids(path, tables, parsed.files, con)
     notes = redact_values(dict(parsed.notes))
     for name in ("kernels", "memops", "api_calls", "ranges", "cpu_ops"):
         bad = check_time_order(name, tables[name]) if name in tables else 0

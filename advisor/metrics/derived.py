@@ -178,14 +178,11 @@ def save_table(run: Run, table: str, name: str, key: str) -> None:
     cols = ", ".join(
         f'CAST("{c}" AS {"BIGINT" if c in narrow else _WIDE[t]}) AS "{c}"' if t in _WIDE else f'"{c}"' for c, t in types
     )
-    rows = int(run.sql_rows(f"SELECT count(*) FROM {table}")[0][0])
+    written: list[int] = []  # COPY answers with the number of rows it wrote
     try:
-        _replace(
-            path,
-            lambda tmp: run.sql(
-                f"COPY (SELECT {cols} FROM {table}) TO {sql_string(tmp)} (FORMAT parquet, COMPRESSION zstd)"
-            ),
-        )
+        _replace(path, lambda tmp: written.extend(r[0] for r in run.sql_rows(
+            f"COPY (SELECT {cols} FROM {table}) TO {sql_string(tmp)} (FORMAT parquet, COMPRESSION zstd)")))
+        rows = int(written[0])
         save_json(run, name + ".types", key,
                   {"types": [list(t) for t in types], "rows": rows, "crc32": file_crc32(path)})
     except (OSError, duckdb.Error) as e:

@@ -17,7 +17,7 @@ import contextlib
 import itertools
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -291,6 +291,18 @@ def _spill_dir(cache_root: Path) -> Path:
     except CacheUnwritable:
         area = temp_area()
     return area / f"spill-{next(_SPILLS)}"
+
+
+@contextlib.contextmanager
+def scratch() -> Iterator[duckdb.DuckDBPyConnection]:
+    """A throwaway in-memory DuckDB with advisor's settings (no extension downloads, $ADVISOR_THREADS), closed
+    after: for checks outside a run. Creating a DuckDB database costs ~20 ms, so a caller with several checks
+    runs them all on one."""
+    con = duckdb.connect(config=duckdb_config())
+    try:
+        yield con
+    finally:
+        con.close()
 
 
 def no_progress_bar(con: duckdb.DuckDBPyConnection) -> None:

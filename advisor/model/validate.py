@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from advisor.errors import SchemaError
-from advisor.model.limits import duckdb_config
 from advisor.model.schema import TABLES
-from advisor.model.store import sql_string
+from advisor.model.store import scratch, sql_string
 
 if TYPE_CHECKING:  # Arrow loads with the tables a parse conforms; checking written files needs only DuckDB
+    import duckdb
     import pyarrow as pa
 
 
@@ -89,31 +89,30 @@ class FileCheck:
     max_end_ns: int | None
 
 
-def check_file(name: str, path: Path, source: str = "") -> FileCheck:
+def check_file(name: str, path: Path, source: str = "", con: duckdb.DuckDBPyConnection | None = None) -> FileCheck:
     """Check a parser-written Parquet file of model table `name`; the guarantees of `conform`.
 
     Columns: exactly the model's, in order, each with the model's type (as DuckDB reads it back,
     which is how every analysis reads the cache). Required columns: no nulls. One scan of the
-    required and time columns, so it costs a fraction of writing the file.
+    required and time columns, so it costs a fraction of writing the file. `con`: a DuckDB connection to
+    use (ingest checks all of a parse's files on one: a new DuckDB database costs ~20 ms to create, more
+    than checking a small file); without it, one is opened for this file.
     """
-    import duckdb
-
+    if con is None:
+        with scratch() as own:
+            return check_file(name, path, source, own)
     spec = TABLES[name]
     lit = sql_string(path)
-    con = duckdb.connect(config=duckdb_config())
-    try:
-        got = [(r[0], r[1]) for r in con.execute(f"DESCRIBE SELECT * FROM read_parquet({lit})").fetchall()]
-        want = [(c.name, duck_type(c.type_name)) for c in spec.columns]
-        if got != want:
-            raise SchemaError(f"parser wrote table {name} with columns {got}, the model has {want}", path=source)
-        have = {c.name for c in spec.columns}
-        times = "start_ns" in have and "end_ns" in have
-        aggs = ["count(*)"]
-        aggs += [f'count(*) FILTER (WHERE "{c.name}" IS NULL)' for c in spec.columns if c.required]
-        aggs += ["count(*) FILTER (WHERE end_ns < start_ns)", "min(start_ns)", "max(end_ns)"] if times else []
-        row = con.execute(f"SELECT {', '.join(aggs)} FROM read_parquet({lit})").fetchone()
-    finally:
-        con.close()
+    got = [(r[0], r[1]) for r in con.execute(f"DESCRIBE SELECT * FROM read_parquet({lit})").fetchall()]
+    want = [(c.name, duck_type(c.type_name)) for c in spec.columns]
+    if got != want:
+        raise SchemaError(f"parser wrote table {name} with columns {got}, the model has {want}", path=source)
+    have = {c.name for c in spec.columns}
+    times = "start_ns" in have and "end_ns" in have
+    aggs = ["count(*)"]
+    aggs += [f'count(*) FILTER (WHERE "{c.name}" IS NULL)' for c in spec.columns if c.required]
+    aggs += ["count(*) FILTER (WHERE end_ns < start_ns)", "min(start_ns)", "max(end_ns)"] if times else []
+    row = con.execute(f"SELECT {', '.join(aggs)} FROM read_parquet({lit})").fetchone()
     assert row is not None
     rows, rest = int(row[0]), list(row[1:])
     for col in (c for c in spec.columns if c.required):
