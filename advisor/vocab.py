@@ -10,6 +10,7 @@ layer may use it.
 from __future__ import annotations
 
 import importlib
+import json
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, is_dataclass
@@ -103,6 +104,17 @@ def _value(tp: Any, v: Any) -> Any:
     if isinstance(tp, type) and is_dataclass(tp):
         return load(tp, v)
     return v
+
+
+def json_list(text: str | None) -> list[Any]:
+    """The JSON list in `text` (a recorded shapes/dtypes column), [] when empty, not JSON or not a list."""
+    if not text:
+        return []
+    try:
+        v = json.loads(text)
+    except ValueError:
+        return []
+    return v if isinstance(v, list) else []
 
 
 def share(ns: float, of_ns: float, of: str) -> dict[str, Any]:

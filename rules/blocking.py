@@ -10,11 +10,12 @@ host doing other work, which gpu-idle-gaps (ID001) attributes. Windows are built
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from advisor import metrics
-from advisor.rules.base import Context, Evidence, Option
+from advisor.rules.base import Context, Evidence, Fired, Fix, Option, Rule, Window
 from advisor.rules.steps import step_spans
 from advisor.vocab import device_span_of, pct
 
@@ -91,14 +92,20 @@ def idle_evidence(r: BlockingCalls, calls: str, host_time: str) -> list[Evidence
         Evidence(calls, r.n_calls, "count"),
         Evidence(host_time, r.call_ns, "ns"),
         Evidence("gpu_idle_in_windows", r.idle_ns, "ns"),
-        Evidence(
-            "gpu_idle_share",
-            pct(r.idle_ns, r.span_ns, 0.0),
-            "%",
-            device_span_of(r.device_id),
-        ),
+        Evidence("gpu_idle_share", pct(r.idle_ns, r.span_ns, 0.0), "%", device_span_of(r.device_id)),
         Evidence("top_call", r.top_name, "name"),
     ]
+
+
+def call_findings(rule: Rule, rows: list[BlockingCalls], message: Callable[[BlockingCalls], str],
+                  names: tuple[str, str], gain_basis: str, fix: Fix) -> Fired:
+    """A finding per device whose calls fire: their window, `idle_evidence(r, *names)`, the idle they opened as the
+    gain, and `fix`."""
+    return Fired(tuple(
+        rule.finding(message(r), window=Window(device_id=r.device_id, start_ns=r.start_ns, end_ns=r.end_ns),
+                     evidence=idle_evidence(r, *names), est_gain_ns=r.idle_ns, gain_basis=gain_basis, fixes=(fix,),
+                     location=f"device={r.device_id}")
+        for r in rows))
 
 
 # host synchronization calls (cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize, hip*)

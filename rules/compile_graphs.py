@@ -65,7 +65,6 @@ class Device:
     break_calls: int = 0
     compile_ns: int = 0
     compile_idle_ns: int = 0
-    compile_events: int = 0
     steps_with_compile: int = 0
     region_ids: set[tuple[int, int]] = field(default_factory=set)
 
@@ -193,7 +192,6 @@ def _measure(run: Run, events: list[_Ev], steps: list[Step]) -> dict[int, Device
         )
         if spans:
             dev.steps_with_compile += 1
-            dev.compile_events += len(spans)
             dev.compile_ns += sum(b - a for a, b in spans)
             gaps.extend((dev, step, _COMPILE, a, b) for a, b in spans)
     _gap_facts(run, gaps)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from statistics import fmean
 
-from advisor.diff.facts import Capture, Device, RangeTotal
+from advisor.diff.facts import Activity, Capture, Device, RangeTotal
 from advisor.diff.names import api_key, kernel_key, range_key
 
 
@@ -87,19 +87,9 @@ def aligned_ids(cap: Capture, mode: str, keys: set[str]) -> set[int]:
 
 def activity_totals(captures: list[Capture], mode: str, keys: set[str]) -> dict[tuple[str, str], Totals]:
     """(kind, normalized name) -> per-capture mean count and time over the aligned devices."""
-    out: dict[tuple[str, str], Totals] = {}
-    n = len(captures)
-    for cap in captures:
-        ids = aligned_ids(cap, mode, keys)
-        for a in cap.activities:
-            if a.device_id not in ids:
-                continue
-            key = (a.kind, kernel_key(a.name) if a.kind == "kernel" else a.name)
-            t = out.setdefault(key, Totals())
-            t.count += a.count / n
-            t.total_ns += a.total_ns / n
-            t.names[a.name] = t.names.get(a.name, 0.0) + a.total_ns / n
-    return out
+    ids = [aligned_ids(cap, mode, keys) for cap in captures]
+    return _totals([[((a.kind, kernel_key(a.name) if a.kind == "kernel" else a.name), a)
+                     for a in cap.activities if a.device_id in i] for cap, i in zip(captures, ids, strict=True)])
 
 
 def range_totals(captures: list[Capture]) -> dict[tuple[str, str], Totals]:
@@ -112,7 +102,7 @@ def api_totals(captures: list[Capture]) -> dict[tuple[str, str], Totals]:
     return _totals([[(("api", api_key(r.name)), r) for r in cap.api] for cap in captures])
 
 
-def _totals(per_capture: list[list[tuple[tuple[str, str], RangeTotal]]]) -> dict[tuple[str, str], Totals]:
+def _totals(per_capture: list[list[tuple[tuple[str, str], RangeTotal | Activity]]]) -> dict[tuple[str, str], Totals]:
     """Rows (name, count, total_ns) of each capture under their key, as per-capture means."""
     out: dict[tuple[str, str], Totals] = {}
     n = len(per_capture)

@@ -61,7 +61,6 @@ class FindingFold:
     pending: list[Keyed] = field(default_factory=list)  # uncapped: capped at the longest span at the end
     ranks: dict[int, int] = field(default_factory=dict)  # device_id -> rank, every rank's
     spans: dict[int, int] = field(default_factory=dict)  # device_id -> span, every rank's
-    any_found: bool = False
 
     def add(self, found: Sequence[Keyed], spans: Mapping[int, int], ranks: Mapping[int, int]) -> None:
         """One rank's findings (uncapped), with its devices' spans and ranks."""
@@ -70,7 +69,6 @@ class FindingFold:
         self.spans.update(spans)
         self.ranks.update(ranks)
         for key, f in found:
-            self.any_found = True
             dev = f.window.device_id
             if dev is not None and dev in spans:
                 self._fold(key, capped([f], spans)[0])

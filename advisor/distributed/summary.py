@@ -21,6 +21,7 @@ What the driver keeps grows with the distinct names, durations and disjoint rang
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -92,10 +93,7 @@ def _digests(values: Iterable[str]) -> frozenset[bytes]:
 
 
 def _histogram(values: Any) -> Histogram:
-    out: Histogram = {}
-    for v in values:
-        out[int(v)] = out.get(int(v), 0) + 1
-    return out
+    return dict(Counter(int(v) for v in values))
 
 
 def _add(into: Histogram, h: Mapping[int, int]) -> None:

@@ -18,6 +18,7 @@ Layout (Chrome trace event format, JSON object form, times in microseconds from 
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from advisor import metrics
@@ -59,10 +60,7 @@ def chrome_trace(run: Run, findings: list[dict[str, Any]], source: str) -> dict[
 
 def _counts(slices: list[dict[str, Any]], gaps: list[dict[str, Any]], findings: list[dict[str, Any]]) -> dict[str, int]:
     """Events per kind, as exported: the test compares them with the model's tables."""
-    out: dict[str, int] = {}
-    for s in slices:
-        out[str(s["kind"])] = out.get(str(s["kind"]), 0) + 1
-    return out | {"idle_gap": len(gaps), "finding": len(findings)}
+    return dict(Counter(str(s["kind"]) for s in slices)) | {"idle_gap": len(gaps), "finding": len(findings)}
 
 
 def _slice(s: dict[str, Any], t0: int, lanes: dict[tuple[int, int], str]) -> dict[str, Any]:

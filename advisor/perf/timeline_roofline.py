@@ -20,7 +20,6 @@ Both are coarser than ncu and say so (`confidence` "low"):
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ from advisor.model.store import Run
 from advisor.perf.kernel_class import KernelClass, by_roofline
 from advisor.perf.peaks import PRECISION_LABEL, RoofSet, roofs_for
 from advisor.perf.sol import LATENCY_BOUND_PCT, sol_class
-from advisor.vocab import Evidence
+from advisor.vocab import Evidence, json_list
 
 DTYPE_BYTES = {
     "float": 4,
@@ -132,7 +131,7 @@ def kineto_op_rooflines(run: Run) -> list[OpRoofline]:
         basis = "profiler" if recorded else "shapes"
         if not flop:
             continue
-        dtypes = _json_list(r["input_dtypes"])
+        dtypes = json_list(r["input_dtypes"])
         roofs = roofs_for(devices.get(r["device_id"]))
         precision, precision_basis = choose_precision(r["name"], dtypes, bool(r["tf32_kernels"]), roofs)
         out.append(
@@ -156,23 +155,13 @@ def _ops_with_kernels(run: Run) -> list[dict[str, Any]]:
     return metrics.query(run, "ops_with_kernels", tf32=TF32_KERNEL_PATTERN)
 
 
-def _json_list(text: str | None) -> list[Any]:
-    if not text:
-        return []
-    try:
-        val = json.loads(text)
-    except ValueError:
-        return []
-    return val if isinstance(val, list) else []
-
-
 def _dims(shape: Any) -> list[int] | None:
     return [int(d) for d in shape] if isinstance(shape, list) and all(isinstance(d, int) for d in shape) else None
 
 
 def shape_flop(name: str, shapes_json: str | None) -> float:
     """FLOPs of a matmul-family op from its input shapes (PyTorch profiler formulas); else 0."""
-    shapes = [_dims(s) for s in _json_list(shapes_json)]
+    shapes = [_dims(s) for s in json_list(shapes_json)]
     mats = [s for s in shapes if s]
     if name in ("aten::addmm", "aten::baddbmm") and len(mats) >= 3:
         mats = mats[1:3]
@@ -187,7 +176,7 @@ def shape_flop(name: str, shapes_json: str | None) -> float:
 
 def tensor_bytes(name: str, shapes_json: str | None, dtypes: list[Any]) -> float | None:
     """Bytes of the tensor inputs (+ matmul output): compulsory traffic, a lower bound."""
-    shapes = _json_list(shapes_json)
+    shapes = json_list(shapes_json)
     total = 0.0
     for shape, dtype in zip(shapes, dtypes, strict=False):
         dims = _dims(shape)

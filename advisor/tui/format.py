@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from rich.text import Text
-
 from advisor.reports.units import fmt_pct as fmt_pct  # the one percentage formatter (n/a for no denominator)
 
 
@@ -39,11 +37,6 @@ def inert(text: object) -> str:
     """Trace text with control characters (ESC, BEL, ...) replaced, so it cannot drive the terminal."""
     s = "" if text is None else str(text)
     return "".join(ch if ch.isprintable() or ch in "\n\t" else "\ufffd" for ch in s)
-
-
-def literal(text: object, style: str = "") -> Text:
-    """Trace text (kernel, range, op names) as a Text: never parsed as markup, never terminal control."""
-    return Text(inert(text), style=style, no_wrap=False)
 
 
 def clip(text: str, width: int) -> str:

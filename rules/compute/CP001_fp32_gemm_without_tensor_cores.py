@@ -5,18 +5,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from advisor.perf.peaks import roofs_for
-from advisor.rules.base import (
-    Context,
-    Evidence,
-    Finding,
-    Fired,
-    Fix,
-    Option,
-    Outcome,
-    Rule,
-    Window,
-    ms,
-)
+from advisor.rules.base import Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms
 from advisor.vocab import pct
 
 
@@ -161,13 +150,9 @@ _FP16_ONLY_KERNELS = r"^(void )?(volta|turing)_"
 
 def tensor_core_arch(cc: object, device_name: str, kernel: str) -> str:
     """'fp16-only' for Volta/Turing, 'tf32' for Ampere and newer, 'unknown' when nothing in the trace says."""
-    text = str(cc or "")
-    if text[:1].isdigit():
-        major = text.partition(".")[0]
-        try:
-            return "fp16-only" if int(major) == 7 else ("tf32" if int(major) >= 8 else "unknown")
-        except ValueError:
-            pass
+    major = _major(cc)
+    if major is not None:
+        return "fp16-only" if major == 7 else ("tf32" if major >= 8 else "unknown")
     if re.search(_FP16_ONLY_NAMES, device_name.lower()) or re.search(_FP16_ONLY_KERNELS, kernel.lower()):
         return "fp16-only"
     if re.search(r"^(void )?(ampere|sm8[0-9]|sm9[0-9]|sm1[0-9][0-9])_", kernel.lower()):
@@ -231,10 +216,5 @@ def _speedup(device: dict[str, Any] | None, override: float) -> tuple[float, str
 
 
 def _has_tensor_cores(r: dict[str, Any]) -> bool:
-    cc = r["compute_capability"]
-    if not cc or not str(cc)[0].isdigit():
-        return True
-    try:
-        return float(str(cc).split(".")[0]) >= 7
-    except ValueError:
-        return True
+    major = _major(r["compute_capability"])
+    return major is None or major >= 7

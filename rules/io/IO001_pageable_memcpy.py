@@ -2,19 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.rules.base import (
-    Clean,
-    Context,
-    Evidence,
-    Finding,
-    Fired,
-    Fix,
-    Option,
-    Outcome,
-    Rule,
-    Window,
-    ms,
-)
+from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms
 from advisor.vocab import pct
 
 

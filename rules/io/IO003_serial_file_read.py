@@ -1,17 +1,6 @@
 from __future__ import annotations
 
-from advisor.rules.base import (
-    Context,
-    Evidence,
-    Fired,
-    Fix,
-    NotApplicable,
-    Option,
-    Outcome,
-    Rule,
-    Window,
-    ms,
-)
+from advisor.rules.base import Context, Evidence, Fired, Fix, NotApplicable, Option, Outcome, Rule, Window, ms
 from advisor.vocab import device_span_of, pct
 
 

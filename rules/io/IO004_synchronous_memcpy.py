@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from advisor.rules.base import Context, Fired, Fix, Option, Outcome, Rule, Window, ms
-from advisor.rules.blocking import MAX_REFILL_OPTION, blocking_calls, idle_evidence, repeated
+from advisor.rules.base import Context, Fix, Option, Outcome, Rule, ms
+from advisor.rules.blocking import MAX_REFILL_OPTION, blocking_calls, call_findings, repeated
 from advisor.vocab import pct
 
 SYNC_COPY = r"^(cuda|hip)mem(cpy|set)|^cumem(cpy|set)"
@@ -82,31 +82,16 @@ class SynchronousMemcpy(Rule):
         rows = blocking_calls(ctx, SYNC_COPY, exclude="async")
         fired = repeated(ctx, rows)
         if not fired:
-            n = sum(r.n_calls for r in rows)
-            return self.clean(ctx.options, sync_copy_calls=n)
-        return Fired(
-            tuple(
-                self.finding(
-                    f"{r.n_calls} synchronous copy/memset calls ({r.top_name} most) fed device {r.device_id}; the GPU "
-                    f"sat idle {ms(r.idle_ns)} around them ({pct(r.idle_ns, r.span_ns, 0.0)}% of the device span)",
-                    window=Window(device_id=r.device_id, start_ns=r.start_ns, end_ns=r.end_ns),
-                    evidence=[
-                        *idle_evidence(r, "sync_copy_calls", "host_time_in_calls"),
-                    ],
-                    est_gain_ns=r.idle_ns,
-                    gain_basis="GPU idle time from each synchronous call's start to the first GPU activity after it "
-                    "returns, at most max_refill_us later (overlapping windows merged); async copies let the host "
-                    "queue ahead and close these gaps",
-                    fixes=(
-                        Fix(
-                            "make the copies asynchronous",
-                            "cudaMemcpyAsync/cudaMemsetAsync on a stream from pinned "
-                            "memory, non_blocking=True in PyTorch; synchronize once per step",
-                            "safe",
-                        ),
-                    ),
-                    location=f"device={r.device_id}",
-                )
-                for r in fired
-            )
+            return self.clean(ctx.options, sync_copy_calls=sum(r.n_calls for r in rows))
+        return call_findings(
+            self,
+            fired,
+            lambda r: f"{r.n_calls} synchronous copy/memset calls ({r.top_name} most) fed device {r.device_id}; the "
+            f"GPU sat idle {ms(r.idle_ns)} around them ({pct(r.idle_ns, r.span_ns, 0.0)}% of the device span)",
+            ("sync_copy_calls", "host_time_in_calls"),
+            "GPU idle time from each synchronous call's start to the first GPU activity after it returns, at most "
+            "max_refill_us later (overlapping windows merged); async copies let the host queue ahead and close these "
+            "gaps",
+            Fix("make the copies asynchronous", "cudaMemcpyAsync/cudaMemsetAsync on a stream from pinned memory, "
+                "non_blocking=True in PyTorch; synchronize once per step", "safe"),
         )

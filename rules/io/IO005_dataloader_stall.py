@@ -3,19 +3,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from advisor.rules.base import (
-    Clean,
-    Context,
-    Evidence,
-    Finding,
-    Fired,
-    Fix,
-    Option,
-    Outcome,
-    Rule,
-    Window,
-    ms,
-)
+from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms
 from advisor.rules.steps import step_totals, step_windows
 from advisor.vocab import pct
 

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from advisor.rules.base import Context, Fired, Fix, Option, Outcome, Rule, Window, ms
-from advisor.rules.blocking import MAX_REFILL_OPTION, blocking_calls, idle_evidence, recurring, repeated
+from advisor.rules.base import Context, Fix, Option, Outcome, Rule, ms
+from advisor.rules.blocking import MAX_REFILL_OPTION, blocking_calls, call_findings, recurring, repeated
 
 ALLOC = (
     r"^(cuda|hip)(malloc|free)(_v[0-9]+)?$"
@@ -84,30 +84,15 @@ class AllocatorChurn(Rule):
         rows = blocking_calls(ctx, ALLOC, exclude="async", after_ns=after)
         fired = recurring(ctx, repeated(ctx, rows), ALLOC, exclude="async")
         if not fired:
-            n = sum(r.n_calls for r in rows)
-            return self.clean(ctx.options, alloc_calls=n)
-        return Fired(
-            tuple(
-                self.finding(
-                    f"{r.n_calls} allocation/free calls ({r.top_name} most) after warm-up on device {r.device_id} took "
-                    f"{ms(r.call_ns)} of host time and left the GPU idle {ms(r.idle_ns)}",
-                    window=Window(device_id=r.device_id, start_ns=r.start_ns, end_ns=r.end_ns),
-                    evidence=[
-                        *idle_evidence(r, "alloc_calls", "host_time_in_calls"),
-                    ],
-                    est_gain_ns=r.idle_ns,
-                    gain_basis="GPU idle time from each allocation call's start to the first GPU activity after it "
-                    "returns, at most max_refill_us later, after warm-up (overlapping windows merged)",
-                    fixes=(
-                        Fix(
-                            "allocate once, reuse",
-                            "hoist cudaMalloc/cudaFree out of the loop, use a memory pool or "
-                            "cudaMallocAsync/cudaFreeAsync",
-                            "safe",
-                        ),
-                    ),
-                    location=f"device={r.device_id}",
-                )
-                for r in fired
-            )
+            return self.clean(ctx.options, alloc_calls=sum(r.n_calls for r in rows))
+        return call_findings(
+            self,
+            fired,
+            lambda r: f"{r.n_calls} allocation/free calls ({r.top_name} most) after warm-up on device {r.device_id} "
+            f"took {ms(r.call_ns)} of host time and left the GPU idle {ms(r.idle_ns)}",
+            ("alloc_calls", "host_time_in_calls"),
+            "GPU idle time from each allocation call's start to the first GPU activity after it returns, at most "
+            "max_refill_us later, after warm-up (overlapping windows merged)",
+            Fix("allocate once, reuse", "hoist cudaMalloc/cudaFree out of the loop, use a memory pool or "
+                "cudaMallocAsync/cudaFreeAsync", "safe"),
         )

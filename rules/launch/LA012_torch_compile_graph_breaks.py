@@ -1,19 +1,7 @@
 from __future__ import annotations
 
 from advisor.rules import compile_graphs
-from advisor.rules.base import (
-    Clean,
-    Context,
-    Evidence,
-    Finding,
-    Fired,
-    Fix,
-    NotApplicable,
-    Option,
-    Outcome,
-    Rule,
-    ms,
-)
+from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, NotApplicable, Option, Outcome, Rule, ms
 from advisor.rules.compile_graphs import Device
 from advisor.vocab import pct
 

@@ -2,18 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.rules.base import (
-    Context,
-    Evidence,
-    Finding,
-    Fired,
-    Fix,
-    Option,
-    Outcome,
-    Rule,
-    Window,
-    ms,
-)
+from advisor.rules.base import Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms
 from advisor.vocab import device_span_of, pct
 
 

@@ -3,18 +3,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from advisor.rules.base import (
-    Context,
-    Evidence,
-    Finding,
-    Fired,
-    Fix,
-    Option,
-    Outcome,
-    Rule,
-    Window,
-    ms,
-)
+from advisor.rules.base import Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms
 from advisor.vocab import device_span_of, pct
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor.perf.peaks import PEAK_TABLE, RoofSet, match_peaks, table_roofs
+from advisor.vocab import json_list
 
 # Bytes per element by the names Kineto writes in `Input type` (and short names for the Python API).
 DTYPE_BYTES: dict[str, float] = {
@@ -64,8 +65,8 @@ class OpCall:
     def from_json(cls, name: str, dims: str | None, dtypes: str | None, strides: str | None = None,
                   concrete: str | None = None, hint_dtype: str | None = None) -> OpCall:
         """From the JSON texts the model's `cpu_ops` columns keep."""
-        return cls(name, tuple(_loads(dims)), tuple(str(t) for t in _loads(dtypes)), tuple(_loads(strides)),
-                   tuple(str(c) for c in _loads(concrete)), hint_dtype)
+        return cls(name, tuple(json_list(dims)), tuple(str(t) for t in json_list(dtypes)), tuple(json_list(strides)),
+                   tuple(str(c) for c in json_list(concrete)), hint_dtype)
 
     @property
     def has_concrete(self) -> bool:
@@ -122,16 +123,6 @@ class OpCall:
 
 def _is_dims(x: Any) -> bool:
     return isinstance(x, list) and all(isinstance(d, int) for d in x)
-
-
-def _loads(text: str | None) -> list[Any]:
-    if not text:
-        return []
-    try:
-        v = json.loads(text)
-    except ValueError:
-        return []
-    return v if isinstance(v, list) else []
 
 
 def nbytes(dims: Sequence[int], dtype: str) -> float:
