@@ -179,11 +179,11 @@ def test_kept_output_needs_no_duckdb(tmp_path: Path) -> None:
     analyze took ~0.45 s, most of it those imports). Run as the user runs it, in a fresh process."""
     trace = real_path(KINETO)  # the shared fixture: old enough that its stat fingerprint is kept
     env = dict(os.environ, ADVISOR_CACHE_DIR=str(tmp_path / "cache"))
-    probe = ("import sys, runpy; sys.argv = ['advisor', 'analyze', sys.argv[1]]\n"
-             "try:\n    runpy.run_module('advisor', run_name='__main__')\n"
-             "except SystemExit:\n    pass\n"
+    # advisor ends its process itself after its exit functions (advisor.cli.main.console_main): the probe is one
+    probe = ("import atexit, runpy, sys; sys.argv = ['advisor', 'analyze', sys.argv[1]]\n"
              "heavy = ('duckdb', 'pyarrow', 'advisor.rules.base')\n"
-             "print(sorted(m for m in heavy if m in sys.modules), file=sys.stderr)")
+             "atexit.register(lambda: print(sorted(m for m in heavy if m in sys.modules), file=sys.stderr))\n"
+             "runpy.run_module('advisor', run_name='__main__')")
     runs = [subprocess.run([sys.executable, "-c", probe, str(trace)], capture_output=True, text=True, env=env,
                            cwd=ROOT, timeout=300) for _ in range(2)]
     assert runs[0].stdout == runs[1].stdout and "do this first" in runs[0].stdout
