@@ -313,7 +313,7 @@ def build_run_report(inp: ReportInputs) -> RunReport:
     """The typed context for one run."""
     a = inp.analysis
     sec = a.sections  # the joins and GPU metrics sections are read in their documented JSON form
-    span = gain_denominator(a)
+    span = a.gain_span_ns
     findings = tuple(_finding(i, f, span) for i, f in enumerate(a.findings, 1))
     roof_fig, roof_rows, roof_missing = _roofline(inp)
     chart, chart_missing = _roofline_chart(inp.roofline_chart)
@@ -482,13 +482,6 @@ def _verdict(rv: RunVerdict | None) -> VerdictView | None:
 
 
 GAIN_OF = "longest device span"
-
-
-def gain_denominator(a: Analysis) -> int | None:
-    """The longest device span (first to last GPU activity on one device), as the rule engine's headline
-    uses; the capture span when the run has no GPU activity."""
-    spans = [d.span_ns for d in a.summary.time if d.span_ns]
-    return max(spans) if spans else a.summary.capture.span_ns
 
 
 def gain_text(gain_ns: int | None, span_ns: int | None) -> str:

@@ -29,12 +29,16 @@ from advisor.model.store import Run
 from advisor.perf.kernel_class import ClassifiedKernel, classify_run
 from advisor.perf.ncu_join import JoinResult, base_name, normalize_name
 from advisor.perf.ncu_join import KernelGroup as TimelineGroup
+from advisor.perf.sol import LATENCY_BOUND_PCT
 from advisor.rules.base import Context, Evidence, Option, Window, ms
 from advisor.vocab import pct, rounded
 
 NCU_REQUIRES = frozenset({"ncu_kernels", "ncu_metrics"})
 # the option every ncu rule declares: no fix is credited with more than this share of a kernel's time
 MAX_GAIN_FRACTION_OPTION = Option(0.9, "cap on the fraction of a kernel's time credited to the fix", "advisor")
+# the SOL gate of the occupancy rules (ME003, ME006): Nsight Compute's SOLBottleneck "latency issue"
+LATENCY_BOUND_OPTION = Option(LATENCY_BOUND_PCT, "only kernels whose SM and memory throughput are both under this % of "
+                              "peak", "Nsight Compute SOLBottleneck latency_bound_threshold = 60")
 PROFILED_OF = "kernel time of all launches in this ncu report"
 NSIGHT_OF = "kernel duration (Nsight Compute)"
 TIMELINE_OF = "kernel time in the timeline (sum of all kernel durations)"

@@ -313,8 +313,7 @@ def _md_gain(gain_ns: int, a: api.Analysis) -> str:
     """'expected to save X of Y (Z% of the longest device span)', the same words as the HTML report."""
     from advisor.reports.context import gain_text
 
-    spans = [d.span_ns for d in a.summary.time if d.span_ns]  # the longest device span, else the capture's
-    return str(gain_text(gain_ns, max(spans) if spans else a.summary.capture.span_ns))
+    return str(gain_text(gain_ns, a.gain_span_ns))
 
 
 def _md_findings_table(findings: Sequence[api.Finding]) -> list[str]:

@@ -223,6 +223,13 @@ class Analysis:
     def rules(self) -> tuple[RuleResult, ...]:
         return self.report.results if self.report is not None else ()
 
+    @property
+    def gain_span_ns(self) -> int | None:
+        """What every surface puts a saving against: the longest device span (first to last GPU activity on one
+        device), as the headline does; the capture span when the run has no GPU activity."""
+        spans = [d.span_ns for d in self.summary.time if d.span_ns]
+        return max(spans) if spans else self.summary.capture.span_ns
+
     def to_dict(self) -> dict[str, Any]:
         """This run's part of the JSON contract (docs/json-output.md)."""
         s = self.summary

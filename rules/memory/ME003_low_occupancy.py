@@ -4,9 +4,10 @@ from typing import Any
 
 from advisor.perf.kernel_class import ClassifiedKernel
 from advisor.perf.ncu_read import OCCUPANCY_LIMITS
-from advisor.perf.sol import LATENCY_BOUND_PCT, latency_bound
+from advisor.perf.sol import latency_bound
 from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule
 from advisor.rules.ncu_kernels import (
+    LATENCY_BOUND_OPTION,
     MAX_GAIN_FRACTION_OPTION,
     NCU_REQUIRES,
     OF_WARPS,
@@ -92,11 +93,7 @@ class LowOccupancy(Rule):
             "CUDA Best Practices Guide (occupancy): below about half the warps latency hiding suffers; "
             "Nsight Compute AchievedOccupancy fires on any gap to theoretical, too noisy on its own",
         ),
-        "latency_bound_pct": Option(
-            LATENCY_BOUND_PCT,
-            "only kernels whose SM and memory throughput are both under this % of peak",
-            "Nsight Compute SOLBottleneck latency_bound_threshold = 60",
-        ),
+        "latency_bound_pct": LATENCY_BOUND_OPTION,
         "target_occupancy_pct": Option(50.0, "occupancy the fix is assumed to reach (advisor's estimate)", "advisor"),
         "max_gain_fraction": MAX_GAIN_FRACTION_OPTION,
     }

@@ -4,9 +4,10 @@ import math
 from typing import Any
 
 from advisor.perf.kernel_class import ClassifiedKernel
-from advisor.perf.sol import LATENCY_BOUND_PCT, WAVES_SMALL_GRID, latency_bound
+from advisor.perf.sol import WAVES_SMALL_GRID, latency_bound
 from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule
 from advisor.rules.ncu_kernels import (
+    LATENCY_BOUND_OPTION,
     MAX_GAIN_FRACTION_OPTION,
     NCU_REQUIRES,
     OF_WARPS,
@@ -86,11 +87,7 @@ class GridTooSmall(Rule):
             "fire when the grid fills fewer than this many waves per SM",
             "Nsight Compute SOLBottleneck waves_threshold = 1",
         ),
-        "latency_bound_pct": Option(
-            LATENCY_BOUND_PCT,
-            "only kernels whose SM and memory throughput are both under this % of peak",
-            "Nsight Compute SOLBottleneck latency_bound_threshold = 60",
-        ),
+        "latency_bound_pct": LATENCY_BOUND_OPTION,
         "max_gain_fraction": MAX_GAIN_FRACTION_OPTION,
     }
 

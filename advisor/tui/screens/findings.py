@@ -48,7 +48,5 @@ class FindingsScreen(AdvisorScreen):
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         finding = self.session.findings[int(str(event.row_key.value))]
-        # the saving's denominator every surface uses: the longest device span (reports.context.gain_denominator)
-        summary = self.session.analysis.summary
-        spans = [d.span_ns for d in summary.time if d.span_ns]
-        self.app.push_screen(FindingScreen(finding, max(spans) if spans else summary.capture.span_ns))
+        # the saving's denominator every surface uses: the longest device span
+        self.app.push_screen(FindingScreen(finding, self.session.analysis.gain_span_ns))

@@ -87,9 +87,7 @@ class OverviewScreen(AdvisorScreen):
             yield Static(verdict_text(a.verdict.run if a.verdict is not None else None), id="verdict")
             yield Static("Do this first", classes="section")
             # the saving's denominator, as the text, Markdown and HTML give it: the longest device span
-            spans = [d.span_ns for d in a.summary.time if d.span_ns]
-            yield Static(first_fix_text(a.findings, max(spans) if spans else a.summary.capture.span_ns),
-                         id="first-fix")
+            yield Static(first_fix_text(a.findings, a.gain_span_ns), id="first-fix")
             yield Static("Time per device (share of each device's span)", classes="section")
             yield DeviceBars(a.summary.time, id="device-bars")
             facts = fact_lines(a.summary, lambda s, n: s[:n])
