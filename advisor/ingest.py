@@ -53,7 +53,7 @@ from advisor.model.entry import (
 )
 from advisor.model.limits import check_cardinality
 from advisor.model.schema import TABLES
-from advisor.model.store import Run, scratch, sql_string
+from advisor.model.store import Run, entry_connection, scratch, sql_string
 from advisor.model.validate import FileCheck, check_file, check_time_order, conform
 from advisor.model.workarea import CacheUnwritable, discard, ingest_lock, work_dir
 from advisor.parsers import registry
@@ -211,7 +211,7 @@ def _conform(name: str, table: pa.Table, path: Path) -> pa.Table:
                           "the trace holds out-of-range values; re-export it", path=str(path)) from None
 
 
-def _check_file(name: str, file: Path, path: Path, con: duckdb.DuckDBPyConnection) -> FileCheck:
+def _check_file(name: str, file: Path, path: Path, con: duckdb.DuckDBPyConnection | None) -> FileCheck:
     """check_file(), with a damaged or unreadable file as a clean error naming the input."""
     try:
         return check_file(name, file, str(path), con)
@@ -224,42 +224,53 @@ def _first(e: BaseException) -> str:
     return (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
 
 
+def _check_files(
+    parsed: ParsedRun, tables: dict[str, pa.Table], path: Path, con: duckdb.DuckDBPyConnection | None
+) -> dict[str, FileCheck]:
+    """Every file the parser wrote checked against the schema, and the id counts, all on one DuckDB: `con`, else
+    one of their own (a new DuckDB costs ~20 ms to make and slows the process after it, so the cold path lends
+    its run's). A parse that wrote no file needs none."""
+    if parsed.files and con is None:
+        with scratch() as own:
+            return _check_files(parsed, tables, path, own)
+    checks = {name: _check_file(name, f, path, con) for name, f in parsed.files.items() if name != "runs"}
+    _check_ids(path, tables, parsed.files, con)
+    return checks
+
+
 def _check_ids(
-    path: Path, tables: dict[str, pa.Table], files: dict[str, Path], con: duckdb.DuckDBPyConnection
+    path: Path, tables: dict[str, pa.Table], files: dict[str, Path], con: duckdb.DuckDBPyConnection | None
 ) -> None:
-    """Distinct device ids and (device, stream) pairs of kernels and copies, counted in one scan, against
-    the caps in advisor/model/limits.py: absurd counts are refused, not analyzed. Exact counts: a real
-    trace has few groups, so the hash aggregate is cheap (DuckDB's HyperLogLog was 9% off at 20k)."""
-    parts = []
-    for name in ("kernels", "memops"):
-        if name in files:
-            parts.append(f"SELECT device_id, stream_id FROM read_parquet({sql_string(files[name])})")
-        elif name in tables and tables[name].num_rows:
-            con.register(f"t_{name}", tables[name].select(["device_id", "stream_id"]))
-            parts.append(f"SELECT device_id, stream_id FROM t_{name}")
-    if not parts:
-        return
-    row = con.execute(  # 10M rows of 8 devices x 32 streams: 0.26-0.35 s
-        "SELECT count(DISTINCT device_id), count(*) FROM "
-        f"(SELECT device_id, stream_id FROM ({' UNION ALL '.join(parts)}) GROUP BY ALL)"
-    ).fetchone()
-    if row is not None:
-        check_cardinality(str(path), int(row[0] or 0), int(row[1] or 0))
+    """Distinct device ids and (device, stream) pairs of kernels and copies against the caps in
+    advisor/model/limits.py: absurd counts are refused, not analyzed. Exact counts: a real trace has few
+    groups, so the hash aggregates are cheap (DuckDB's HyperLogLog was 9% off at 20k). Written files are
+    grouped by DuckDB (`con`), tables in memory by Arrow, so a parse that wrote none opens no DuckDB."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    cols = ["device_id", "stream_id"]
+    parts = [tables[n].select(cols).group_by(cols).aggregate([])
+             for n in ("kernels", "memops") if n not in files and n in tables]
+    written = [f"SELECT DISTINCT device_id, stream_id FROM read_parquet({sql_string(files[n])})"
+               for n in ("kernels", "memops") if n in files]
+    if written and con is not None:  # 10M rows of 8 devices x 32 streams: 0.26-0.35 s
+        parts.append(con.execute(" UNION ".join(written)).to_arrow_table())
+    if parts:  # the distinct pairs of each source (a few rows), then of all of them
+        pairs = pa.concat_tables(parts, promote_options="permissive").group_by(cols).aggregate([])
+        check_cardinality(str(path), pc.count_distinct(pairs["device_id"]).as_py(), pairs.num_rows)
 
 
 def to_model_tables(
-    parsed: ParsedRun, path: Path, fmt: str, sha: str
+    parsed: ParsedRun, path: Path, fmt: str, sha: str, con: duckdb.DuckDBPyConnection | None = None
 ) -> tuple[dict[str, pa.Table], dict[str, tuple[Path, int]]]:
-    """Conform every table to the schema (check every written file) and build the `runs` row.
+    """Conform every table to the schema (check every written file, on `con` when given) and build the `runs` row.
 
     Returns the Arrow tables and the checked Parquet files with their row counts.
     """
     # Redact once, here, before anything is cached or shown (advisor/redact.py): every string of the model.
     tables = {name: redact_table(_conform(name, t, path)) for name, t in parsed.tables.items() if name != "runs"}
     redact_parquet(parsed.files.values())
-    with scratch() as con:  # one DuckDB for every check (each new one costs ~20 ms)
-        checks = {name: _check_file(name, f, path, con) for name, f in parsed.files.items() if name != "runs"}
-        _check_ids(path, tables, parsed.files, con)
+    checks = _check_files(parsed, tables, path, con)
     notes = redact_values(dict(parsed.notes))
     for name in ("kernels", "memops", "api_calls", "ranges", "cpu_ops"):
         bad = check_time_order(name, tables[name]) if name in tables else 0
@@ -397,16 +408,17 @@ def _from_cache(p: Path, entry: Path, stats: tuple[list[list[Any]], bool],
 
 
 def _parse_tables(
-    p: Path, fmt: str, options: ParseOptions, work: Path, known_sha: str | None
+    p: Path, fmt: str, options: ParseOptions, work: Path, known_sha: str | None,
+    con: duckdb.DuckDBPyConnection | None = None,
 ) -> tuple[str, dict[str, pa.Table], dict[str, tuple[Path, int]], float]:
-    """Parse into `work` and conform: (sha256, tables, checked files, seconds)."""
+    """Parse into `work` and conform (checks on `con` when given): (sha256, tables, checked files, seconds)."""
     t0 = time.perf_counter()
     options.work_dir = work
     sha_job = _Sha256(p, known_sha)
     try:
         parsed = parse(p, fmt, options)
         sha = sha_job.result()
-        tables, files = to_model_tables(parsed, p, fmt, sha)
+        tables, files = to_model_tables(parsed, p, fmt, sha, con)
     except AdvisorError as e:
         _naming_input(e, p)
         raise
@@ -452,10 +464,29 @@ def _ingest(
     stats: tuple[list[list[Any]], bool],
     known_sha: str | None,
 ) -> Run:
-    """The cold path: parse in this process's own work dir, publish the entry atomically, open it."""
+    """The cold path: parse in this process's own work dir, publish the entry atomically, open it. The run's
+    DuckDB is made first and checks the parse's files (one DuckDB for the whole command)."""
+    con = entry_connection(root)
+    try:
+        return _ingest_on(con, p, fmt, options, root, key, stats, known_sha)
+    except BaseException:
+        con.close()
+        raise
+
+
+def _ingest_on(
+    con: duckdb.DuckDBPyConnection,
+    p: Path,
+    fmt: str,
+    options: ParseOptions,
+    root: Path,
+    key: str,
+    stats: tuple[list[list[Any]], bool],
+    known_sha: str | None,
+) -> Run:
     work = work_dir(root, key)
     try:
-        sha, tables, files, seconds = _parse_tables(p, fmt, options, work, known_sha)
+        sha, tables, files, seconds = _parse_tables(p, fmt, options, work, known_sha, con)
         current, settled = stats
         meta = {"source": str(p), "format": fmt, "parse_seconds": seconds,
                 "source_sha256": sha, "source_stats": [current] if settled else []}
@@ -469,8 +500,9 @@ def _ingest(
     if final_meta is None or final_meta.get("source_sha256") != sha:
         # Another process cached other bytes under the same sampled name at the same moment and its
         # entry won the rename. Ours are gone with the work dir: serve this input uncached, correctly.
+        con.close()
         return _ingest_uncached(p, fmt, options, key, sha, {})
-    return Run.from_entry(written, final_meta)
+    return Run.from_entry(written, final_meta, con)
 
 
 def out_of_memory(p: Path) -> InputError:

@@ -76,11 +76,16 @@ class Run:
         self.info: dict[str, Any] = self.sql_dicts("SELECT * FROM runs")[0] if self.count("runs") else {}
 
     @classmethod
-    def from_entry(cls, entry: Path, meta: dict[str, Any]) -> Run:
+    def from_entry(cls, entry: Path, meta: dict[str, Any], con: duckdb.DuckDBPyConnection | None = None) -> Run:
+        """The run of a cache entry, on `con` when given (`entry_connection`: the cold path made it before the
+        parse, whose checks ran on it), else on a new DuckDB; the memory cap follows the entry's row count."""
         files = meta.get("files")
         rows = sum(int(f.get("rows") or 0) for f in files.values()) if isinstance(files, dict) else 0
         cap = analysis_memory(rows)
-        con = _connect(spill=_spill_dir(entry.parent), memory_cap=cap)
+        if con is None:
+            con = entry_connection(entry.parent, cap)
+        else:
+            con.execute(memory_sql(cap))
         views = (f"CREATE VIEW {name} AS SELECT * FROM read_parquet({sql_string(entry / f'{name}.parquet')})"
                  for name in TABLES)
         con.execute(";\n".join(views))  # one call: 18 separate ones cost a warm analyze about 4 ms
@@ -330,6 +335,12 @@ def keep_range_joins(con: duckdb.DuckDBPyConnection) -> None:
     """
     con.execute("SET disabled_optimizers = 'common_subplan'")
     con.execute("SET merge_join_threshold = 0")
+
+
+def entry_connection(cache_root: Path, memory_cap: int | None = None) -> duckdb.DuckDBPyConnection:
+    """The DuckDB of a run of a cache entry under `cache_root`: capped (`memory_cap`, else the default) and
+    spilling into this process's work area there."""
+    return _connect(spill=_spill_dir(cache_root), memory_cap=memory_cap)
 
 
 def _connect(spill: Path | None = None, memory_cap: int | None = None) -> duckdb.DuckDBPyConnection:
