@@ -468,41 +468,28 @@ def _ingest(
     DuckDB is made first and checks the parse's files (one DuckDB for the whole command)."""
     con = entry_connection(root)
     try:
-        return _ingest_on(con, p, fmt, options, root, key, stats, known_sha)
+        work = work_dir(root, key)
+        try:
+            sha, tables, files, seconds = _parse_tables(p, fmt, options, work, known_sha, con)
+            current, settled = stats
+            meta = {"source": str(p), "format": fmt, "parse_seconds": seconds,
+                    "source_sha256": sha, "source_stats": [current] if settled else []}
+            try:  # moves the files out of the work dir
+                written = write_entry(root, key, tables, meta, files, staging=work.parent)
+            except OSError as e:  # the cache filled up or turned read-only mid-way
+                raise CacheUnwritable(e.errno or 0, str(e)) from None
+        finally:
+            _rmtree_quiet(work)
+        final_meta = read_entry_meta(written)
+        if final_meta is None or final_meta.get("source_sha256") != sha:
+            # Another process cached other bytes under the same sampled name at the same moment and its
+            # entry won the rename. Ours are gone with the work dir: serve this input uncached, correctly.
+            con.close()
+            return _ingest_uncached(p, fmt, options, key, sha, {})
+        return Run.from_entry(written, final_meta, con)
     except BaseException:
         con.close()
         raise
-
-
-def _ingest_on(
-    con: duckdb.DuckDBPyConnection,
-    p: Path,
-    fmt: str,
-    options: ParseOptions,
-    root: Path,
-    key: str,
-    stats: tuple[list[list[Any]], bool],
-    known_sha: str | None,
-) -> Run:
-    work = work_dir(root, key)
-    try:
-        sha, tables, files, seconds = _parse_tables(p, fmt, options, work, known_sha, con)
-        current, settled = stats
-        meta = {"source": str(p), "format": fmt, "parse_seconds": seconds,
-                "source_sha256": sha, "source_stats": [current] if settled else []}
-        try:  # moves the files out of the work dir
-            written = write_entry(root, key, tables, meta, files, staging=work.parent)
-        except OSError as e:  # the cache filled up or turned read-only mid-way
-            raise CacheUnwritable(e.errno or 0, str(e)) from None
-    finally:
-        _rmtree_quiet(work)
-    final_meta = read_entry_meta(written)
-    if final_meta is None or final_meta.get("source_sha256") != sha:
-        # Another process cached other bytes under the same sampled name at the same moment and its
-        # entry won the rename. Ours are gone with the work dir: serve this input uncached, correctly.
-        con.close()
-        return _ingest_uncached(p, fmt, options, key, sha, {})
-    return Run.from_entry(written, final_meta, con)
 
 
 def out_of_memory(p: Path) -> InputError:
