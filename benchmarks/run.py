@@ -116,9 +116,9 @@ print(t.height)
 """
 
 HTA_BREAKDOWN = """
-import sys, os, tempfile, pathlib
+import sys, os, pathlib
 from hta.trace_analysis import TraceAnalysis
-d = tempfile.mkdtemp()
+d = sys.argv[2]  # the benchmark's own folder: removed after the peer, even one stopped at its timeout
 src = pathlib.Path(sys.argv[1]).resolve()
 for f in ([src] if src.is_file() else sorted(src.iterdir())):
     os.symlink(f, os.path.join(d, f.name))
@@ -333,7 +333,8 @@ def _hta(path: Path, args: argparse.Namespace) -> Sample:
     need = 5 * size_bytes(path) * (8 if path.name.endswith(".gz") else 1)  # HTA: 2.0 GB for 409 MB (issue 10)
     if need > 0.9 * RAM_BYTES:
         return skipped(f"needs ~{need / GB:.0f} GB of RAM (5x the JSON), machine has {RAM_BYTES / GB:.0f} GB")
-    return measure([sys.executable, "-c", HTA_BREAKDOWN, str(path)], timeout=args.peer_timeout)
+    with tempfile.TemporaryDirectory(prefix="advisor-bench-hta-", dir=args.tmp) as links:  # HTA reads a folder
+        return measure([sys.executable, "-c", HTA_BREAKDOWN, str(path), links], timeout=args.peer_timeout)
 
 
 def _nsys_ai(path: Path, args: argparse.Namespace) -> Sample:
