@@ -253,7 +253,8 @@ def _check_ids(
              for n in ("kernels", "memops") if n not in files and n in tables]
     written = [f"SELECT DISTINCT device_id, stream_id FROM read_parquet({sql_string(files[n])})"
                for n in ("kernels", "memops") if n in files]
-    if written and con is not None:  # 10M rows of 8 devices x 32 streams: 0.26-0.35 s
+    if written:  # 10M rows of 8 devices x 32 streams: 0.26-0.35 s; _check_files lends a DuckDB for written files
+        assert con is not None
         parts.append(con.execute(" UNION ".join(written)).to_arrow_table())
     if parts:  # the distinct pairs of each source (a few rows), then of all of them
         pairs = pa.concat_tables(parts, promote_options="permissive").group_by(cols).aggregate([])
@@ -269,7 +270,7 @@ def to_model_tables(
     """
     # Redact once, here, before anything is cached or shown (advisor/redact.py): every string of the model.
     tables = {name: redact_table(_conform(name, t, path)) for name, t in parsed.tables.items() if name != "runs"}
-    redact_parquet(parsed.files.values())
+    redact_parquet(parsed.files.values(), con)
     checks = _check_files(parsed, tables, path, con)
     notes = redact_values(dict(parsed.notes))
     for name in ("kernels", "memops", "api_calls", "ranges", "cpu_ops"):

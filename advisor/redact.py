@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported where used: the CLI's terminal_safe must not load Arrow for a warm analyze
+    import duckdb
     import pyarrow as pa
 
 # Key names whose values must never be shown (environment variables, tokens in notes/metadata).
@@ -125,8 +126,9 @@ def redact_table(table: pa.Table) -> pa.Table:
     return table
 
 
-def redact_parquet(paths: Iterable[Path]) -> int:
-    """Redact the Parquet files a parser wrote (model tables) in place; return how many changed.
+def redact_parquet(paths: Iterable[Path], con: duckdb.DuckDBPyConnection | None = None) -> int:
+    """Redact the Parquet files a parser wrote (model tables) in place; return how many changed. The counts run
+    on `con` when given (the cold path lends its run's DuckDB), else on a DuckDB of their own.
 
     One DuckDB statement counts, per file, the string values that match PREFILTER, so a clean file
     (the usual case) is read once and never rewritten. One count per column, not one OR over the
@@ -134,8 +136,9 @@ def redact_parquet(paths: Iterable[Path]) -> int:
     `cuda_runtime`: 0.13 s, against 15 s for the OR), and one statement instead of one per file
     saves most of the cost on small exports.
     """
-    import duckdb
     import pyarrow.parquet as pq
+
+    from advisor.model.store import scratch
 
     small: list[Path] = []
     files: list[Path] = []
@@ -145,11 +148,12 @@ def redact_parquet(paths: Iterable[Path]) -> int:
     counts = [_count_sql(p) for p in files]
     if not any(counts):
         return changed
-    con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
-    try:
-        row = con.execute("SELECT [" + ", ".join(c or "0" for c in counts) + "]").fetchone()
-    finally:
-        con.close()
+    query = "SELECT [" + ", ".join(c or "0" for c in counts) + "]"
+    if con is None:
+        with scratch() as own:
+            row = own.execute(query).fetchone()
+    else:
+        row = con.execute(query).fetchone()
     hits = row[0] if row else []
     return changed + sum(_rewrite(p) for p, n in zip(files, hits, strict=True) if n)
 

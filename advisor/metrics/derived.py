@@ -62,12 +62,13 @@ def _path(run: Run, name: str, key: str, suffix: str) -> Path | None:
     return None if d is None else d / f"{name}-{key}{suffix}"
 
 
-def _replace(target: Path, write: Any) -> None:
-    """Write through `write(tmp_path)` and rename into place; drop older versions of the same name."""
+def _replace(target: Path, write: Any) -> Any:
+    """Write through `write(tmp_path)` and rename into place; drop older versions of the same name. Returns what
+    `write` returned."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
-        write(tmp)
+        done = write(tmp)
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
@@ -75,6 +76,7 @@ def _replace(target: Path, write: Any) -> None:
     for old in target.parent.glob(f"{stem}-*"):
         if old.name != target.name and old.suffix == target.suffix:
             old.unlink(missing_ok=True)
+    return done
 
 
 _HEADER = b"advisor-derived crc32="
@@ -178,11 +180,9 @@ def save_table(run: Run, table: str, name: str, key: str) -> None:
     cols = ", ".join(
         f'CAST("{c}" AS {"BIGINT" if c in narrow else _WIDE[t]}) AS "{c}"' if t in _WIDE else f'"{c}"' for c, t in types
     )
-    written: list[int] = []  # COPY answers with the number of rows it wrote
-    try:
-        _replace(path, lambda tmp: written.extend(r[0] for r in run.sql_rows(
-            f"COPY (SELECT {cols} FROM {table}) TO {sql_string(tmp)} (FORMAT parquet, COMPRESSION zstd)")))
-        rows = int(written[0])
+    try:  # COPY answers with the number of rows it wrote
+        rows = int(_replace(path, lambda tmp: run.sql_rows(
+            f"COPY (SELECT {cols} FROM {table}) TO {sql_string(tmp)} (FORMAT parquet, COMPRESSION zstd)")[0][0]))
         save_json(run, name + ".types", key,
                   {"types": [list(t) for t in types], "rows": rows, "crc32": file_crc32(path)})
     except (OSError, duckdb.Error) as e:
