@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # each name is imported on first use (module __getattr__ belo
         stream_bins,
     )
     from advisor.engine.findings import RuleReport, RuleResult, explain, list_rules
-    from advisor.engine.kept import Kept, keep_output, kept_output
+    from advisor.engine.kept import Kept, input_identity, keep_output, kept_output
     from advisor.engine.ncu import JoinedKernel, UnmatchedLaunch
     from advisor.engine.ncu import NcuJoin as NcuJoinSection
     from advisor.engine.ncu_profile import KernelFinding, NcuProfile, ProfiledKernel
@@ -102,7 +102,7 @@ _LAZY = {
                      "kernel_table", "range_tree", "roofline", "stream_bins"), "advisor.engine.explore"),
     **dict.fromkeys(("RuleReport", "RuleResult", "explain", "list_rules"), "advisor.engine.findings"),
     **dict.fromkeys(("ReportInputs", "report_inputs"), "advisor.engine.report_data"),
-    **dict.fromkeys(("Kept", "keep_output", "kept_output"), "advisor.engine.kept"),
+    **dict.fromkeys(("Kept", "input_identity", "keep_output", "kept_output"), "advisor.engine.kept"),
     **dict.fromkeys(("Analysis", "CopyStat", "DeviceTime", "FamilyTime", "RangesSummary", "Summary", "TopKernels",
                      "document", "dumps"), "advisor.engine.result"),
     **dict.fromkeys(("TimeShare", "bound_suffix"), "advisor.vocab"),
@@ -150,8 +150,8 @@ __all__ = ["Analysis", "AnalysisDiff", "CacheEntry", "CopyStat", "Cost", "DEFAUL
            "UnmatchedLaunch", "Verdict", "Window", "analyze", "analyze_run", "attention_cost", "bound_suffix",
            "busy_bins", "check_address_space", "chrome_trace", "conv_cost", "default_cache_dir", "diff", "diff_sides",
            "document", "dumps", "entries", "evict", "explain", "from_analysis", "gemm_cost", "get_rule", "gpu_roofs",
-           "gpu_window", "idle_gaps", "keep_output", "kept_output", "kernel_instances", "kernel_table", "list_rules",
-           "match_peaks", "max_bytes",
+           "gpu_window", "idle_gaps", "input_identity", "keep_output", "kept_output", "kernel_instances",
+           "kernel_table", "list_rules", "match_peaks", "max_bytes",
            "model_for", "op_cost", "open_capture", "open_run", "open_side", "out_of_memory", "parse_size",
            "range_tree", "rank_view", "report_inputs", "resolve_side", "retried", "roofline", "sections",
            "select_rules", "side_from_runs", "stream_bins", "table_names", "trace_suffixes", "verify", "with_run",

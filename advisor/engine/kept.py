@@ -88,6 +88,13 @@ def keep_output(path: str, key: Mapping[str, Any], text: str, code: int) -> None
         _prune(folder)
 
 
+def input_identity(path: str) -> str | None:
+    """The name of the cache entry that holds the input at `path` now (it names the input's bytes and the
+    parser), or None: the key of an output that reads a second input (`diff`'s NEW) names it with this."""
+    entry = _entry(path)
+    return None if entry is None else entry.name
+
+
 def _entry(path: str) -> Path | None:
     """The cache entry of the input at `path` when it holds the input's bytes now (a known stat fingerprint)."""
     p = Path(path)

@@ -71,6 +71,38 @@ def test_second_report_writes_the_kept_html(tmp_path: Path, cache: Path, monkeyp
     assert len(_records(cache)) == 1
 
 
+def test_second_diff_prints_the_kept_diff(tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A repeated `diff` of the same two inputs prints the first's output and exit code without opening either
+    side; the record is BASE's and names NEW's bytes, so other bytes under NEW's name are diffed again."""
+    base = copy_real(KINETO, tmp_path / "a")
+    new = copy_real("hta/critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz", tmp_path / "b")
+    argv = ["diff", str(base), str(new), "--format", "json", "--fail-on-regression", "0"]
+    first = cli(argv)
+    assert first[0] in (0, 1) and json.loads(first[1])["gate"]["failed"] == (first[0] == 1)
+    import advisor.api
+
+    real = advisor.api.open_side
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("diffed again although the output was kept")
+
+    monkeypatch.setattr(advisor.api, "open_side", refuse)
+    assert cli(argv) == first
+    assert cli([*argv[:4], "md"])[0] == 2  # another format: another key, diffed again (refused here)
+    monkeypatch.setattr(advisor.api, "open_side", real)
+    os.replace(copy_real(KINETO, tmp_path / "c"), new)  # NEW now holds BASE's bytes
+    again = cli(argv)
+    assert again[0] in (0, 1) and again[1] != first[1]
+
+
+def test_diff_of_a_glob_keeps_nothing(tmp_path: Path, cache: Path) -> None:
+    folder = tmp_path / "caps"
+    for i in (1, 2):
+        copy_real(KINETO, folder, f"cap{i}.json.gz")
+    assert cli(["diff", str(folder / "cap*.json.gz"), str(folder / "cap1.json.gz"), "--no-rules"])[0] in (0, 1)
+    assert _records(cache) == []
+
+
 def test_rank_directory_is_served_before_it_is_classified(tmp_path: Path, cache: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """A directory of rank files is one run: its kept output is found under the directory as given, before the

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from advisor.cli.commands.analyze import add_gpu
+from advisor.cli.kept import kept_key
 from advisor.cli.output import emit, input_paths
 from advisor.cli.render import MD_LIMIT
 from advisor.cli.render_escape import clean, md_cell, md_code
@@ -62,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         from advisor.distributed.cli import diff_ranks
 
         return diff_ranks(args)
-    from advisor.api import DEFAULT_THRESHOLD_PCT, ParseOptions, SideOptions, diff_sides, open_side, verify
+    from advisor.api import Kept, keep_output, kept_output
     from advisor.errors import InputError
 
     for flag, value in (("--fail-on-regression", args.fail_on_regression), ("--threshold", args.threshold)):
@@ -70,16 +71,36 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"{flag} {value}: must be >= 0", "give a percentage such as 5")
     if args.top < 1:
         raise InputError(f"--top {args.top}: must be >= 1", "give a positive count")
-    opts = SideOptions(dir_as=args.dir_as, step_regex=args.step_range, use_cache=not args.no_cache,
-                       with_rules=not args.no_rules, parse=ParseOptions(nsys=args.nsys, gpu=args.gpu))
-    threshold = args.threshold if args.threshold is not None else DEFAULT_THRESHOLD_PCT
-    sides = open_side(args.base, opts), open_side(args.new, opts)
-    doc: dict[str, Any] = diff_sides(*sides, threshold_pct=threshold, top=args.top)
-    doc["verify"] = verify(doc)  # predicted vs measured saving per fixed finding (advisor/diff/verify.py)
-    doc["gate"] = gate(doc, args.fail_on_regression)
-    emit(html(doc, sides) if args.format == "html" else render(doc, args.format), args.output, input_paths(args),
-         what=f"{args.format} diff", styled=args.format == "text")
-    return EXIT_REGRESSION if doc["gate"]["failed"] else 0
+    key = _kept_key(args)
+    kept = kept_output(args.base, key) if key is not None else None
+    if kept is None:  # not printed before for these inputs, options and code: diff them
+        from advisor.api import DEFAULT_THRESHOLD_PCT, ParseOptions, SideOptions, diff_sides, open_side, verify
+
+        opts = SideOptions(dir_as=args.dir_as, step_regex=args.step_range, use_cache=not args.no_cache,
+                           with_rules=not args.no_rules, parse=ParseOptions(nsys=args.nsys, gpu=args.gpu))
+        threshold = args.threshold if args.threshold is not None else DEFAULT_THRESHOLD_PCT
+        sides = open_side(args.base, opts), open_side(args.new, opts)
+        doc: dict[str, Any] = diff_sides(*sides, threshold_pct=threshold, top=args.top)
+        doc["verify"] = verify(doc)  # predicted vs measured saving per fixed finding (advisor/diff/verify.py)
+        doc["gate"] = gate(doc, args.fail_on_regression)
+        text = html(doc, sides) if args.format == "html" else render(doc, args.format)
+        kept = Kept(text, EXIT_REGRESSION if doc["gate"]["failed"] else 0)
+        key = _kept_key(args)  # a side read for the first time has its cache entry now
+        if key is not None:
+            keep_output(args.base, key, kept.text, kept.code)
+    emit(kept.text, args.output, input_paths(args), what=f"{args.format} diff", styled=args.format == "text")
+    return kept.code
+
+
+def _kept_key(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The key a diff is kept under in BASE's cache entry (advisor/engine/kept.py): every option, and NEW's entry,
+    which names NEW's bytes. None when either side is not one input whose entry holds its bytes now (a glob, a
+    directory of repeated captures, a file not read yet or changed since)."""
+    from advisor.api import input_identity
+
+    key = kept_key(args, [args.base])
+    new = input_identity(args.new) if key is not None else None
+    return None if key is None or new is None else dict(key, new_entry=new)
 
 
 def gate(doc: dict[str, Any], pct: float | None) -> dict[str, Any]:
