@@ -1,5 +1,5 @@
 -- metric: default_stream_use
--- doc: Per device: kernels and copies on the legacy default stream (stream ids in $default_streams, comma-separated) while other streams also carry work, the time default-stream work ran with no other stream active, and the time two or more streams ran at once (concurrent_ns; ~0 means the streams were serialized), and the busiest non-default stream's busy time (max_other_stream_ns).
+-- doc: Per device: kernels and copies on the legacy default stream (stream ids in $default_streams, comma-separated) while other streams also carry work, the busiest non-default stream's busy time (max_other_stream_ns), and on a device that runs both default-stream and other work, the time default-stream work ran with no other stream active (default_alone_ns) and the time two or more streams ran at once (concurrent_ns; ~0 means the streams were serialized); those two are NULL on a device that does not run both (not computed: the sweep that finds them is the costly part, and they describe only the mix).
 WITH ops AS (
     SELECT device_id, stream_id, start_ns, end_ns FROM kernels WHERE end_ns >= start_ns
     UNION ALL SELECT device_id, stream_id, start_ns, end_ns FROM memops WHERE end_ns >= start_ns
@@ -22,15 +22,16 @@ ps AS (
     FROM (SELECT device_id, stream_id, sum(end_ns - start_ns) AS ns FROM tagged WHERE NOT on_default GROUP BY ALL)
     GROUP BY device_id
 ),
+mixed AS (SELECT device_id FROM per WHERE n_default > 0 AND other_streams > 0),
 ev AS (  -- open counts of default-stream work (high bits) and other work (low 63 bits) in one sum; work on no
-         -- known stream (on_default NULL) counts as neither
+         -- known stream (on_default NULL) counts as neither. Only devices that run both are swept.
     SELECT device_id, start_ns AS t,
         CASE WHEN on_default THEN 1::HUGEINT << 63 WHEN NOT on_default THEN 1::HUGEINT ELSE 0::HUGEINT END AS d
-    FROM tagged
+    FROM tagged SEMI JOIN mixed USING (device_id)
     UNION ALL
     SELECT device_id, end_ns,
         CASE WHEN on_default THEN -(1::HUGEINT << 63) WHEN NOT on_default THEN -1::HUGEINT ELSE 0::HUGEINT END
-    FROM tagged
+    FROM tagged SEMI JOIN mixed USING (device_id)
 ),
 state AS (  -- each device's counts are back to 0 after its last event, so one running sum in (device_id, t) order
             -- is each device's own; of tied times only the last row counts (t_next > t). Windows with an empty
@@ -49,7 +50,9 @@ alone AS (
         coalesce(sum(t_next - t) FILTER (WHERE (n_def > 0 AND n_oth > 0) OR n_oth > 1), 0) AS concurrent_ns
     FROM state GROUP BY device_id
 )
-SELECT p.*, coalesce(a.default_alone_ns, 0) AS default_alone_ns, coalesce(a.concurrent_ns, 0) AS concurrent_ns,
+SELECT p.*,
+    CASE WHEN p.n_default > 0 AND p.other_streams > 0 THEN coalesce(a.default_alone_ns, 0) END AS default_alone_ns,
+    CASE WHEN p.n_default > 0 AND p.other_streams > 0 THEN coalesce(a.concurrent_ns, 0) END AS concurrent_ns,
     coalesce(ps.max_other_stream_ns, 0) AS max_other_stream_ns
 FROM per p LEFT JOIN alone a USING (device_id) LEFT JOIN ps USING (device_id)
 ORDER BY p.device_id
