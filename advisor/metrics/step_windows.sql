@@ -2,12 +2,17 @@
 -- doc: One window per (steady-state step instance, device it feeds): ranges whose lower-cased name marks one iteration (ProfilerStep#N, NVTX 'step', 'iteration', 'train_step', 'Step 3', ...: the RE2 pattern below, matched against the whole name) or that Kineto marks as profiler steps, outermost only (a step inside another step of the same thread or device is dropped). Host ranges map to devices through device_pids; GPU-side annotations are used only for devices no host step maps to.
 -- materialize: true
 -- uses: device_pids
-WITH r AS (
+WITH names AS (  -- the pattern is matched once per distinct string, not once per range (a trace may hold millions)
+    SELECT string_id FROM strings
+    WHERE regexp_matches(lower(value), '^(profilerstep#[0-9]+|(train(ing)?[ _-]?)?(step|iter|iteration)s?([ _#:-]*[0-9]+)?)$')
+),
+r AS (  -- profiler steps, and the ranges named like a step (a semi join on the name: no string read per range)
     SELECT r.range_id, r.pid, r.tid, r.device_id, r.start_ns, r.end_ns, coalesce(s.value, '') AS name
-    FROM ranges r LEFT JOIN strings s ON s.string_id = r.name_id
+    FROM (SELECT * FROM ranges WHERE source = 'profiler_step'
+          UNION ALL
+          SELECT r.* FROM ranges r SEMI JOIN names n ON n.string_id = r.name_id WHERE r.source <> 'profiler_step') r
+    LEFT JOIN strings s ON s.string_id = r.name_id
     WHERE r.end_ns > r.start_ns
-      AND (r.source = 'profiler_step' OR regexp_matches(lower(coalesce(s.value, '')),
-          '^(profilerstep#[0-9]+|(train(ing)?[ _-]?)?(step|iter|iteration)s?([ _#:-]*[0-9]+)?)$'))
 ),
 outer_r AS (  -- a step inside another of the same thread or device is dropped (of identical ones the lowest
               -- range_id stays). In (start, end desc, range_id) order every range that contains a step comes

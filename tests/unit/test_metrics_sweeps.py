@@ -169,8 +169,7 @@ def test_outermost_steps_and_dataloader_ops_match_pairwise(rows: list[tuple[Any,
     pattern = r"^(step [0-9]+|train_step)$"
     metrics.ensure(run, "device_pids")
     body = metrics.get("step_windows").sql.strip().rstrip(";")
-    body = re.sub(r"regexp_matches\(lower\(coalesce\(s.value, ''\)\),\s*'[^']*'\)",
-                  f"regexp_matches(lower(coalesce(s.value, '')), '{pattern}')", body)
+    body = re.sub(r"regexp_matches\(lower\(value\),\s*'[^']*'\)", f"regexp_matches(lower(value), '{pattern}')", body)
     assert pattern in body
     got = run.sql_rows(f"SELECT * FROM ({body}\n) ORDER BY ALL")
     pairwise = body[: body.index("outer_r AS (")] + """outer_r AS (
