@@ -240,3 +240,19 @@ def test_step_overlaps_match_keyed_join(run: Run, wins: list[tuple[int, int, int
     ]:
         got = sorted(tuple(r.values()) for r in metrics.query(run, name, min_gap_ns=1))
         assert got == sorted(run.sql_rows(ref)), name
+
+
+def test_default_stream_sweep_only_where_streams_mix() -> None:
+    """default_stream_use sweeps only a device that runs both default-stream (7) and other work: there it gives
+    the time default-stream work ran alone and the time streams ran at once; elsewhere those two are NULL (not
+    computed), while the per-device sums stay."""
+    kernels = [{"device_id": d, "stream_id": s, "pid": 1, "start_ns": a, "end_ns": b, "name_id": 0}
+               for d, s, a, b in [(0, 7, 0, 100), (0, 7, 100, 130),  # device 0: the default stream only
+                                  (1, 7, 0, 100), (1, 9, 50, 150), (1, 11, 140, 160)]]  # device 1: mixed
+    run = Run.from_tables({"kernels": _t("kernels", kernels), "strings": _t("strings", [{"string_id": 0,
+                                                                                         "value": "k"}])})
+    rows = {r["device_id"]: r for r in metrics.query(run, "default_stream_use", default_streams="7")}
+    assert (rows[0]["n_default"], rows[0]["default_ns"], rows[0]["other_streams"]) == (2, 130, 0)
+    assert rows[0]["default_alone_ns"] is None and rows[0]["concurrent_ns"] is None
+    assert (rows[1]["n_default"], rows[1]["other_streams"], rows[1]["max_other_stream_ns"]) == (1, 2, 100)
+    assert (rows[1]["default_alone_ns"], rows[1]["concurrent_ns"]) == (50, 60)  # 0-50 alone; 50-100, 140-150
