@@ -8,9 +8,12 @@ WITH seg AS (
         coalesce(sum(end_ns - start_ns) FILTER (WHERE cls = 'comm_wait'), 0) AS wait_ns
     FROM m_device_segments GROUP BY device_id
 ),
-kernel_calls AS (  -- every kernel with its family and, where recorded, the launch call that issued it
+exposed_devices AS (SELECT DISTINCT device_id FROM m_device_segments WHERE cls = 'comm'),
+kernel_calls AS (  -- every kernel with its family and, where recorded, the launch call that issued it, on the
+                   -- devices with exposed communication (only those have a starved part: the rest skip the sorts)
     SELECT k.device_id, k.start_ns, k.family = 'comm' AS comm, l.call_ns, l.return_ns, l.pid, l.tid
-    FROM m_kernel_names k LEFT JOIN m_kernel_launches l
+    FROM m_kernel_names k SEMI JOIN exposed_devices USING (device_id)
+    LEFT JOIN m_kernel_launches l
         ON l.device_id = k.device_id AND l.start_ns = k.start_ns AND l.correlation_id = k.correlation_id
 ),
 launched AS (  -- kernels with a launch record, in the device's launch order: is the next one launched after a
