@@ -18,6 +18,7 @@ from tests.reliability.conftest import copy_real
 from tests.reliability.surfaces import cli
 
 KINETO = "hta/with_gpu_user_annotation__step_based_trace_2543932.json.gz"
+OTHER = "hta/critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz"
 
 
 @pytest.fixture
@@ -75,7 +76,7 @@ def test_second_diff_prints_the_kept_diff(tmp_path: Path, cache: Path, monkeypat
     """A repeated `diff` of the same two inputs prints the first's output and exit code without opening either
     side; the record is BASE's and names NEW's bytes, so other bytes under NEW's name are diffed again."""
     base = copy_real(KINETO, tmp_path / "a")
-    new = copy_real("hta/critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz", tmp_path / "b")
+    new = copy_real(OTHER, tmp_path / "b")
     argv = ["diff", str(base), str(new), "--format", "json", "--fail-on-regression", "0"]
     first = cli(argv)
     assert first[0] in (0, 1) and json.loads(first[1])["gate"]["failed"] == (first[0] == 1)
@@ -125,7 +126,7 @@ def test_directory_of_repeated_captures_keeps_nothing(tmp_path: Path, cache: Pat
     """Two captures in one directory are two runs (`analyze` lists both): no one run's entry can hold that output."""
     folder = tmp_path / "captures"
     copy_real(KINETO, folder, name="a.json.gz")
-    copy_real("hta/critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz", folder, name="b.json.gz")
+    copy_real(OTHER, folder, name="b.json.gz")
     first = cli(["analyze", str(folder), "--format", "json"])
     assert len(json.loads(first[1])["runs"]) == 2
     again = json.loads(cli(["analyze", str(folder), "--format", "json"])[1])
@@ -169,7 +170,7 @@ def _key(trace: Path) -> dict[str, object]:
 def test_edited_input_is_analyzed_again(tmp_path: Path, cache: Path) -> None:
     trace = copy_real(KINETO, tmp_path / "in")
     before = cli(["analyze", str(trace), "--format", "json"])
-    other = copy_real("hta/critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz", tmp_path / "b")
+    other = copy_real(OTHER, tmp_path / "b")
     os.replace(other, trace)  # other bytes under the same name
     after = cli(["analyze", str(trace), "--format", "json"])
     assert json.loads(after[1])["counts"] != json.loads(before[1])["counts"]
@@ -206,18 +207,21 @@ def test_records_per_entry_are_bounded(tmp_path: Path, cache: Path, monkeypatch:
     assert not list(cache.glob(".work/*/kept-*")), "a temp record left in the work area"
 
 
-def test_kept_output_needs_no_duckdb(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", ["analyze", "diff"])
+def test_kept_output_needs_no_duckdb(tmp_path: Path, command: str) -> None:
     """The point of keeping it: the repeated command imports neither DuckDB nor the rules (a small trace's warm
     analyze took ~0.45 s, most of it those imports). Run as the user runs it, in a fresh process."""
-    trace = real_path(KINETO)  # the shared fixture: old enough that its stat fingerprint is kept
+    # the shared fixtures: old enough that their stat fingerprints are kept
+    inputs = [str(real_path(KINETO))] + ([str(real_path(OTHER))] if command == "diff" else [])
     env = dict(os.environ, ADVISOR_CACHE_DIR=str(tmp_path / "cache"))
     # advisor ends its process itself after its exit functions (advisor.cli.main.console_main): the probe is one
-    probe = ("import atexit, runpy, sys; sys.argv = ['advisor', 'analyze', sys.argv[1]]\n"
+    probe = (f"import atexit, runpy, sys; sys.argv = ['advisor', {command!r}, *sys.argv[1:]]\n"
              "heavy = ('duckdb', 'pyarrow', 'advisor.rules.base')\n"
              "atexit.register(lambda: print(sorted(m for m in heavy if m in sys.modules), file=sys.stderr))\n"
              "runpy.run_module('advisor', run_name='__main__')")
-    runs = [subprocess.run([sys.executable, "-c", probe, str(trace)], capture_output=True, text=True, env=env,
+    runs = [subprocess.run([sys.executable, "-c", probe, *inputs], capture_output=True, text=True, env=env,
                            cwd=ROOT, timeout=300) for _ in range(2)]
-    assert runs[0].stdout == runs[1].stdout and "do this first" in runs[0].stdout
+    assert runs[0].stdout == runs[1].stdout
+    assert ("do this first" if command == "analyze" else "advisor diff") in runs[0].stdout
     assert "duckdb" in runs[0].stderr.splitlines()[-1]
     assert runs[1].stderr.splitlines()[-1] == "[]"
