@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -148,12 +149,8 @@ def redact_parquet(paths: Iterable[Path], con: duckdb.DuckDBPyConnection | None 
     counts = [_count_sql(p) for p in files]
     if not any(counts):
         return changed
-    query = "SELECT [" + ", ".join(c or "0" for c in counts) + "]"
-    if con is None:
-        with scratch() as own:
-            row = own.execute(query).fetchone()
-    else:
-        row = con.execute(query).fetchone()
+    with scratch() if con is None else nullcontext(con) as db:
+        row = db.execute("SELECT [" + ", ".join(c or "0" for c in counts) + "]").fetchone()
     hits = row[0] if row else []
     return changed + sum(_rewrite(p) for p, n in zip(files, hits, strict=True) if n)
 

@@ -51,8 +51,8 @@ alone AS (
     FROM state GROUP BY device_id
 )
 SELECT p.*,
-    CASE WHEN p.n_default > 0 AND p.other_streams > 0 THEN coalesce(a.default_alone_ns, 0) END AS default_alone_ns,
-    CASE WHEN p.n_default > 0 AND p.other_streams > 0 THEN coalesce(a.concurrent_ns, 0) END AS concurrent_ns,
+    CASE WHEN x.device_id IS NOT NULL THEN coalesce(a.default_alone_ns, 0) END AS default_alone_ns,
+    CASE WHEN x.device_id IS NOT NULL THEN coalesce(a.concurrent_ns, 0) END AS concurrent_ns,
     coalesce(ps.max_other_stream_ns, 0) AS max_other_stream_ns
-FROM per p LEFT JOIN alone a USING (device_id) LEFT JOIN ps USING (device_id)
+FROM per p LEFT JOIN mixed x USING (device_id) LEFT JOIN alone a USING (device_id) LEFT JOIN ps USING (device_id)
 ORDER BY p.device_id
