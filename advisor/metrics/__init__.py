@@ -12,9 +12,6 @@ DuckDB shell on its own. A file starts with `--` header lines:
     -- uses: gpu_ops, kernel_names  (optional: materialized metrics this one reads)
     -- keep: false                  (optional: rows of a parametrized metric are not kept in the cache
                                      entry: interactive queries that differ on every call)
-    -- set: asof_loop_join_threshold = 0
-                                    (optional, materialized metrics: DuckDB settings in force while the
-                                     metric is built, restored after; several are separated by `;`)
 
 Parameters are DuckDB named parameters (`$min_gap_ns`); `query()` passes only the ones the SQL
 names, so a rule can hand over its whole option dict. Thresholds are rule options, never literals
@@ -94,7 +91,6 @@ class Metric:
     uses: tuple[str, ...]
     view: bool = False
     keep: bool = True  # `-- keep: false`: rows never kept in the cache entry (interactive queries, one per zoom)
-    settings: tuple[tuple[str, str], ...] = ()  # `-- set: name = value; ...`: in force while it is built
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -125,33 +121,7 @@ def get(name: str) -> Metric:
     uses = tuple(u.strip() for u in head.get("uses", "").split(",") if u.strip())
     kind = head.get("materialize")
     keep = head.get("keep") != "false"
-    settings = tuple(_setting(name, s) for s in head.get("set", "").split(";") if s.strip())
-    if settings and kind != "true":
-        raise KeyError(f"{name}.sql: '-- set:' needs '-- materialize: true' (a view or query is planned elsewhere)")
-    return Metric(name, head.get("doc", ""), text, kind in ("true", "view"), uses, kind == "view", keep, settings)
-
-
-_SETTING = re.compile(r"^\s*([a-z_]+)\s*=\s*([A-Za-z0-9_.]+)\s*$")
-
-
-def _setting(metric: str, text: str) -> tuple[str, str]:
-    """One `name = value` of a `-- set:` header (a DuckDB setting with a plain value)."""
-    m = _SETTING.match(text)
-    if not m:
-        raise KeyError(f"{metric}.sql: '-- set:' takes 'name = value' pairs separated by ';', not {text.strip()!r}")
-    return m.group(1), m.group(2)
-
-
-def _built(run: Run, metric: Metric, statement: str) -> None:
-    """Run `statement` (building `metric`) with the metric's `-- set:` settings, each restored after."""
-    before = [(k, run.sql_rows(f"SELECT current_setting('{k}')")[0][0]) for k, _ in metric.settings]
-    for k, v in metric.settings:
-        run.sql(f"SET {k} = {v}")
-    try:
-        run.sql(statement)
-    finally:
-        for k, v in before:
-            run.sql(f"SET {k} = {sql_string(str(v))}")
+    return Metric(name, head.get("doc", ""), text, kind in ("true", "view"), uses, kind == "view", keep)
 
 
 @cache
@@ -176,7 +146,7 @@ def ensure(run: Run, name: str) -> None:
     if metric.materialize:
         kind = "VIEW" if metric.view else "TABLE"
         derived.drop(run, metric.table)
-        _built(run, metric, f"CREATE TEMP {kind} {metric.table} AS {_body(metric.sql)}")
+        run.sql(f"CREATE TEMP {kind} {metric.table} AS {_body(metric.sql)}")
         if keep:
             derived.save_table(run, metric.table, metric.table, code_key())
     built.add(name)

@@ -318,11 +318,11 @@ def no_progress_bar(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def keep_range_joins(con: duckdb.DuckDBPyConnection) -> None:
-    """Turn off DuckDB's common-subplan optimizer on an analysis connection.
+    """Keep DuckDB, on an analysis connection, from three join plans that grow with the square of the trace.
 
-    Why: DuckDB (1.5) plans no IEJoin in a query that holds a materialized CTE: every two-inequality
-    overlap join in it becomes a piecewise merge join, which compares each row of one side with most
-    rows of the other (n x m). The common-subplan optimizer turns any subquery a statement repeats
+    The common-subplan optimizer: DuckDB (1.5) plans no IEJoin in a query that holds a materialized CTE:
+    every two-inequality overlap join in it becomes a piecewise merge join, which compares each row of one
+    side with most rows of the other (n x m). The common-subplan optimizer turns any subquery a statement repeats
     into such a CTE, so a metric whose overlap joins are written for an IEJoin (keys with the device,
     process or thread in the high bits) silently grew with the square of the trace: idle_claims spent
     3.5 s of CPU on 284k gaps x 2k long calls at 1 GB, ~100x that at 10 GB. Metrics that share a
@@ -332,9 +332,17 @@ def keep_range_joins(con: duckdb.DuckDBPyConnection) -> None:
     of at most `merge_join_threshold` rows (1,000). Its estimates of filtered CTEs run low: idle_claims'
     overlap of 22k idle gaps with 2k named host ranges (hta df_index_resolver, 3 MB) became a merge join
     of 0.32 s, against 0.02 s as an IEJoin; the whole metric 0.40 s -> 0.08 s, rows identical.
+
+    And no ASOF join as a nested loop: DuckDB plans one when it expects at most `asof_loop_join_threshold`
+    rows (64) on the left, whatever the right side holds, and then compares every left row with every right
+    row of its partition and keeps the latest match. A low estimate on a large left side costs the square of
+    the trace: host_record on the same 3 MB trace, parsed without the cache (Arrow scans, and a scalar
+    subquery in the filter), made 676M pairs from 57k ops x 42k calls: 29.5 s, against ~0.01 s sorted.
+    idle_gaps had met it on the cached path (13 s). The sorted ASOF join costs a sort of both sides at worst.
     """
     con.execute("SET disabled_optimizers = 'common_subplan'")
     con.execute("SET merge_join_threshold = 0")
+    con.execute("SET asof_loop_join_threshold = 0")
 
 
 def entry_connection(cache_root: Path, memory_cap: int | None = None) -> duckdb.DuckDBPyConnection:
