@@ -13,7 +13,8 @@ top AS (
 mapped AS (
     SELECT r.range_id, r.name, coalesce(r.device_id, p.device_id) AS device_id, r.start_ns, r.end_ns
     FROM r JOIN top USING (name)
-    LEFT JOIN m_device_pids p ON r.device_id IS NULL AND p.pid = r.pid
+    -- the test of r.device_id inside the key: beside it (on the left side only) it made a blockwise nested loop
+    LEFT JOIN m_device_pids p ON p.pid = CASE WHEN r.device_id IS NULL THEN r.pid END
 )
 SELECT row_number() OVER (ORDER BY name, device_id, start_ns) AS win_id, device_id, start_ns, end_ns,
     name AS label, range_id

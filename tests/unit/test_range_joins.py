@@ -165,3 +165,33 @@ def test_asof_lookups_plan_sorted_with_or_without_the_cache(tmp_path: Any, name:
                 "SELECT count(*) FROM m_device_segments WHERE cls = 'idle'")
     finally:
         run.close()
+
+
+NCCL = "nsys-ai/mfu_2gpu_before.sqlite"  # 2 GPUs, 66 NCCL kernels, 11 of them waiting for their peers
+_OLD_WAIT_JOIN = ("LEFT JOIN waits w ON k.vclass = 'comm' AND w.device_id = k.device_id\n"
+                  "        AND w.start_ns = k.start_ns")
+
+
+def test_no_metric_plans_a_blockwise_nested_loop(tmp_path: Any) -> None:
+    """A join condition DuckDB cannot split into keys (a LEFT JOIN's test on its left side only, an OR) runs as a
+    blockwise nested loop: every row of one side against every row of the other. device_segments' join of kernels
+    to their peer waits was one (2M kernels x 67k waits: 92 s against 0.05 s as a hash join); its rows are those
+    of the old form, on a trace where communication kernels wait."""
+    run = open_run(str(real_path(NCCL)), cache_dir=tmp_path)
+    try:
+        plain = [n for n in metrics.names() if not metrics.get(n).params and not metrics.reads_windows(n)]
+        assert "device_segments" in plain
+        assert [n for n in plain if "BLOCKWISE_NL_JOIN" in _plan(run, n)] == []
+        # and the NVTX range windows, whose mapping of a range without a device to its process' devices was another
+        ranges = metrics.get("windows_ranges").sql.replace("$max_depth", "8").replace("$max_names", "20")
+        metrics.ensure(run, "device_pids")
+        metrics.ensure(run, "range_names")
+        assert "BLOCKWISE_NL_JOIN" not in str(run.sql_rows("EXPLAIN " + ranges)[0][1])
+        assert run.sql_rows("SELECT count(*) FROM m_comm_waits WHERE wait_ns > 0") == [(11,)]
+        sql = metrics.get("device_segments").sql
+        old = sql.replace(sql[sql.index("LEFT JOIN waits w"):sql.index("    UNION ALL")], _OLD_WAIT_JOIN + "\n")
+        assert "BLOCKWISE_NL_JOIN" in str(run.sql_rows("EXPLAIN " + old)[0][1])
+        assert run.sql_rows(f"SELECT * FROM ({old}) ORDER BY ALL") == run.sql_rows(
+            "SELECT * FROM m_device_segments ORDER BY ALL")
+    finally:
+        run.close()
