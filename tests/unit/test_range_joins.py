@@ -9,6 +9,7 @@ import gzip
 import json
 import re
 from collections.abc import Iterator
+from functools import cache
 from typing import Any
 
 import pytest
@@ -146,27 +147,37 @@ def test_analysis_connections_never_plan_an_asof_join_as_a_loop(sgd_run: Run) ->
     assert sgd_run.sql_rows("SELECT current_setting('asof_loop_join_threshold')") == [(0,)]
 
 
-@pytest.mark.parametrize("cached", [True, False])
+@cache
+def _sgd_cpu_ops() -> int:
+    """The trace's framework ops, counted in its JSON."""
+    with gzip.open(real_path(SGD)) as f:
+        return sum(e.get("cat") == "cpu_op" for e in json.load(f)["traceEvents"])
+
+
+@pytest.fixture(scope="module")
+def sgd_uncached(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
+    run = open_run(str(real_path(SGD)), cache_dir=tmp_path_factory.mktemp("cache"), use_cache=False)
+    yield run
+    run.close()
+
+
+@pytest.mark.parametrize("fixture", ["sgd_run", "sgd_uncached"])
 @pytest.mark.parametrize("name", ["idle_gaps", "host_record"])
-def test_asof_lookups_plan_sorted_with_or_without_the_cache(tmp_path: Any, name: str, cached: bool) -> None:
+def test_asof_lookups_plan_sorted_with_or_without_the_cache(request: pytest.FixtureRequest, name: str,
+                                                            fixture: str) -> None:
     """DuckDB plans an ASOF join as a nested loop when it expects at most 64 rows on the left, and its estimates
     run low on this 3 MB trace: idle_gaps on the cached run (13 s), host_record on the run parsed without the cache
     (Arrow scans, a scalar subquery in the filter: 57k ops x 42k calls, 29.5 s against ~0.01 s sorted). The rows
     are the same either way; host_record's op count is the JSON's cpu_op events."""
-    run = open_run(str(real_path(SGD)), cache_dir=tmp_path, use_cache=cached)
-    try:
-        asof = len(re.findall(r"\bASOF (?:LEFT )?JOIN\b", metrics.get(name).sql))
-        assert asof >= 1 and _plan(run, name).count("ASOF_JOIN") == asof  # none became a nested loop join
-        if name == "host_record":
-            with gzip.open(real_path(SGD)) as f:
-                ops = sum(e.get("cat") == "cpu_op" for e in json.load(f)["traceEvents"])
-            assert [r["ops"] for r in metrics.query(run, name)] == [ops] == [56_680]
-        else:  # the same gaps as the metric's table, counted independently from the device segments
-            metrics.ensure(run, name)
-            assert run.sql_rows("SELECT count(*) FROM m_idle_gaps") == run.sql_rows(
-                "SELECT count(*) FROM m_device_segments WHERE cls = 'idle'")
-    finally:
-        run.close()
+    run: Run = request.getfixturevalue(fixture)
+    asof = len(re.findall(r"\bASOF (?:LEFT )?JOIN\b", metrics.get(name).sql))
+    assert asof >= 1 and _plan(run, name).count("ASOF_JOIN") == asof  # none became a nested loop join
+    if name == "host_record":
+        assert [r["ops"] for r in metrics.query(run, name)] == [_sgd_cpu_ops()] == [56_680]
+    else:  # the same gaps as the metric's table, counted independently from the device segments
+        metrics.ensure(run, name)
+        assert run.sql_rows("SELECT count(*) FROM m_idle_gaps") == run.sql_rows(
+            "SELECT count(*) FROM m_device_segments WHERE cls = 'idle'")
 
 
 NCCL = "nsys-ai/mfu_2gpu_before.sqlite"  # 2 GPUs, 66 NCCL kernels, 11 of them waiting for their peers
