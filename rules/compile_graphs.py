@@ -98,10 +98,11 @@ def graph_gap_idle(run: Run) -> dict[int, int]:
 
 def facts(run: Run) -> Facts:
     """Measured once per run (LA012 and ID001 both read it), kept in the run's metric session."""
-    memo = metrics.session(run).memo
-    cached = memo.get("compile_graphs")
-    if isinstance(cached, Facts):
-        return cached
+    got: Facts = metrics.session(run).once("compile_graphs", lambda: _facts(run))
+    return got
+
+
+def _facts(run: Run) -> Facts:
     events = [
         _Ev(r["kind"], r["pid"], r["tid"], int(r["start_ns"]), int(r["end_ns"]), r["name"])
         for r in metrics.query(run, "compile_markers")
@@ -112,9 +113,7 @@ def facts(run: Run) -> Facts:
         devices = _measure(run, events, _capture_windows(run, events))
         for dev in devices.values():
             dev.window_kind = "capture"
-    got = Facts(seen, devices)
-    memo["compile_graphs"] = got
-    return got
+    return Facts(seen, devices)
 
 
 def _steps(run: Run) -> list[Step]:

@@ -120,10 +120,7 @@ def profiled_ns(groups: Iterable[KernelGroup]) -> int:
 def classified(run: Run) -> list[ClassifiedKernel]:
     """classify_run(run), computed once per run (CP002, CP003, ME003 and ME006 all read it) and kept in the
     run's metric session."""
-    memo = metrics.session(run).memo
-    if "ncu_classified" not in memo:
-        memo["ncu_classified"] = classify_run(run)
-    got: list[ClassifiedKernel] = memo["ncu_classified"]
+    got: list[ClassifiedKernel] = metrics.session(run).once("ncu_classified", lambda: classify_run(run))
     return got
 
 

@@ -26,20 +26,16 @@ def step_totals(run: Run) -> list[metrics.DeviceShares]:
     """Per device the trace feeds in marked steps: how many steps, their summed time, first start, last end and
     timeline class times summed (metrics.shares_by_device: in DuckDB, no per-step rows); empty when the trace
     marks no steps. What the verdict and the rules that add steps up read; computed once per run."""
-    memo = metrics.session(run).memo
-    if "step_totals" not in memo:
-        memo["step_totals"] = metrics.shares_by_device(run, "step_windows") if _marked(run) else []
-    totals: list[metrics.DeviceShares] = memo["step_totals"]
+    totals: list[metrics.DeviceShares] = metrics.session(run).once(
+        "step_totals", lambda: metrics.shares_by_device(run, "step_windows") if _marked(run) else [])
     return totals
 
 
 def step_spans(run: Run) -> list[dict[str, Any]]:
     """The step windows without their class times (win_id, device_id, start_ns, end_ns, label, range_id), in
     win_id order: for callers that need each step's place, not what ran in it. Empty when no steps are marked."""
-    memo = metrics.session(run).memo
-    if "step_spans" not in memo:
-        memo["step_spans"] = metrics.window_rows(run, metrics.WindowSet.of("step_windows")) if _marked(run) else []
-    spans: list[dict[str, Any]] = memo["step_spans"]
+    spans: list[dict[str, Any]] = metrics.session(run).once(
+        "step_spans", lambda: metrics.window_rows(run, metrics.WindowSet.of("step_windows")) if _marked(run) else [])
     return spans
 
 
@@ -54,8 +50,6 @@ def step_windows(run: Run) -> list[metrics.WindowTimes]:
     steps. One Python object per step: only for what must look at each step's classes on its own (a per-step
     bound, the Nsight Compute or roofline class shift); step_totals adds them up in DuckDB. Computed once per
     run, kept in the run's metric session."""
-    memo = metrics.session(run).memo
-    if "steps" not in memo:
-        memo["steps"] = metrics.shares(run, "step_windows") if _marked(run) else []
-    steps: list[metrics.WindowTimes] = memo["steps"]
+    steps: list[metrics.WindowTimes] = metrics.session(run).once(
+        "steps", lambda: metrics.shares(run, "step_windows") if _marked(run) else [])
     return steps

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from advisor.engine.findings import RuleReport, classify, run_rules
+from advisor.engine.findings import RuleReport, classify, finish, rule_calls
+from advisor.engine.parallel import in_order
 from advisor.engine.result import Analysis, InputFacts, Sections, Summary, load
 from advisor.engine.summary import input_info, summarize
 from advisor.model.store import Run
@@ -49,8 +50,6 @@ def analyze_run(
         progress(done[0], total, what)
         done[0] += 1
 
-    step("summary")
-    facts = summarize(run, top=top)
     sections = Sections()
     joined = None
     if ncu is not None:
@@ -59,11 +58,18 @@ def analyze_run(
         step("joining the Nsight Compute report")
         joined = join_timeline(ncu, run)
         sections = Sections(ncu=join_section(ncu, joined))
+    # the summary, the verdict and each rule: independent, so two at a time where the run allows it (the two
+    # longest first: the rules wait least for the metric tables the three share)
+    names = ["summary"]
+    steps: list[Callable[[], Any]] = [lambda: summarize(run, top=top)]
     if rules and outcomes is None:
-        report = run_rules(run, rule_options, select, ncu=ncu, joined=joined,
-                           before_each=lambda r: step(f"rule {r.code} {r.name}"))
-        step("verdict")
-        outcomes = report, classify(run, ncu=joined)
+        calls = rule_calls(run, rule_options, select, ncu=ncu, joined=joined)
+        names += ["verdict"] + [f"rule {r.code} {r.name}" for r, _ in calls]
+        steps += [lambda: classify(run, ncu=joined)] + [call for _, call in calls]
+    done_steps = in_order(run if ncu is None else None, steps, lambda i: step(names[i]))
+    facts = done_steps[0]
+    if rules and outcomes is None:
+        outcomes = finish(done_steps[2:], run, ncu), done_steps[1]
     progress(total, total, "done")
     return assemble(run, facts, sections, outcomes if rules else None)
 

@@ -9,12 +9,14 @@ denominator).
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from advisor import metrics
+from advisor.engine.parallel import in_order
 from advisor.engine.ranks import across_ranks, device_ranks
 from advisor.errors import InputError
 from advisor.interrupt import raise_if_interrupted
@@ -286,7 +288,22 @@ def rule_results(
     before_each: Callable[[type[Rule]], None] | None = None,
 ) -> list[RuleResult]:
     """Each selected rule's result on `run`, its findings as the rule made them (not capped, not merged across
-    ranks): run_rules' first half, which a Dask worker runs on one rank (advisor.distributed)."""
+    ranks): run_rules' first half, which a Dask worker runs on one rank (advisor.distributed). Rules run two at
+    a time where the run allows it (advisor.engine.parallel)."""
+    calls = rule_calls(run, options, select, strict, ncu, joined)
+    before = None if before_each is None else (lambda i: before_each(calls[i][0]))
+    return in_order(run if ncu is None else None, [call for _, call in calls], before)  # ncu rules: one connection
+
+
+def rule_calls(
+    run: Run,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    select: set[str] | None = None,
+    strict: bool = False,
+    ncu: Run | None = None,
+    joined: JoinResult | None = None,
+) -> list[tuple[type[Rule], Callable[[], RuleResult]]]:
+    """Each selected rule with the call that runs it on `run` (an ncu rule on `ncu`, weighted by `joined`)."""
     rules = select_rules(select)
     resolved = resolve_options(rules, options)
     captured = captured_tables(run)
@@ -295,15 +312,13 @@ def rule_results(
 
         joined = joined or join(ncu, run)
     ncu_captured = captured_tables(ncu) if ncu is not None else set()
-    results = []
+    calls: list[tuple[type[Rule], Callable[[], RuleResult]]] = []
     for r in rules:
-        if before_each is not None:
-            before_each(r)
         if ncu is not None and reads_ncu(r):
-            results.append(_run_one(r, ncu, resolved[r.code], ncu_captured, strict, joined))
+            calls.append((r, functools.partial(_run_one, r, ncu, resolved[r.code], ncu_captured, strict, joined)))
         else:
-            results.append(_run_one(r, run, resolved[r.code], captured, strict))
-    return results
+            calls.append((r, functools.partial(_run_one, r, run, resolved[r.code], captured, strict)))
+    return calls
 
 
 def finish(results: list[RuleResult], run: Run, ncu: Run | None = None) -> RuleReport:

@@ -5,9 +5,10 @@ DuckDB shell on its own. A file starts with `--` header lines:
 
     -- metric: gpu_islands
     -- doc: Busy intervals per device: the union of kernels and memops, one row per island.
-    -- materialize: true            (optional: computed once per run into TEMP TABLE m_<name>, and
-                                     kept in the run's cache entry for the next analyze: metrics.derived)
-    -- materialize: view            (optional: TEMP VIEW m_<name>, neither stored nor kept: rows that
+    -- materialize: true            (optional: computed once per run into table m_<name> of the run's
+                                     database, and kept in the run's cache entry for the next analyze:
+                                     metrics.derived)
+    -- materialize: view            (optional: view m_<name>, neither stored nor kept: rows that
                                      several metrics start from but only a few need, inlined into each)
     -- uses: gpu_ops, kernel_names  (optional: materialized metrics this one reads)
     -- keep: false                  (optional: rows of a parametrized metric are not kept in the cache
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
@@ -43,24 +45,44 @@ class Session:
     """The metric layer's state for one run, kept on the run itself (`Run.state`), so it dies with the run and
     no call's meaning depends on what another caller built before it.
 
-    built: materialized metrics already on the run's connection. sets: each window set asked for (windows
-    metric and parameters) -> its own temp table and the name results clipped to it are kept under (None when
+    built: materialized metrics already on the run's database. sets: each window set asked for (windows
+    metric and parameters) -> its own table and the name results clipped to it are kept under (None when
     they cannot be kept). memo: results the layers above compute once per run (step windows, classified ncu
-    kernels), keyed by a name they own.
+    kernels), keyed by a name they own (`once`). Rules may run two at a time on one run (advisor.engine.parallel):
+    each metric, window set and memo entry is built under its own lock, so it is built once and no caller reads
+    it half built.
     """
 
     built: set[str] = field(default_factory=set)
     sets: dict[WindowSet, tuple[str, str | None]] = field(default_factory=dict)
     memo: dict[str, Any] = field(default_factory=dict)
+    _locks: dict[object, threading.RLock] = field(default_factory=dict)
+    _guard: threading.Lock = field(default_factory=threading.Lock)
+
+    def lock(self, key: object) -> threading.RLock:
+        """The lock of one thing this session builds (a metric, a window set, a memo entry)."""
+        with self._guard:
+            return self._locks.setdefault(key, threading.RLock())
+
+    def once(self, key: str, compute: Callable[[], Any]) -> Any:
+        """memo[key], computed by `compute` on the first call (later and concurrent callers get that value)."""
+        with self.lock(("memo", key)):
+            if key not in self.memo:
+                self.memo[key] = compute()
+            return self.memo[key]
+
+
+_SESSION = threading.Lock()
 
 
 def session(run: Run) -> Session:
     """The run's metric session (created on first use)."""
-    got = run.state.get("metrics")
-    if not isinstance(got, Session):
-        got = Session()
-        run.state["metrics"] = got
-    return got
+    with _SESSION:
+        got = run.state.get("metrics")
+        if not isinstance(got, Session):
+            got = Session()
+            run.state["metrics"] = got
+        return got
 
 
 @dataclass(frozen=True)
@@ -99,7 +121,9 @@ class Metric:
 
     @property
     def table(self) -> str:
-        """Temp table a materialized metric is stored in (what other metrics select from)."""
+        """Table a materialized metric is stored in (what other metrics select from). It lives in the main schema
+        of the run's in-memory database, not in a connection's temp schema, so every cursor of the run sees it
+        (advisor.engine.parallel)."""
         return f"m_{self.name}"
 
 
@@ -133,23 +157,27 @@ def names() -> tuple[str, ...]:
 
 def ensure(run: Run, name: str) -> None:
     """Build the materialized metric `name` (and what it uses) on `run`, once per run."""
-    built = session(run).built
-    if name in built:
+    state = session(run)
+    if name in state.built:
         return
-    metric = get(name)
+    with state.lock(("metric", name)):
+        if name not in state.built:
+            _build(run, get(name))
+            state.built.add(name)
+
+
+def _build(run: Run, metric: Metric) -> None:
     keep = metric.materialize and not metric.view and not metric.params
     if keep and derived.load_table(run, metric.table, metric.table, code_key()):
-        built.add(name)  # what it uses is built when something else asks for it
-        return
+        return  # what it uses is built when something else asks for it
     for dep in metric.uses:
         ensure(run, dep)
     if metric.materialize:
         kind = "VIEW" if metric.view else "TABLE"
         derived.drop(run, metric.table)
-        run.sql(f"CREATE TEMP {kind} {metric.table} AS {_body(metric.sql)}")
+        run.sql(f"CREATE {kind} {metric.table} AS {_body(metric.sql)}")
         if keep:
             derived.save_table(run, metric.table, metric.table, code_key())
-    built.add(name)
 
 
 @cache
@@ -171,7 +199,7 @@ def seed(run: Run, name: str, parquet: Path) -> None:
     source = f"read_parquet({sql_string(parquet)})"
     if metric.materialize:
         derived.drop(run, metric.table)
-        run.sql(f"CREATE TEMP TABLE {metric.table} AS SELECT * FROM {source}")
+        run.sql(f"CREATE TABLE {metric.table} AS SELECT * FROM {source}")
         session(run).built.add(name)
     else:
         session(run).memo[f"seed:{name}"] = run.sql_dicts(f"SELECT * FROM {source}")
@@ -279,29 +307,32 @@ class WindowTimes:
 
 
 def _window_set(run: Run, windows: WindowSet) -> tuple[str, str | None]:
-    """The temp table holding window set `windows` (built on first use, or read back from the run's cache
+    """The table holding window set `windows` (built on first use, or read back from the run's cache
     entry) and the name results clipped to it are kept under (None when they cannot be kept). A materialized
     windows metric is its own table."""
-    sets = session(run).sets
-    if windows in sets:
-        return sets[windows]
+    state = session(run)
+    with state.lock(("set", windows)):
+        if windows not in state.sets:
+            state.sets[windows] = _new_set(run, windows)
+        return state.sets[windows]
+
+
+def _new_set(run: Run, windows: WindowSet) -> tuple[str, str | None]:
     metric = get(windows.metric)
     used = dict(windows.params)
     stem = _result_name(metric, used)
     if metric.materialize:
         ensure(run, metric.name)
-        sets[windows] = (metric.table, stem)
-        return sets[windows]
+        return metric.table, stem
     table = f"w_{derived.fingerprint(metric.name, json.dumps(used, sort_keys=True, default=repr))[:16]}"
     if stem is None or not derived.load_table(run, table, stem, code_key()):
         for dep in metric.uses:
             ensure(run, dep)
         derived.drop(run, table)
-        run.sql(f"CREATE TEMP TABLE {table} AS {_body(metric.sql)}", used)
+        run.sql(f"CREATE TABLE {table} AS {_body(metric.sql)}", used)
         if stem is not None:
             derived.save_table(run, table, stem, code_key())
-    sets[windows] = (table, stem)
-    return sets[windows]
+    return table, stem
 
 
 def window_rows(run: Run, windows: WindowSet) -> list[dict[str, Any]]:

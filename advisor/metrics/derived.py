@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 import zlib
 from pathlib import Path
 from typing import Any
@@ -66,7 +67,7 @@ def _replace(target: Path, write: Any) -> Any:
     """Write through `write(tmp_path)` and rename into place; drop older versions of the same name. Returns what
     `write` returned."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         done = write(tmp)
         os.replace(tmp, target)
@@ -118,15 +119,15 @@ def _large(run: Run, rows: int, types: list[tuple[str, str]] | list[list[str]]) 
 
 
 def drop(run: Run, table: str) -> None:
-    """Drop the TEMP TABLE or TEMP VIEW `table`, whichever it is (a kept table may come back as either).
+    """Drop the table or view `table` of the run's database, whichever it is (a kept table may come back as either).
 
     Two DROP ... IF EXISTS statements, the second only when the name is a view: a warm analyze drops
     before each of about ten loads, and asking the catalog which kind it is took 0.8 ms each time.
     """
     try:
-        run.sql(f"DROP TABLE IF EXISTS temp.main.{table}")
+        run.sql(f"DROP TABLE IF EXISTS main.{table}")
     except duckdb.CatalogException:  # "Existing object ... is of type View"
-        run.sql(f"DROP VIEW IF EXISTS temp.main.{table}")
+        run.sql(f"DROP VIEW IF EXISTS main.{table}")
 
 
 def _select(path: Path, types: list[Any]) -> str:
@@ -135,8 +136,8 @@ def _select(path: Path, types: list[Any]) -> str:
 
 
 def load_table(run: Run, table: str, name: str, key: str) -> bool:
-    """Create `table` from the copy saved as (`name`, `key`), with the column types it had: a TEMP TABLE,
-    or for a large one (`_large`) a TEMP VIEW that reads the file, so it takes no memory under the cap."""
+    """Create `table` from the copy saved as (`name`, `key`), with the column types it had: a table,
+    or for a large one (`_large`) a view that reads the file, so it takes no memory under the cap."""
     path = _path(run, name, key, ".parquet")
     kept = load_json(run, name + ".types", key)
     if path is None or not isinstance(kept, dict) or not path.is_file():
@@ -150,7 +151,7 @@ def load_table(run: Run, table: str, name: str, key: str) -> bool:
     drop(run, table)
     try:
         kind = "VIEW" if _large(run, rows, types) else "TABLE"
-        run.sql(f"CREATE TEMP {kind} {table} AS {_select(path, types)}")
+        run.sql(f"CREATE {kind} {table} AS {_select(path, types)}")
     except (OSError, duckdb.Error) as e:
         raise_if_interrupted(e)
         drop(run, table)
@@ -159,10 +160,10 @@ def load_table(run: Run, table: str, name: str, key: str) -> bool:
 
 
 def save_table(run: Run, table: str, name: str, key: str) -> None:
-    """Keep TEMP TABLE `table` as Parquet (as `name`, `key`), in its row order, plus its column types.
+    """Keep table `table` as Parquet (as `name`, `key`), in its row order, plus its column types.
 
-    A large table (`_large`) is then read from that file instead: DuckDB keeps TEMP TABLEs in memory
-    under its cap, where they crowd out the sorts of the metrics after them. On a 10M-kernel export
+    A large table (`_large`) is then read from that file instead: DuckDB keeps an in-memory database's tables in
+    memory under its cap, where they crowd out the sorts of the metrics after them. On a 10M-kernel export
     device_segments alone held 870 MB of the 1 GiB, and idle_gaps' sort then ran out of memory.
     """
     path = _path(run, name, key, ".parquet")

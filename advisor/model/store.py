@@ -17,6 +17,7 @@ import contextlib
 import itertools
 import os
 import shutil
+import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -65,6 +66,8 @@ class Run:
         self, con: duckdb.DuckDBPyConnection, meta: dict[str, Any], entry: Path | None, memory_cap: int | None = None
     ) -> None:
         self._con = con
+        self._local = threading.local()  # a worker thread's own cursor of this database (`worker`)
+        self._cursors: list[duckdb.DuckDBPyConnection] = []  # the workers' cursors now open (`interrupt_workers`)
         self.memory_cap = duckdb_memory() if memory_cap is None else memory_cap  # DuckDB's cap on this connection
         self.meta = meta
         self.entry = entry
@@ -141,14 +144,15 @@ class Run:
         advisor.metrics.derived recomputes) hashes the entry's files, at most once per Run and never
         on a healthy warm path. Damage raises CacheDamaged; otherwise the error is re-raised as is.
         """
+        con = self._here
         if self._threads:
-            self._con.execute(f"SET threads = {self._threads}")
+            con.execute(f"SET threads = {self._threads}")
             self._threads = 0
         try:
             try:
-                return execute(self._con, query, params)
+                return execute(con, query, params)
             except duckdb.OutOfMemoryException:
-                threads = int(self._con.execute("SELECT current_setting('threads')").fetchall()[0][0])
+                threads = int(con.execute("SELECT current_setting('threads')").fetchall()[0][0])
                 if threads <= 1:
                     raise
                 return self._one_thread(query, params, threads)
@@ -172,9 +176,9 @@ class Run:
         Seen on the first analysis of a 10M-kernel export (idle_gaps). Results do not depend on the
         thread count, so only the time changes.
         """
-        self._con.execute("SET threads = 1")
+        self._here.execute("SET threads = 1")
         self._threads = threads  # set back before the next statement: this one's result is still to be fetched
-        return execute(self._con, query, params)
+        return execute(self._here, query, params)
 
     def _damaged(self, message: str) -> bool:
         entry = self.entry
@@ -190,7 +194,7 @@ class Run:
     def count(self, table: str) -> int:
         if self.meta.get("files"):
             return int(self.meta["files"][table]["rows"])
-        row = self._con.execute(f"SELECT count(*) FROM {table}").fetchone()
+        row = self._here.execute(f"SELECT count(*) FROM {table}").fetchone()
         return int(row[0]) if row else 0
 
     def with_gpu_name(self, name: str) -> Run:
@@ -224,6 +228,38 @@ class Run:
     def captured(self) -> set[str]:
         text = self.info.get("captured") or ""
         return {t for t in text.split(",") if t}
+
+    @property
+    def _here(self) -> duckdb.DuckDBPyConnection:
+        """The connection statements of the calling thread run on: a worker's own cursor (`worker`), else the run's."""
+        con: duckdb.DuckDBPyConnection | None = getattr(self._local, "con", None)
+        return self._con if con is None else con
+
+    @contextlib.contextmanager
+    def worker(self) -> Iterator[None]:
+        """While inside, the calling thread runs this run's statements on a cursor of its own: DuckDB runs one statement
+        per connection at a time, and cursors of one database run theirs side by side (each sees the model views and
+        the metric tables, which live in the database's main schema, not in a connection's temp schema). Only for a
+        run over a cache entry: an Arrow-backed run's tables are registered on its own connection alone."""
+        if self.entry is None:
+            raise ValueError("a run over Arrow tables runs its statements on its own connection only")
+        cur = self._con.cursor()
+        no_progress_bar(cur)
+        keep_range_joins(cur)
+        self._local.con = cur
+        self._cursors.append(cur)
+        try:
+            yield
+        finally:
+            self._local.con = None
+            self._cursors.remove(cur)
+            cur.close()
+
+    def interrupt_workers(self) -> None:
+        """Stop the statement each worker's cursor is running now (Ctrl-C reaches the main thread only)."""
+        for cur in list(self._cursors):
+            with contextlib.suppress(Exception):
+                cur.interrupt()
 
     def close(self) -> None:
         self._con.close()

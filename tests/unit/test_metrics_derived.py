@@ -85,7 +85,7 @@ def test_changed_code_ignores_kept_files(tmp_path: Path) -> None:
         metrics.ensure(run, "device_segments")
         assert run.derived_dir is not None
         kept = next(run.derived_dir.glob("m_device_segments-*.parquet"))
-        run.sql("CREATE OR REPLACE TEMP TABLE m_device_segments AS SELECT 1 AS x")
+        run.sql("CREATE OR REPLACE TABLE m_device_segments AS SELECT 1 AS x")
         # another code version (key) finds nothing, the matching one finds the table as computed
         assert not metrics.derived.load_table(run, "m_device_segments", "m_device_segments", "other")
         key = kept.name.split("-", 1)[1].removesuffix(".parquet")
@@ -110,8 +110,8 @@ def test_large_tables_are_read_from_their_files(trace: Path, tmp_path: Path) -> 
         try:
             assert _strip(analyze_run(run).to_dict()) == want
             metrics.ensure(run, "timeline")
-            views = {r[0] for r in run.sql_rows("SELECT view_name FROM duckdb_views() WHERE temporary")}
-            tables = {r[0] for r in run.sql_rows("SELECT table_name FROM duckdb_tables() WHERE temporary")}
+            views = {r[0] for r in run.sql_rows("SELECT view_name FROM duckdb_views() WHERE NOT internal")}
+            tables = {r[0] for r in run.sql_rows("SELECT table_name FROM duckdb_tables()")}
             assert ({"m_timeline"} if warm else {"m_idle_gaps", "m_timeline", "m_device_segments"}) <= views
             # an empty table holds no memory, so it stays a table (nothing to read from a file)
             assert not {
