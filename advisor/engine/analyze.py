@@ -58,24 +58,30 @@ def analyze_run(
         step("joining the Nsight Compute report")
         joined = join_timeline(ncu, run)
         sections = Sections(ncu=join_section(ncu, joined))
-    # the summary, the verdict and each rule: independent, so two at a time where the run allows it (the two
-    # longest first: the rules wait least for the metric tables the three share)
+    # the summary, the verdict, each rule and the computed sections: independent, so two at a time where the run
+    # allows it (the two longest first: the rules wait least for the metric tables they share)
     names = ["summary"]
     steps: list[Callable[[], Any]] = [lambda: summarize(run, top=top)]
     if rules and outcomes is None:
         calls = rule_calls(run, rule_options, select, ncu=ncu, joined=joined)
         names += ["verdict"] + [f"rule {r.code} {r.name}" for r, _ in calls]
         steps += [lambda: classify(run, ncu=joined)] + [call for _, call in calls]
-    done_steps = in_order(run if ncu is None else None, steps, lambda i: step(names[i]))
+    parts = [lambda: gpu_metrics_section(run), lambda: ops_section(run), lambda: _mfu(run),
+             lambda: serving_section(run)]
+    done_steps = in_order(run if ncu is None else None, steps + parts,
+                          lambda i: step(names[i]) if i < len(names) else None)
     facts = done_steps[0]
     if rules and outcomes is None:
-        outcomes = finish(done_steps[2:], run, ncu), done_steps[1]
+        outcomes = finish(done_steps[2:len(steps)], run, ncu), done_steps[1]
+    gpu_metrics, ops, mfu, serving = done_steps[len(steps):]
+    sections = replace(sections, gpu_metrics=gpu_metrics, ops=ops, mfu=mfu, serving=serving)
     progress(total, total, "done")
     return assemble(run, facts, sections, outcomes if rules else None)
 
 
 def assemble(run: Run, facts: Mapping[str, Any], sections: Sections, outcomes: Outcomes | None) -> Analysis:
-    """The typed analysis from the summary document and the rules' outcomes (None: rules not run)."""
+    """The typed analysis from the summary document, the computed sections and the rules' outcomes (None: rules not
+    run)."""
     summary = load(Summary, {k: v for k, v in facts.items() if k != "input"})
     report, verdict = outcomes if outcomes is not None else (None, None)
     top = report.headline() if report is not None else None
@@ -86,8 +92,7 @@ def assemble(run: Run, facts: Mapping[str, Any], sections: Sections, outcomes: O
         from advisor.engine.ncu_profile import profile_section
 
         profile = profile_section(run, report.to_dict()["findings"] if report is not None else [])
-    sections = replace(sections, ncu_profile=profile, gpu_metrics=gpu_metrics_section(run), ops=ops_section(run),
-                       mfu=_mfu(run), serving=serving_section(run))
+    sections = replace(sections, ncu_profile=profile)
     return Analysis(load(InputFacts, input_info(run)), summary, verdict, report, line, note, sections)
 
 

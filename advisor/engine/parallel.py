@@ -83,32 +83,35 @@ def _work(run: Run, steps: Sequence[Callable[[], Any]], shared: _Shared) -> None
                 shared.done[i].set()
 
 
+def _wait(steps: Sequence[Callable[[], Any]], shared: _Shared, workers: list[threading.Thread],
+          before: Callable[[int], None] | None) -> None:
+    """Wait for each step in order (calling `before`), until one failed or the workers ended."""
+    for i in range(len(steps)):
+        if before is not None:
+            before(i)
+        while not shared.done[i].wait(0.05):  # a timed wait: Ctrl-C reaches this thread at once
+            if not any(w.is_alive() for w in workers):
+                break
+        if shared.errors[i] is not None or not shared.done[i].is_set():
+            return
+
+
 def _two_at_a_time(run: Run, steps: Sequence[Callable[[], T]], before: Callable[[int], None] | None) -> list[T]:
     shared = _Shared(len(steps))
-    threads = run.sql_rows("SELECT current_setting('threads')")[0][0]
-    run.sql("SET threads = 1")  # one per statement: two statements side by side keep both cores busy
     workers = [threading.Thread(target=_work, args=(run, steps, shared), name=f"advisor-step-{k}", daemon=True)
                for k in range(WORKERS)]
-    for w in workers:
-        w.start()
-    try:
-        for i in range(len(steps)):
-            if before is not None:
-                before(i)
-            while not shared.done[i].wait(0.05):  # a timed wait: Ctrl-C reaches this thread at once
-                if not any(w.is_alive() for w in workers):
-                    break
-            if shared.errors[i] is not None or not shared.done[i].is_set():
-                break
-    except BaseException:
-        shared.stop = True
-        run.interrupt_workers()
-        raise
-    finally:
-        shared.stop = shared.stop or any(e is not None for e in shared.errors)
+    with run.one_thread_per_statement():
         for w in workers:
-            w.join()
-        run.sql(f"SET threads = {int(threads)}")
+            w.start()
+        try:
+            _wait(steps, shared, workers, before)
+        except BaseException:
+            shared.stop = True
+            run.interrupt_workers()
+            raise
+        finally:
+            for w in workers:
+                w.join()
     first = next((e for e in shared.errors if e is not None), None)
     if first is not None:
         raise first

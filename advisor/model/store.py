@@ -255,6 +255,17 @@ class Run:
             self._cursors.remove(cur)
             cur.close()
 
+    @contextlib.contextmanager
+    def one_thread_per_statement(self) -> Iterator[None]:
+        """DuckDB runs each statement on one thread meanwhile (workers running statements side by side keep the cores
+        busy), and on as many as before after."""
+        threads = int(self._con.execute("SELECT current_setting('threads')").fetchall()[0][0])
+        self._con.execute("SET threads = 1")
+        try:
+            yield
+        finally:
+            self._con.execute(f"SET threads = {threads}")
+
     def interrupt_workers(self) -> None:
         """Stop the statement each worker's cursor is running now (Ctrl-C reaches the main thread only)."""
         for cur in list(self._cursors):

@@ -197,7 +197,7 @@ def test_no_statement_of_an_analysis_plans_a_blockwise_nested_loop(tmp_path: Any
     execute = store.execute
 
     def explained(con: Any, query: str, params: Any = None) -> Any:
-        body = re.sub(r"^\s*CREATE TEMP (?:TABLE|VIEW) \w+ AS", "", query)
+        body = re.sub(r"^\s*CREATE (?:TEMP )?(?:TABLE|VIEW) \w+ AS", "", query)
         if re.match(r"\s*(?:--[^\n]*\n\s*)*(?:WITH|SELECT)\b", body):
             planned.append(body)
             if "BLOCKWISE_NL_JOIN" in str(execute(con, "EXPLAIN " + body, params).fetchall()[0][1]):
