@@ -17,6 +17,7 @@ import gzip
 import hashlib
 import json
 import math
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -48,10 +49,19 @@ def hover_text(text: object) -> str:
 # ------------------------------------------------------------------ the plotly.js payload
 
 
-@cache
 def plotly_js_packed() -> str:
     """plotly.min.js of the installed plotly package, gzip-compressed and base64-encoded (about 2 MB of the
-    4.8 MB file): the page unpacks it in the browser, so the report needs no network."""
+    4.8 MB file): the page unpacks it in the browser, so the report needs no network. Packed once per process
+    (0.2 s); a caller arriving while another thread packs it waits for that (advisor.reports.html.prepare)."""
+    with _PACKING:
+        return _plotly_js_packed()
+
+
+_PACKING = threading.Lock()
+
+
+@cache
+def _plotly_js_packed() -> str:
     js = resources.files("plotly").joinpath("package_data/plotly.min.js").read_bytes()
     return pack_bytes(js)
 

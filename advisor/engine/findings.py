@@ -295,14 +295,9 @@ def rule_results(
     return in_order(run if ncu is None else None, [call for _, call in calls], before)  # ncu rules: one connection
 
 
-def rule_calls(
-    run: Run,
-    options: Mapping[str, Mapping[str, Any]] | None = None,
-    select: set[str] | None = None,
-    strict: bool = False,
-    ncu: Run | None = None,
-    joined: JoinResult | None = None,
-) -> list[tuple[type[Rule], Callable[[], RuleResult]]]:
+def rule_calls(run: Run, options: Mapping[str, Mapping[str, Any]] | None = None, select: set[str] | None = None,
+               strict: bool = False, ncu: Run | None = None, joined: JoinResult | None = None
+               ) -> list[tuple[type[Rule], Callable[[], RuleResult]]]:
     """Each selected rule with the call that runs it on `run` (an ncu rule on `ncu`, weighted by `joined`)."""
     rules = select_rules(select)
     resolved = resolve_options(rules, options)

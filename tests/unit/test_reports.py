@@ -508,3 +508,35 @@ def test_diff_markdown_cut_keeps_details_balanced(mfu_diff: dict[str, Any]) -> N
     note = re.search(r"_(\d+) more line\(s\) left out to fit a PR comment\._", md)
     assert note is not None and kept > 100 and kept + int(note.group(1)) == n_rows
     assert MD_LIMIT - 1000 < len(md) <= MD_LIMIT  # cut only as far as needed
+
+
+def test_prepared_page_parts_are_the_ones_a_page_would_make(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`prepare` packs plotly.js and compiles the run page on a background thread while a surface analyses the run:
+    packed once (a caller arriving meanwhile waits for that thread), byte for byte what packing it then would give,
+    and the page's template is the environment's own (compiled once)."""
+    import base64
+    import gzip
+    import threading
+    from importlib import resources
+
+    from advisor.reports import html as report_html
+    from advisor.reports import interactive
+
+    interactive._plotly_js_packed.cache_clear()
+    packs: list[int] = []
+    pack = interactive.pack_bytes
+
+    def counted(data: bytes) -> str:
+        packs.append(len(data))
+        return pack(data)
+
+    monkeypatch.setattr(interactive, "pack_bytes", counted)
+    report_html.prepare()
+    got = interactive.plotly_js_packed()  # may arrive while the thread still packs: waits, packs nothing itself
+    for t in [t for t in threading.enumerate() if t.name == "advisor-report-prepare"]:
+        t.join(30)
+    js = resources.files("plotly").joinpath("package_data/plotly.min.js").read_bytes()
+    assert packs == [len(js)] and interactive.plotly_js_packed() is got
+    assert gzip.decompress(base64.b64decode(got)) == js
+    env = report_html.environment()
+    assert env.get_template("run.html") is env.get_template("run.html")

@@ -73,8 +73,9 @@ def run(args: argparse.Namespace) -> int:
         return kept.code
     from advisor.api import report_inputs
     from advisor.cli.progress import Progress
-    from advisor.reports.html import render_run_html
+    from advisor.reports.html import prepare, render_run_html
 
+    prepare()  # plotly.js packed and the templates compiled while the run is analysed
     progress = Progress(f"reading {path}", enabled=args.progress)
     inputs = report_inputs(path, top=args.top, bins=args.bins, ncu=args.ncu, nsys=args.nsys,
                            use_cache=not args.no_cache, progress=progress, gpu=args.gpu)
