@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from advisor import metrics
 from advisor.model.store import Run
 
 T = TypeVar("T")
@@ -100,7 +101,7 @@ def _two_at_a_time(run: Run, steps: Sequence[Callable[[], T]], before: Callable[
     shared = _Shared(len(steps))
     workers = [threading.Thread(target=_work, args=(run, steps, shared), name=f"advisor-step-{k}", daemon=True)
                for k in range(WORKERS)]
-    with run.one_thread_per_statement():
+    with run.one_thread_per_statement(), metrics.kept_aside(run):
         for w in workers:
             w.start()
         try:

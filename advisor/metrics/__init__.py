@@ -22,10 +22,12 @@ never raw exporter tables.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import queue
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -56,6 +58,7 @@ class Session:
     built: set[str] = field(default_factory=set)
     sets: dict[WindowSet, tuple[str, str | None]] = field(default_factory=dict)
     memo: dict[str, Any] = field(default_factory=dict)
+    saver: Saver | None = None  # while set (`kept_aside`), materialized tables are kept by its thread
     _locks: dict[object, threading.RLock] = field(default_factory=dict)
     _guard: threading.Lock = field(default_factory=threading.Lock)
 
@@ -73,6 +76,60 @@ class Session:
 
 
 _SESSION = threading.Lock()
+
+
+class Saver:
+    """Keeps materialized tables in the run's cache entry (derived.save_table) on a thread and cursor of its own, in
+    the order they were built, while the analysis goes on: writing a table costs a DESCRIBE, a COPY to Parquet and a
+    crc32, and where the analysis runs two steps at a time one of them is often waiting for a table the other builds,
+    so a core is free for it. A large table is replaced by a view of its file (derived.save_table) only at `close`,
+    when no other statement can be reading it."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.todo: queue.SimpleQueue[tuple[str, str] | None] = queue.SimpleQueue()
+        self.dropped = False
+        self.large: list[tuple[str, str]] = []
+        self.thread = threading.Thread(target=self._work, name="advisor-keep", daemon=True)
+        self.thread.start()
+
+    def put(self, table: str, name: str) -> None:
+        self.todo.put((table, name))
+
+    def _work(self) -> None:
+        with contextlib.suppress(BaseException), self.run.worker():  # a table not kept is computed again next time
+            while (item := self.todo.get()) is not None:
+                if not self.dropped and derived.save_table(self.run, *item, code_key(), read_back=False):
+                    self.large.append(item)
+
+    def close(self, keep: bool) -> None:
+        """Wait for the tables still to write, then read the large ones back from their files (keep); or write no
+        more and stop the one being written."""
+        self.dropped = not keep
+        self.todo.put(None)
+        if not keep:
+            self.run.interrupt_workers()
+        self.thread.join()
+        for table, name in self.large if keep else ():
+            derived.load_table(self.run, table, name, code_key())
+
+
+@contextlib.contextmanager
+def kept_aside(run: Run) -> Iterator[None]:
+    """Meanwhile, materialized tables of `run` (a cache entry's) are kept by a Saver's thread; after, all are written
+    (or, when the block raised, none more). Only one thread may run statements on `run` after the block."""
+    state = session(run)
+    if run.entry is None or state.saver is not None:
+        yield
+        return
+    saver = state.saver = Saver(run)
+    keep = False
+    try:
+        yield
+        keep = True
+    finally:
+        state.saver = None
+        saver.close(keep)
 
 
 def session(run: Run) -> Session:
@@ -177,7 +234,7 @@ def _build(run: Run, metric: Metric) -> None:
         derived.drop(run, metric.table)
         run.sql(f"CREATE {kind} {metric.table} AS {_body(metric.sql)}")
         if keep:
-            derived.save_table(run, metric.table, metric.table, code_key())
+            _keep(run, metric.table, metric.table)
 
 
 @cache
@@ -331,8 +388,17 @@ def _new_set(run: Run, windows: WindowSet) -> tuple[str, str | None]:
         derived.drop(run, table)
         run.sql(f"CREATE TABLE {table} AS {_body(metric.sql)}", used)
         if stem is not None:
-            derived.save_table(run, table, stem, code_key())
+            _keep(run, table, stem)
     return table, stem
+
+
+def _keep(run: Run, table: str, name: str) -> None:
+    """Keep `table` in the run's cache entry as `name`: now, or by the session's Saver."""
+    saver = session(run).saver
+    if saver is None:
+        derived.save_table(run, table, name, code_key())
+    else:
+        saver.put(table, name)
 
 
 def window_rows(run: Run, windows: WindowSet) -> list[dict[str, Any]]:

@@ -73,10 +73,11 @@ def _replace(target: Path, write: Any) -> Any:
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
-    stem = target.name.rsplit("-", 1)[0]
-    for old in target.parent.glob(f"{stem}-*"):
-        if old.name != target.name and old.suffix == target.suffix:
-            old.unlink(missing_ok=True)
+    prefix = target.name.rsplit("-", 1)[0] + "-"  # other versions of the name: same prefix and suffix
+    with os.scandir(target.parent) as listing:  # a glob compiled a pattern per file written
+        for old in listing:
+            if old.name.startswith(prefix) and old.name != target.name and Path(old.name).suffix == target.suffix:
+                Path(old.path).unlink(missing_ok=True)
     return done
 
 
@@ -159,16 +160,18 @@ def load_table(run: Run, table: str, name: str, key: str) -> bool:
     return True
 
 
-def save_table(run: Run, table: str, name: str, key: str) -> None:
+def save_table(run: Run, table: str, name: str, key: str, read_back: bool = True) -> bool:
     """Keep table `table` as Parquet (as `name`, `key`), in its row order, plus its column types.
 
     A large table (`_large`) is then read from that file instead: DuckDB keeps an in-memory database's tables in
     memory under its cap, where they crowd out the sorts of the metrics after them. On a 10M-kernel export
-    device_segments alone held 870 MB of the 1 GiB, and idle_gaps' sort then ran out of memory.
+    device_segments alone held 870 MB of the 1 GiB, and idle_gaps' sort then ran out of memory. read_back=False
+    (a Saver's thread, while other statements may read the table) leaves that to the caller: True when the table
+    was kept and is large.
     """
     path = _path(run, name, key, ".parquet")
     if path is None:
-        return
+        return False
     types = [(str(r[0]), str(r[1])) for r in run.sql_rows(f"DESCRIBE {table}")]
     wide = [c for c, t in types if t in _WIDE]
     narrow = set()
@@ -188,6 +191,8 @@ def save_table(run: Run, table: str, name: str, key: str) -> None:
                   {"types": [list(t) for t in types], "rows": rows, "crc32": file_crc32(path)})
     except (OSError, duckdb.Error) as e:
         raise_if_interrupted(e)
-        return
-    if _large(run, rows, types):
+        return False
+    large = _large(run, rows, types)
+    if read_back and large:
         load_table(run, table, name, key)
+    return large

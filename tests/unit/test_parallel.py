@@ -1,6 +1,7 @@
 """The steps of a small run's analysis run two at a time (advisor.engine.parallel, issue 23): results in order and
-identical to one at a time, every metric table built once, the first failure raised, Ctrl-C stopping both workers'
-statements, and one thread wherever cursors cannot share the run's tables."""
+identical to one at a time, every metric table built once (and kept in the cache entry by a thread of its own),
+the first failure raised, Ctrl-C stopping both workers' statements, and one thread wherever cursors cannot share
+the run's tables."""
 
 from __future__ import annotations
 
@@ -66,7 +67,18 @@ def test_two_at_a_time_gives_the_analysis_of_one_at_a_time(
             finally:
                 r.close()
     assert docs[""] == docs["1"]
-    assert len(workers) == parallel.WORKERS
+    assert workers == {"advisor-step-0", "advisor-step-1", "advisor-keep"}  # two steps at a time, tables kept aside
+    kept = {t: _kept_tables(tmp_path / f"threads{t or 'default'}") for t in ("1", "")}
+    assert kept[""] == kept["1"] and len(kept["1"]) > 10
+
+
+def _kept_tables(cache: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """The rows of every metric table kept in the cache's one entry, by file name less its code key, in file order."""
+    import duckdb
+
+    files = sorted(cache.glob("*/derived/*.parquet"))
+    with duckdb.connect() as con:
+        return {f.name.rsplit("-", 1)[0]: con.execute(f"SELECT * FROM read_parquet('{f}')").fetchall() for f in files}
 
 
 def test_steps_run_side_by_side_and_come_back_in_order(run: Run) -> None:
