@@ -69,7 +69,7 @@ class RuleResult:
     category: str
     status: str
     outcome: Outcome | None
-    elapsed_s: float
+    elapsed_s: float  # wall s from the rule's start to its end; beside another step, waits for its tables included
     error: str | None = None
 
     @property
