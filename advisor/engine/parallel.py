@@ -14,12 +14,12 @@ thread.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from advisor import metrics
+from advisor.model.limits import threads_asked
 from advisor.model.store import Run
 
 T = TypeVar("T")
@@ -31,12 +31,9 @@ SMALL_ROWS = 2_000_000
 
 def side_by_side(run: Run | None) -> bool:
     """Whether the steps of `run`'s analysis run two at a time (None: steps that read more than one run)."""
-    files = run.meta.get("files") if run is not None else None
-    if run is None or run.entry is None or not isinstance(files, dict):
+    if run is None or run.entry is None or threads_asked() == 1:
         return False
-    if os.environ.get("ADVISOR_THREADS", "").strip() == "1":
-        return False
-    return sum(int(f.get("rows") or 0) for f in files.values()) <= SMALL_ROWS
+    return run.rows <= SMALL_ROWS
 
 
 def in_order(run: Run | None, steps: Sequence[Callable[[], T]], before: Callable[[int], None] | None = None) -> list[T]:

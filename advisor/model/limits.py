@@ -45,10 +45,16 @@ def duckdb_config() -> dict[str, str | bool | int | float | list[str]]:
         "autoinstall_known_extensions": False,
         "autoload_known_extensions": False,
     }
-    threads = os.environ.get("ADVISOR_THREADS")
-    if threads and threads.isdigit() and int(threads) > 0:
-        config["threads"] = int(threads)
+    threads = threads_asked()
+    if threads is not None:
+        config["threads"] = threads
     return config
+
+
+def threads_asked() -> int | None:
+    """The thread count $ADVISOR_THREADS asks for (a positive whole number), else None."""
+    threads = os.environ.get("ADVISOR_THREADS", "").strip()
+    return int(threads) if threads.isdigit() and int(threads) > 0 else None
 
 
 def memory_sql(cap: int | None = None) -> str:

@@ -34,6 +34,12 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 
+def model_rows(meta: Mapping[str, Any]) -> int:
+    """The rows of every model table of a cache entry, from its meta.json (0 when it records none)."""
+    files = meta.get("files")
+    return sum(int(f.get("rows") or 0) for f in files.values()) if isinstance(files, dict) else 0
+
+
 def sql_string(text: str | Path) -> str:
     """`text` (a path, a name) as a single-quoted SQL string literal."""
     return "'" + str(text).replace("'", "''") + "'"
@@ -82,9 +88,7 @@ class Run:
     def from_entry(cls, entry: Path, meta: dict[str, Any], con: duckdb.DuckDBPyConnection | None = None) -> Run:
         """The run of a cache entry, on `con` when given (`entry_connection`: the cold path made it before the
         parse, whose checks ran on it), else on a new DuckDB; the memory cap follows the entry's row count."""
-        files = meta.get("files")
-        rows = sum(int(f.get("rows") or 0) for f in files.values()) if isinstance(files, dict) else 0
-        cap = analysis_memory(rows)
+        cap = analysis_memory(model_rows(meta))
         if con is None:
             con = entry_connection(entry.parent, cap)
         else:
@@ -93,6 +97,11 @@ class Run:
                  for name in TABLES)
         con.execute(";\n".join(views))  # one call: 18 separate ones cost a warm analyze about 4 ms
         return cls(con, meta, entry, cap)
+
+    @property
+    def rows(self) -> int:
+        """The model's rows, all tables together, as the cache entry recorded them (0 for a run over Arrow tables)."""
+        return model_rows(self.meta)
 
     def footers_match(self) -> bool:
         """Cheap integrity probe: every Parquet footer readable and row counts as recorded."""
