@@ -34,7 +34,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from advisor.metrics import derived
+from advisor.metrics import clip, derived
 from advisor.model.store import Run, sql_string
 
 _PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
@@ -299,32 +299,16 @@ _WINDOWS = re.compile(r"\bm_windows\b")
 
 @cache
 def reads_windows(name: str) -> bool:
-    """Whether metric `name` clips to a window set: its SQL reads `m_windows`, or it uses a metric that does."""
-    metric = get(name)
-    return bool(_WINDOWS.search(metric.sql)) or any(reads_windows(d) for d in metric.uses)
+    """Whether metric `name` clips to a window set: its SQL reads `m_windows`."""
+    return bool(_WINDOWS.search(get(name).sql))
 
 
 def _sql_for(run: Run, metric: Metric, table: str) -> str:
-    """The SQL to run for `metric`: its own, or for one that clips to windows, with the window set's table in
-    place of `m_windows` and the metrics it uses that clip too inlined (as CTEs named like their tables)."""
-    inline: list[Metric] = []
-    _prepare(run, metric, inline)
-    if not table:
-        return metric.sql
-    ctes = ", ".join(f"{m.table} AS ({_body(m.sql)}\n)" for m in inline)
-    body = f"WITH {ctes} SELECT * FROM ({_body(metric.sql)}\n)" if ctes else metric.sql
-    return _WINDOWS.sub(table, body)
-
-
-def _prepare(run: Run, metric: Metric, inline: list[Metric]) -> None:
-    """Build what `metric` uses; those that clip to windows are collected into `inline` (dependencies first)."""
+    """The SQL to run for `metric`, once what it uses is built: for one that clips to windows, with the window set's
+    table in place of `m_windows`."""
     for dep in metric.uses:
-        if reads_windows(dep):
-            _prepare(run, get(dep), inline)
-            if get(dep) not in inline:
-                inline.append(get(dep))
-        else:
-            ensure(run, dep)
+        ensure(run, dep)
+    return _WINDOWS.sub(table, metric.sql) if table else metric.sql
 
 
 def _result_name(metric: Metric, params: dict[str, Any], set_key: str | None = None) -> str | None:
@@ -339,7 +323,7 @@ def _result_name(metric: Metric, params: dict[str, Any], set_key: str | None = N
         state.append(f"m_windows={set_key}")
     for table in sorted(set(_TEMP.findall(metric.sql)) - {"m_windows"}):
         name = table[2:]
-        if not (name in names() and (get(name).materialize or reads_windows(name))):
+        if not (name in names() and get(name).materialize):
             return None
     digest = derived.fingerprint(metric.name, json.dumps(params, sort_keys=True, default=repr), *state)
     return f"q_{metric.name}.{digest[:16]}"
@@ -412,10 +396,12 @@ def shares(run: Run, windows_metric: str, **params: Any) -> list[WindowTimes]:
     device_id, start_ns, end_ns, label and any extra columns, kept in `WindowTimes.extra`) and return
     the class times per window."""
     ws = WindowSet.of(windows_metric, **params)
+    kept = _kept_rows(  # one row per (window, class): kept up to _KEEP_ROWS of them
+        run, ws, "s", lambda: [[w, c, n] for w, ns in _class_times(run, ws, "win_id").items() for c, n in ns.items()],
+        _KEEP_ROWS)
     per: dict[int, dict[str, int]] = {}
-    for row in query(run, "window_shares", windows=ws):
-        per.setdefault(int(row["win_id"]), {})[str(row["cls"])] = int(row["ns"] or 0)
-    per = {w: dict(sorted(ns.items())) for w, ns in per.items()}  # one class order: ties stay stable
+    for w, c, n in kept:  # classes in name order
+        per.setdefault(int(w), {})[str(c)] = int(n)
     base = ("win_id", "device_id", "start_ns", "end_ns", "label")
     return [
         WindowTimes(
@@ -431,18 +417,26 @@ def shares(run: Run, windows_metric: str, **params: Any) -> list[WindowTimes]:
     ]
 
 
-def _kept_rows(run: Run, windows: WindowSet, prefix: str, compute: Callable[[], list[dict[str, Any]]]
-               ) -> list[dict[str, Any]]:
+def _kept_rows(run: Run, windows: WindowSet, prefix: str, compute: Callable[[], list[Any]], most: int | None = None
+               ) -> list[Any]:
     """Summed rows of a window set, read back from the run's cache entry (kept as JSON under `prefix` and the set's
-    name) or computed and kept there; computed every time where the window set itself is not kept."""
+    name) or computed and kept there (up to `most` rows); computed every time where the window set itself is not
+    kept."""
     _, stem = _window_set(run, windows)
     key = None if stem is None else f"{prefix}_{stem}"
     rows = derived.load_json(run, key, code_key()) if key is not None else None
     if not isinstance(rows, list):
         rows = compute()
-        if key is not None:
+        if key is not None and (most is None or len(rows) <= most):
             derived.save_json(run, key, code_key(), rows)
     return rows
+
+
+def _class_times(run: Run, windows: WindowSet, key: str) -> dict[Any, dict[str, int]]:
+    """Per value of the window set's column `key`, each timeline class's time inside its windows (metrics.clip)."""
+    table, _ = _window_set(run, windows)
+    ensure(run, "timeline")
+    return clip.class_times(run, table, key)
 
 
 @dataclass(frozen=True)
@@ -469,9 +463,8 @@ def shares_by_label(run: Run, windows_metric: str, **params: Any) -> list[LabelS
         totals = run.sql_dicts(
             f"SELECT label, count(*) AS n, {inst} AS inst, sum(end_ns - start_ns) AS span FROM {table} GROUP BY label"
         )
-        by_cls = query(run, "label_shares", windows=ws)
-        return [{**t, "ns": {str(c["cls"]): int(c["ns"] or 0) for c in by_cls if c["label"] == t["label"]}}
-                for t in totals]
+        by_cls = _class_times(run, ws, "label")
+        return [{**t, "ns": by_cls.get(t["label"], {})} for t in totals]
 
     rows = _kept_rows(run, ws, "l", compute)
     return [
@@ -505,10 +498,8 @@ def shares_by_device(run: Run, windows_metric: str, **params: Any) -> list[Devic
             f"SELECT device_id, count(*) AS n, sum(end_ns - start_ns) AS span, min(start_ns) AS lo, max(end_ns) AS hi "
             f"FROM {table} GROUP BY device_id ORDER BY min(win_id)"
         )
-        by_cls: dict[int, dict[str, int]] = {}
-        for c in query(run, "device_shares", windows=ws):
-            by_cls.setdefault(int(c["device_id"]), {})[str(c["cls"])] = int(c["ns"] or 0)
-        return [{**t, "ns": dict(sorted(by_cls.get(int(t["device_id"]), {}).items()))} for t in stats]
+        by_cls = _class_times(run, ws, "device_id")
+        return [{**t, "ns": by_cls.get(t["device_id"], {})} for t in stats]
 
     rows = _kept_rows(run, ws, "d", compute)
     return [

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisor import metrics
+from advisor.metrics import clip
 from advisor.model.schema import TABLES
 from advisor.model.store import Run
 
@@ -125,27 +126,36 @@ windows = st.lists(st.tuples(st.integers(0, 1), st.integers(-5, 75), st.integers
 
 @settings(max_examples=40, deadline=None)
 @given(traces(), windows)
-def test_window_and_label_shares_match_overlaps(run: Run, wins: list[tuple[int, int, int, str]]) -> None:
-    """window_shares (per window) and label_shares (per label, no per-window rows) against the plain overlap
-    of each window with the timeline's segments of its device, for every class on that device."""
+def test_class_times_match_overlaps(run: Run, wins: list[tuple[int, int, int, str]]) -> None:
+    """Class times per window, per label and per device (advisor.metrics.clip: probes of the timeline's running
+    sums) against the plain overlap of each window with the timeline's segments of its device, for every class on
+    that device."""
     values = ", ".join(f"({i}, {d}, {s}, {s + n}, '{lab}')" for i, (d, s, n, lab) in enumerate(wins, 1))
     run.sql(f"CREATE OR REPLACE TEMP TABLE test_windows AS SELECT * FROM (VALUES {values}) "
             "v(win_id, device_id, start_ns, end_ns, label)")
-    ws = metrics.WindowSet("test_windows")  # a set no metric builds: handed to the session as built
-    metrics.session(run).sets[ws] = ("test_windows", None)
+    metrics.ensure(run, "timeline")
     overlap = """
-        SELECT w.win_id, w.label, c.cls, coalesce(sum(greatest(least(w.end_ns, t.end_ns)
+        SELECT w.win_id, w.label, w.device_id, c.cls, coalesce(sum(greatest(least(w.end_ns, t.end_ns)
             - greatest(w.start_ns, t.start_ns), 0)), 0) AS ns
         FROM test_windows w JOIN (SELECT DISTINCT device_id, cls FROM m_timeline) c USING (device_id)
         LEFT JOIN m_timeline t ON t.device_id = w.device_id AND t.cls = c.cls
         GROUP BY ALL"""
-    got = {(int(r["win_id"]), r["cls"]): int(r["ns"]) for r in metrics.query(run, "window_shares", windows=ws)}
-    want = {(int(r[0]), r[2]): int(r[3]) for r in run.sql_rows(overlap)}
-    assert got == want
-    got_l = {(r["label"], r["cls"]): int(r["ns"]) for r in metrics.query(run, "label_shares", windows=ws)}
-    by_label = f"SELECT label, cls, sum(ns) FROM ({overlap}) GROUP BY ALL"
-    want_l = {(r[0], r[1]): int(r[2]) for r in run.sql_rows(by_label)}
-    assert got_l == want_l
+    safe, batch = clip._INT64_SAFE, clip._BATCH_ROWS
+    cases = [("win_id", safe, batch, False), ("label", safe, batch, False), ("device_id", safe, batch, False),
+             ("label", 1, batch, False),  # sums as exact Python integers, as for sums that could pass int64
+             ("win_id", safe, 1, False),  # each class read in a statement of its own, as on a long timeline
+             ("label", safe, batch, True)]  # timeline rows read back out of order
+    for key, clip._INT64_SAFE, clip._BATCH_ROWS, shuffled in cases:
+        if shuffled:  # a temp table of the name comes first in DuckDB's search path
+            run.sql("CREATE TEMP TABLE m_timeline AS SELECT * FROM main.m_timeline ORDER BY hash(start_ns, k) DESC")
+        try:
+            got = {(k, c): n for k, ns in clip.class_times(run, "test_windows", key).items() for c, n in ns.items()}
+        finally:
+            clip._INT64_SAFE, clip._BATCH_ROWS = safe, batch
+            run.sql("DROP TABLE IF EXISTS temp.m_timeline")
+        summed = run.sql_rows(f"SELECT {key}, cls, sum(ns) FROM ({overlap}) GROUP BY ALL")
+        want = {(r[0], r[1]): int(r[2]) for r in summed}
+        assert got == want, key
 
 
 steps = st.lists(st.tuples(st.sampled_from([None, 1, 2]), st.sampled_from([None, 0]), span,

@@ -210,7 +210,7 @@ def test_no_statement_of_an_analysis_plans_a_blockwise_nested_loop(tmp_path: Any
     monkeypatch.undo()
     assert loops == []
     names = {m.group(1) for q in planned if (m := re.search(r"-- metric: (\w+)", q))}
-    assert {"device_segments", "windows_ranges", "idle_claims", "window_probes"} <= names and len(names) > 50
+    assert {"device_segments", "windows_ranges", "idle_claims", "timeline"} <= names and len(names) > 50
     run = open_run(str(real_path(NCCL)), cache_dir=tmp_path)
     try:
         for name in ("kernel_names", "comm_waits", "device_segments"):
