@@ -436,7 +436,8 @@ def _class_times(run: Run, windows: WindowSet, key: str) -> dict[Any, dict[str, 
     """Per value of the window set's column `key`, each timeline class's time inside its windows (metrics.clip)."""
     table, _ = _window_set(run, windows)
     ensure(run, "timeline")
-    return clip.class_times(run, table, key)
+    classes = session(run).once("timeline_classes", lambda: run.sql_rows(clip.TIMELINE_CLASSES))
+    return clip.class_times(run, table, key, classes)
 
 
 @dataclass(frozen=True)

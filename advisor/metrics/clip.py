@@ -1,8 +1,9 @@
 """Class time inside windows: each end of a window looks up, per timeline class of its device, the class time before
-it (metric timeline's running sums), and the window holds the difference. The lookups run in NumPy over the sorted
-window ends: one binary search per end and class, where DuckDB sorted every (window, class, end) row for an ASOF
-join (1.24M range windows of a 0.9 GB nsys export: 22M rows, 6.4 s). The timeline is read in batches of whole
-classes, so the arrays held are the windows and up to _BATCH_ROWS segments (or one larger class).
+it (a running sum over the class's segments of metric timeline), and the window holds the difference. The lookups
+run in NumPy over the sorted window ends: one binary search per end and class, where DuckDB sorted every (window,
+class, end) row for an ASOF join (1.24M range windows of a 0.9 GB nsys export: 22M rows, 6.4 s). The timeline is
+read in batches of whole classes, so the arrays held are the windows and up to _BATCH_ROWS segments (or one larger
+class).
 
 The metric `timeline` must be built (metrics.ensure) before this runs. The plain overlap of each window with the
 segments of its device (tests/unit/test_metrics_sweeps.py) is the reference.
@@ -24,19 +25,20 @@ _Ints = npt.NDArray[np.int64]
 # class time is at most its span, so no single value overflows).
 _INT64_SAFE = 1 << 62
 _BATCH_ROWS = 1 << 21  # timeline segments read in one statement
+# The timeline's classes per device, with their segment counts: read once per run (metrics.session's memo)
+TIMELINE_CLASSES = "SELECT device_id, k, cls, count(*) FROM m_timeline GROUP BY ALL ORDER BY device_id, k"
 
 
-def class_times(run: Run, table: str, key: str) -> dict[Any, dict[str, int]]:
+def class_times(run: Run, table: str, key: str, classes: list[tuple[Any, ...]]) -> dict[Any, dict[str, int]]:
     """Per value of column `key` of window table `table` (win_id, device_id, start_ns, end_ns, label, ...), the
     nanoseconds of each timeline class inside its windows, classes in name order. A key has every class the
     timelines of its windows' devices have, 0 where its windows hold none; a key whose windows are all on devices
-    without a timeline has no entry."""
-    names = dict(run.sql_rows("SELECT DISTINCT k, cls FROM m_timeline"))
-    groups = run.sql_rows(
-        f"SELECT device_id, k, count(*) FROM m_timeline WHERE device_id IN (SELECT device_id FROM {table}) "
-        "GROUP BY ALL ORDER BY ALL"
-    )
-    on_timeline = f"FROM {table} WHERE device_id IN (SELECT device_id FROM m_timeline)"
+    without a timeline has no entry. `classes`: the rows of TIMELINE_CLASSES."""
+    names = {k: str(c) for _, k, c, _ in classes}
+    devices = sorted({int(r[0]) for r in classes if r[0] is not None})
+    if not devices:
+        return {}
+    on_timeline = f"FROM {table} WHERE device_id IN ({', '.join(map(str, devices))})"
     keys = [r[0] for r in run.sql_rows(f"SELECT DISTINCT {key} {on_timeline} ORDER BY 1")]
     w = run.sql_arrow(  # gid: the index of the window's key in `keys` (numbered in the same order)
         f"""WITH kk AS (SELECT {key} AS key, (row_number() OVER (ORDER BY {key}) - 1)::BIGINT AS gid
@@ -49,7 +51,8 @@ def class_times(run: Run, table: str, key: str) -> dict[Any, dict[str, int]]:
     sums = {k: np.zeros(len(keys), object if exact else np.int64) for k in names}
     present = {k: np.zeros(len(keys), np.bool_) for k in names}
     probes: dict[int, tuple[_Ints, int, _Ints, _Ints]] = {}
-    for d, k, start, off, upto in _segments(run, groups):
+    used = set(np.unique(device).tolist())
+    for d, k, start, off, upto in _segments(run, [(d, k, n) for d, k, _, n in classes if d in used]):
         if d not in probes:  # the device's windows: key index, count, and both ends sorted (ends first)
             mine = device == d
             ts = np.concatenate([ends[mine], starts[mine]])
@@ -64,10 +67,10 @@ def class_times(run: Run, table: str, key: str) -> dict[Any, dict[str, int]]:
         inside = probed[:n] - probed[n:]
         np.add.at(sums[k], g, inside.astype(object) if exact else inside)
         present[k][g] = True
-    by_name = sorted(names, key=lambda k: str(names[k]))
+    by_name = sorted(names, key=lambda k: names[k])
     out: dict[Any, dict[str, int]] = {}
     for j, value in enumerate(keys):
-        got = {str(names[k]): int(sums[k][j]) for k in by_name if present[k][j]}
+        got = {names[k]: int(sums[k][j]) for k in by_name if present[k][j]}
         if got:
             out[value] = got
     return out
@@ -75,8 +78,9 @@ def class_times(run: Run, table: str, key: str) -> dict[Any, dict[str, int]]:
 
 def _segments(run: Run, groups: list[tuple[Any, ...]]) -> Iterator[tuple[int, int, _Ints, _Ints, _Ints]]:
     """Per (device, class) of `groups` (device_id, k, segment count), its segments in start order: start, offset
-    (cum_before_ns - start_ns) and cum_before_ns + length. Read in batches of whole classes of up to _BATCH_ROWS
-    segments (a small trace in one statement, a long timeline without holding all of it)."""
+    (the class time before the segment less its start) and the class time up to its end. Read in batches of whole
+    classes of up to _BATCH_ROWS segments (a small trace in one statement, a long timeline without holding all of
+    it)."""
     batch: list[tuple[Any, ...]] = []
     for n, group in enumerate(groups):
         batch.append(group)
@@ -84,16 +88,16 @@ def _segments(run: Run, groups: list[tuple[Any, ...]]) -> Iterator[tuple[int, in
             continue
         where = " OR ".join(f"(device_id = {int(d)} AND k = {int(k)})" for d, k, _ in batch)
         t = run.sql_arrow(
-            "SELECT device_id::BIGINT, k::BIGINT, start_ns::BIGINT, (cum_before_ns - start_ns)::BIGINT, "
-            f"(cum_before_ns + end_ns - start_ns)::BIGINT FROM m_timeline WHERE {where}"
+            f"SELECT device_id::BIGINT, k::BIGINT, start_ns::BIGINT, end_ns::BIGINT FROM m_timeline WHERE {where}"
         )
-        dev, cls, start, off, upto = (_ints(t, i) for i in range(5))
+        dev, cls, start, end = (_ints(t, i) for i in range(4))
         if not _ordered(dev, cls, start):  # rows come in the order the table keeps: (device, class, start) as built
             by = np.lexsort((start, cls, dev))
-            dev, cls, start, off, upto = dev[by], cls[by], start[by], off[by], upto[by]
+            dev, cls, start, end = dev[by], cls[by], start[by], end[by]
         cuts = np.flatnonzero((dev[1:] != dev[:-1]) | (cls[1:] != cls[:-1])) + 1
         for a, b in zip(np.r_[0, cuts], np.r_[cuts, len(dev)], strict=True):
-            yield int(dev[a]), int(cls[a]), start[a:b], off[a:b], upto[a:b]
+            upto = np.cumsum(end[a:b] - start[a:b])  # the class's time on the device up to each segment's end
+            yield int(dev[a]), int(cls[a]), start[a:b], upto - end[a:b], upto  # offset: time before it less start
         batch = []
 
 

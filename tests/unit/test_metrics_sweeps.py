@@ -114,11 +114,6 @@ def test_sweeps_match_brute_force(run: Run) -> None:
     """)
     assert got == want
 
-    # timeline: a segment's cum_before_ns is the time of its class on its device before it
-    assert run.sql_rows("SELECT * FROM m_timeline t WHERE cum_before_ns <> coalesce((SELECT sum(end_ns - start_ns) "
-                        "FROM m_timeline u WHERE u.device_id = t.device_id AND u.cls = t.cls "
-                        "AND u.start_ns < t.start_ns), 0)") == []
-
 
 windows = st.lists(st.tuples(st.integers(0, 1), st.integers(-5, 75), st.integers(0, 20), st.sampled_from("ab")),
                    min_size=1, max_size=8)
@@ -127,9 +122,9 @@ windows = st.lists(st.tuples(st.integers(0, 1), st.integers(-5, 75), st.integers
 @settings(max_examples=40, deadline=None)
 @given(traces(), windows)
 def test_class_times_match_overlaps(run: Run, wins: list[tuple[int, int, int, str]]) -> None:
-    """Class times per window, per label and per device (advisor.metrics.clip: probes of the timeline's running
-    sums) against the plain overlap of each window with the timeline's segments of its device, for every class on
-    that device."""
+    """Class times per window, per label and per device (advisor.metrics.clip: binary searches of each class's
+    running sums) against the plain overlap of each window with the timeline's segments of its device, for every
+    class on that device."""
     values = ", ".join(f"({i}, {d}, {s}, {s + n}, '{lab}')" for i, (d, s, n, lab) in enumerate(wins, 1))
     run.sql(f"CREATE OR REPLACE TEMP TABLE test_windows AS SELECT * FROM (VALUES {values}) "
             "v(win_id, device_id, start_ns, end_ns, label)")
@@ -149,7 +144,8 @@ def test_class_times_match_overlaps(run: Run, wins: list[tuple[int, int, int, st
         if shuffled:  # a temp table of the name comes first in DuckDB's search path
             run.sql("CREATE TEMP TABLE m_timeline AS SELECT * FROM main.m_timeline ORDER BY hash(start_ns, k) DESC")
         try:
-            got = {(k, c): n for k, ns in clip.class_times(run, "test_windows", key).items() for c, n in ns.items()}
+            times = clip.class_times(run, "test_windows", key, run.sql_rows(clip.TIMELINE_CLASSES))
+            got = {(k, c): n for k, ns in times.items() for c, n in ns.items()}
         finally:
             clip._INT64_SAFE, clip._BATCH_ROWS = safe, batch
             run.sql("DROP TABLE IF EXISTS temp.m_timeline")
