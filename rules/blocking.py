@@ -128,9 +128,7 @@ def overlappable_idle(
     """
     calls: dict[str, Any] = {"pattern": pattern, "exclude": exclude, "max_refill_ns": NO_CAP_NS}
     windows = metrics.shares(ctx.run, "windows_calls", **calls)
-    of = metrics.WindowSet.of("windows_calls", **calls)
-    rows = metrics.query(ctx.run, "busy_before_windows", windows=of)
-    busy = {int(r["win_id"]): int(r["busy_before_ns"] or 0) for r in rows}
+    busy = metrics.busy_before(ctx.run, "windows_calls", **calls)
     out: dict[int, int] = {}
     for w in windows:
         idle_all = sum(ns for cls, ns in w.ns.items() if cls.startswith("idle_"))

@@ -187,7 +187,7 @@ def snapshot(path: str, dest: Path) -> list[str]:
 
 def _snapshot_metric(run: Run, metric: Any) -> bool:
     """Copy one metric into the snapshot; False for one that needs parameters, or reads a temp table no
-    materialized metric builds (the windows a rule sets up: m_windows, m_step_windows)."""
+    materialized metric builds."""
     import re
 
     from advisor import metrics

@@ -145,9 +145,8 @@ def session(run: Run) -> Session:
 @dataclass(frozen=True)
 class WindowSet:
     """A named window set: the rows of windows metric `metric` (win_id, device_id, start_ns, end_ns, label and
-    any extra columns) with `params`. Metrics that clip to windows (their SQL reads `m_windows`) take one as
-    the `windows` argument of query(); each set gets its own temp table, so two sets never overwrite each
-    other."""
+    any extra columns) with `params`: what `shares`, `shares_by_label`, `shares_by_device` and `busy_before` clip
+    the timeline to. Each set gets its own table, so two sets never overwrite each other."""
 
     metric: str
     params: tuple[tuple[str, Any], ...] = ()
@@ -262,9 +261,8 @@ def seed(run: Run, name: str, parquet: Path) -> None:
         session(run).memo[f"seed:{name}"] = run.sql_dicts(f"SELECT * FROM {source}")
 
 
-def query(run: Run, name: str, /, *, windows: WindowSet | None = None, **params: Any) -> list[dict[str, Any]]:
-    """Rows of metric `name` on `run`; `params` may hold extra keys the SQL does not use. A metric that clips
-    to windows (reads `m_windows`) needs the window set as `windows`."""
+def query(run: Run, name: str, /, **params: Any) -> list[dict[str, Any]]:
+    """Rows of metric `name` on `run`; `params` may hold extra keys the SQL does not use."""
     metric = get(name)
     seeded = session(run).memo.get(f"seed:{name}")
     if seeded is not None:
@@ -275,16 +273,15 @@ def query(run: Run, name: str, /, *, windows: WindowSet | None = None, **params:
     missing = [p for p in metric.params if p not in params]
     if missing:
         raise TypeError(f"metric {name} needs parameters {missing}")
-    if reads_windows(name) and windows is None:
-        raise TypeError(f"metric {name} clips to a window set: pass windows=WindowSet.of(<windows metric>, ...)")
     used = {p: params[p] for p in metric.params}
-    table, set_key = _window_set(run, windows) if windows is not None else ("", None)
-    stem = _result_name(metric, used, set_key)
+    stem = _result_name(metric, used)
     if stem is not None:
         rows = derived.load_json(run, stem, code_key())
         if isinstance(rows, list):
             return rows
-    result = run.sql_dicts(_sql_for(run, metric, table), used)
+    for dep in metric.uses:
+        ensure(run, dep)
+    result = run.sql_dicts(metric.sql, used)
     if stem is not None and len(result) <= _KEEP_ROWS:
         derived.save_json(run, stem, code_key(), result)
     return result
@@ -294,38 +291,16 @@ def query(run: Run, name: str, /, *, windows: WindowSet | None = None, **params:
 # recomputed (a JSON file of them would cost about as much to read back).
 _KEEP_ROWS = 250_000
 _TEMP = re.compile(r"\bm_[A-Za-z0-9_]+")
-_WINDOWS = re.compile(r"\bm_windows\b")
-
-
-@cache
-def reads_windows(name: str) -> bool:
-    """Whether metric `name` clips to a window set: its SQL reads `m_windows`."""
-    return bool(_WINDOWS.search(get(name).sql))
-
-
-def _sql_for(run: Run, metric: Metric, table: str) -> str:
-    """The SQL to run for `metric`, once what it uses is built: for one that clips to windows, with the window set's
-    table in place of `m_windows`."""
-    for dep in metric.uses:
-        ensure(run, dep)
-    return _WINDOWS.sub(table, metric.sql) if table else metric.sql
-
-
-def _result_name(metric: Metric, params: dict[str, Any], set_key: str | None = None) -> str | None:
+def _result_name(metric: Metric, params: dict[str, Any]) -> str | None:
     """Name under which the rows of `metric` with `params` are kept, or None when they cannot be: they read a
-    temp table that is no metric, or clip to a window set (`set_key`: the name it is kept under) not kept."""
+    temp table that is no materialized metric."""
     if not metric.keep:
         return None
-    state = []
-    if reads_windows(metric.name):
-        if set_key is None:
-            return None
-        state.append(f"m_windows={set_key}")
-    for table in sorted(set(_TEMP.findall(metric.sql)) - {"m_windows"}):
+    for table in sorted(set(_TEMP.findall(metric.sql))):
         name = table[2:]
         if not (name in names() and get(name).materialize):
             return None
-    digest = derived.fingerprint(metric.name, json.dumps(params, sort_keys=True, default=repr), *state)
+    digest = derived.fingerprint(metric.name, json.dumps(params, sort_keys=True, default=repr))
     return f"q_{metric.name}.{digest[:16]}"
 
 
@@ -453,7 +428,7 @@ class LabelShares:
 
 
 def shares_by_label(run: Run, windows_metric: str, **params: Any) -> list[LabelShares]:
-    """`shares` summed per label inside DuckDB: for windows metrics with millions of windows (one per
+    """`shares` summed per label, with no per-window rows: for windows metrics with millions of windows (one per
     NVTX range instance and device) where only the per-name totals are wanted."""
     ws = WindowSet.of(windows_metric, **params)
     table, _ = _window_set(run, ws)
@@ -488,7 +463,7 @@ class DeviceShares:
 
 
 def shares_by_device(run: Run, windows_metric: str, **params: Any) -> list[DeviceShares]:
-    """`shares` summed per device inside DuckDB, devices in the order their first window comes (win_id): for
+    """`shares` summed per device, devices in the order their first window comes (win_id): for
     callers that only add a device's windows up, on window sets of any size (a long run marks a million steps).
     A device keeps every class its timeline has (0 where its windows hold none of it), as the sums of `shares`."""
     ws = WindowSet.of(windows_metric, **params)
@@ -507,6 +482,25 @@ def shares_by_device(run: Run, windows_metric: str, **params: Any) -> list[Devic
         DeviceShares(int(r["device_id"]), int(r["n"]), int(r["span"] or 0), int(r["lo"]), int(r["hi"]), dict(r["ns"]))
         for r in rows
     ]
+
+
+def busy_before(run: Run, windows_metric: str, **params: Any) -> dict[int, int]:
+    """Per window of `windows_metric` (by win_id), the GPU busy time (every class of the timeline but idle) on its
+    device between the previous window's end (or time 0) and its start: the work queued ahead of a blocking call,
+    which the host could have overlapped with its own work had it not blocked."""
+    ws = WindowSet.of(windows_metric, **params)
+    table, _ = _window_set(run, ws)
+    before = (  # per window, the span from the previous window's end on its device (or 0) to its start
+        f"(SELECT win_id, device_id, coalesce(lag(end_ns) OVER (PARTITION BY device_id ORDER BY start_ns, win_id), 0)"
+        f" AS start_ns, start_ns AS end_ns FROM {table})")
+
+    def compute() -> list[list[int]]:
+        ensure(run, "timeline")
+        classes = session(run).once("timeline_classes", lambda: run.sql_rows(clip.TIMELINE_CLASSES))
+        times = clip.class_times(run, before, "win_id", classes)
+        return [[int(w), max(0, sum(n for c, n in ns.items() if not c.startswith("idle_")))] for w, ns in times.items()]
+
+    return {int(w): int(n) for w, n in _kept_rows(run, ws, "b", compute, _KEEP_ROWS)}
 
 
 def one(run: Run, name: str, /, **params: Any) -> dict[str, Any]:

@@ -34,9 +34,10 @@ class SyncInLoop(Rule):
     `windows_calls`). nsys expert rule `cuda_api_sync` lists the same calls without a cost.
     The estimated gain also counts the host-only time after each sync (the GPU idle until the
     next launch, `.item()` followed by Python work), bounded per call by the GPU work the sync
-    waited for (metric `busy_before_windows`): without the sync the host would have done that
-    work while the GPU ran, so it saves at most min(host-only time, GPU time) per call. Idle
-    while reading files or in the DataLoader is left to IO003 / IO005.
+    waited for (`metrics.busy_before`: the GPU busy time since the previous call's window): without
+    the sync the host would have done that work while the GPU ran, so it saves at most
+    min(host-only time, GPU time) per call. Idle while reading files or in the DataLoader is left
+    to IO003 / IO005.
 
     ## How to fix
     ```c++

@@ -85,7 +85,13 @@ def test_step_metrics_and_window_sets_need_no_caller_order(tmp_path: Path) -> No
         devices = metrics.shares(run, "windows_devices")
         steps = metrics.shares(run, "step_windows")
         assert metrics.shares(run, "windows_devices") == devices and len(steps) == 6
-        busy = metrics.query(run, "busy_before_windows", windows=metrics.WindowSet.of("step_windows"))
-        assert len(busy) == len(steps)
+        busy = metrics.busy_before(run, "step_windows")  # the GPU's busy time from the step before to this one
+        want, prev_end = {}, {}
+        for w in sorted(steps, key=lambda v: (v.device_id, v.start_ns, v.win_id)):
+            (ns,), = run.sql_rows("SELECT coalesce(sum(greatest(least(end_ns, $b) - greatest(start_ns, $a), 0)), 0) "
+                                  "FROM m_device_segments WHERE cls <> 'idle' AND device_id = $d",
+                                  {"a": prev_end.get(w.device_id, 0), "b": w.start_ns, "d": w.device_id})
+            want[w.win_id], prev_end[w.device_id] = max(0, int(ns)), w.end_ns
+        assert busy == want and sum(busy.values()) > 0
     finally:
         run.close()
