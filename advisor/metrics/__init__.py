@@ -407,9 +407,10 @@ def _kept_rows(run: Run, windows: WindowSet, prefix: str, compute: Callable[[], 
     return rows
 
 
-def _class_times(run: Run, windows: WindowSet, key: str) -> dict[Any, dict[str, int]]:
-    """Per value of the window set's column `key`, each timeline class's time inside its windows (metrics.clip)."""
-    table, _ = _window_set(run, windows)
+def _class_times(run: Run, windows: WindowSet | str, key: str) -> dict[Any, dict[str, int]]:
+    """Per value of column `key` of a window set (or of a table of windows, given as SQL), each timeline class's
+    time inside its windows (metrics.clip)."""
+    table = windows if isinstance(windows, str) else _window_set(run, windows)[0]
     ensure(run, "timeline")
     classes = session(run).once("timeline_classes", lambda: run.sql_rows(clip.TIMELINE_CLASSES))
     return clip.class_times(run, table, key, classes)
@@ -495,9 +496,7 @@ def busy_before(run: Run, windows_metric: str, **params: Any) -> dict[int, int]:
         f" AS start_ns, start_ns AS end_ns FROM {table})")
 
     def compute() -> list[list[int]]:
-        ensure(run, "timeline")
-        classes = session(run).once("timeline_classes", lambda: run.sql_rows(clip.TIMELINE_CLASSES))
-        times = clip.class_times(run, before, "win_id", classes)
+        times = _class_times(run, before, "win_id")
         return [[int(w), max(0, sum(n for c, n in ns.items() if not c.startswith("idle_")))] for w, ns in times.items()]
 
     return {int(w): int(n) for w, n in _kept_rows(run, ws, "b", compute, _KEEP_ROWS)}
