@@ -412,8 +412,10 @@ def _class_times(run: Run, windows: WindowSet | str, key: str) -> dict[Any, dict
     time inside its windows (metrics.clip)."""
     table = windows if isinstance(windows, str) else _window_set(run, windows)[0]
     ensure(run, "timeline")
-    classes = session(run).once("timeline_classes", lambda: run.sql_rows(clip.TIMELINE_CLASSES))
-    return clip.class_times(run, table, key, classes)
+    memo = session(run)
+    classes = memo.once("timeline_classes", lambda: run.sql_rows(clip.TIMELINE_CLASSES))
+    held = memo.once("timeline_segments", lambda: clip.held_segments(run, classes))
+    return clip.class_times(run, table, key, classes, held)
 
 
 @dataclass(frozen=True)

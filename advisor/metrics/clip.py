@@ -20,20 +20,24 @@ import numpy.typing as npt
 from advisor.model.store import Run
 
 _Ints = npt.NDArray[np.int64]
+Segments = tuple[int, int, _Ints, _Ints, _Ints]  # device, class, and the class's start, offset, upto (_segments)
 
 # Sums stay in int64 while (windows) x (longest window) stays under this; above, exact Python integers (a window's
 # class time is at most its span, so no single value overflows).
 _INT64_SAFE = 1 << 62
 _BATCH_ROWS = 1 << 21  # timeline segments read in one statement
+_HELD_ROWS = 1 << 22  # a timeline up to this many segments is read once per run and held (24 bytes a segment)
 # The timeline's classes per device, with their segment counts: read once per run (metrics.session's memo)
 TIMELINE_CLASSES = "SELECT device_id, k, cls, count(*) FROM m_timeline GROUP BY ALL ORDER BY device_id, k"
 
 
-def class_times(run: Run, table: str, key: str, classes: list[tuple[Any, ...]]) -> dict[Any, dict[str, int]]:
+def class_times(run: Run, table: str, key: str, classes: list[tuple[Any, ...]], held: list[Segments] | None = None
+                ) -> dict[Any, dict[str, int]]:
     """Per value of column `key` of window table `table` (win_id, device_id, start_ns, end_ns, label, ...), the
     nanoseconds of each timeline class inside its windows, classes in name order. A key has every class the
     timelines of its windows' devices have, 0 where its windows hold none; a key whose windows are all on devices
-    without a timeline has no entry. `classes`: the rows of TIMELINE_CLASSES."""
+    without a timeline has no entry. `classes`: the rows of TIMELINE_CLASSES; `held`: the whole timeline's
+    segments (`held_segments`), or None to read them from the run."""
     names = {k: str(c) for _, k, c, _ in classes}
     devices = sorted({int(r[0]) for r in classes if r[0] is not None})
     if not devices:
@@ -52,7 +56,8 @@ def class_times(run: Run, table: str, key: str, classes: list[tuple[Any, ...]]) 
     present = {k: np.zeros(len(keys), np.bool_) for k in names}
     probes: dict[int, tuple[_Ints, int, _Ints, _Ints]] = {}
     used = set(np.unique(device).tolist())
-    for d, k, start, off, upto in _segments(run, [(d, k, n) for d, k, _, n in classes if d in used]):
+    mine_only = [(d, k, n) for d, k, _, n in classes if d in used]
+    for d, k, start, off, upto in _segments(run, mine_only) if held is None else (s for s in held if s[0] in used):
         if d not in probes:  # the device's windows: key index, count, and both ends sorted (ends first)
             mine = device == d
             ts = np.concatenate([ends[mine], starts[mine]])
@@ -76,7 +81,15 @@ def class_times(run: Run, table: str, key: str, classes: list[tuple[Any, ...]]) 
     return out
 
 
-def _segments(run: Run, groups: list[tuple[Any, ...]]) -> Iterator[tuple[int, int, _Ints, _Ints, _Ints]]:
+def held_segments(run: Run, classes: list[tuple[Any, ...]]) -> list[Segments] | None:
+    """The whole timeline's segments per (device, class), as `_segments` yields them, where it has at most
+    _HELD_ROWS segments (read once per run, not once per window set); None for a longer one."""
+    if sum(int(n) for *_, n in classes) > _HELD_ROWS:
+        return None
+    return list(_segments(run, [(d, k, n) for d, k, _, n in classes if d is not None]))
+
+
+def _segments(run: Run, groups: list[tuple[Any, ...]]) -> Iterator[Segments]:
     """Per (device, class) of `groups` (device_id, k, segment count), its segments in start order: start, offset
     (the class time before the segment less its start) and the class time up to its end. Read in batches of whole
     classes of up to _BATCH_ROWS segments (a small trace in one statement, a long timeline without holding all of

@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -136,15 +137,19 @@ def test_class_times_match_overlaps(run: Run, wins: list[tuple[int, int, int, st
         LEFT JOIN m_timeline t ON t.device_id = w.device_id AND t.cls = c.cls
         GROUP BY ALL"""
     safe, batch = clip._INT64_SAFE, clip._BATCH_ROWS
-    cases = [("win_id", safe, batch, False), ("label", safe, batch, False), ("device_id", safe, batch, False),
-             ("label", 1, batch, False),  # sums as exact Python integers, as for sums that could pass int64
-             ("win_id", safe, 1, False),  # each class read in a statement of its own, as on a long timeline
-             ("label", safe, batch, True)]  # timeline rows read back out of order
-    for key, clip._INT64_SAFE, clip._BATCH_ROWS, shuffled in cases:
+    cases = [("win_id", safe, batch, False, False), ("label", safe, batch, False, False),
+             ("device_id", safe, batch, False, False),
+             ("label", 1, batch, False, False),  # sums as exact Python integers, as for sums that could pass int64
+             ("win_id", safe, 1, False, False),  # each class read in a statement of its own, as on a long timeline
+             ("label", safe, batch, True, False),  # timeline rows read back out of order
+             ("win_id", safe, 1, True, True), ("device_id", safe, batch, False, True)]  # the timeline held (once a run)
+    for key, clip._INT64_SAFE, clip._BATCH_ROWS, shuffled, hold in cases:
         if shuffled:  # a temp table of the name comes first in DuckDB's search path
             run.sql("CREATE TEMP TABLE m_timeline AS SELECT * FROM main.m_timeline ORDER BY hash(start_ns, k) DESC")
         try:
-            times = clip.class_times(run, "test_windows", key, run.sql_rows(clip.TIMELINE_CLASSES))
+            classes = run.sql_rows(clip.TIMELINE_CLASSES)
+            held = clip.held_segments(run, classes) if hold else None
+            times = clip.class_times(run, "test_windows", key, classes, held)
             got = {(k, c): n for k, ns in times.items() for c, n in ns.items()}
         finally:
             clip._INT64_SAFE, clip._BATCH_ROWS = safe, batch
@@ -262,3 +267,11 @@ def test_default_stream_sweep_only_where_streams_mix() -> None:
     assert rows[0]["default_alone_ns"] is None and rows[0]["concurrent_ns"] is None
     assert (rows[1]["n_default"], rows[1]["other_streams"], rows[1]["max_other_stream_ns"]) == (1, 2, 100)
     assert (rows[1]["default_alone_ns"], rows[1]["concurrent_ns"]) == (50, 60)  # 0-50 alone; 50-100, 140-150
+
+
+def test_a_timeline_is_held_only_up_to_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """metrics.clip holds a timeline of at most _HELD_ROWS segments for the run (read once, not once per window
+    set); a longer one is read in batches by each call."""
+    classes = [(0, 0, "compute", 3), (0, 1, "idle_host", 2), (1, 0, "compute", 4)]
+    monkeypatch.setattr(clip, "_HELD_ROWS", 8)
+    assert clip.held_segments(Run.from_tables({}), classes) is None
