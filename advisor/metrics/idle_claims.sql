@@ -1,7 +1,7 @@
 -- metric: idle_claims
 -- doc: Every GPU idle gap (idle_gaps) with its final cause, the host range that names it, and the rule that prices it: the one definition of an idle gap's cause that the timeline, the verdict and the rules share. idle_gaps' host-activity cause is refined by what the host was inside: a host range (NVTX, user annotation) of a feeding process covering at least half of the gap, named like JIT compilation, start-up (init, set-up, warm-up), loading or reading data, or host-side communication, gives 'compile', 'startup', 'io' or 'comm' and its name (range_name) (the range says which phase the host was in); else a host API call of 1 ms or more covering at least half of the gap is one-time start-up when it loads modules, creates a context, stream, event or handle, allocates pinned memory, or launches a kernel that long (lazy module loading), a blocking copy when it copies, an allocation when it allocates or frees device memory ('startup' / 'sync' / 'alloc', the last two only where the GPU was not already holding its next work: see below; allocation before the process's second iteration, marked by ProfilerStep ranges or else DataLoader calls, is the caching allocator growing: 'startup'); a stream-capture window (metric capture_windows: launches recorded into a CUDA/HIP graph, not run) covering at least half of the gap is 'startup' too, and so is every such gap of a device fed by a process that captured graphs and launched none (a trace of the capture phase); else a gap attributed to launch, host, OS wait or a sync whose closing operations were all issued before it opened (their launch calls returned), or any gap of those or with no recorded host activity whose closing operations were issued early enough that the GPU held them for at least half of the gap and 1 ms or more without running them (a synchronous copy or memset is issued when its call starts; a launch takes microseconds, not a millisecond), is 'queued' (the GPU had its next work and waited on a dependency, another stream's event or a peer, not on the host, whatever the host was inside); else a gap in which a feeding process took a unified-memory CPU page fault, or that a demand unified-memory page migration (cause fault or speculative prefetch) closes, is 'um' (the host's loop stalls on page migration); else a gap with no recorded host activity whose closing operation the host issued in its second half or later is 'late' (the GPU waited on the host, whatever the host did), and one whose work was issued earlier stays 'unknown' (host activity the capture did not record, or work held under a millisecond: the trace cannot tell). A device fed by a process whose host record is filtered (metric host_record: every recorded op issued GPU work, as after event sampling) keeps every such gap 'unknown': what the host did between the ops kept was removed. Only gaps attributed to launch, host, wait or nothing recorded are refined: input, sync and OS-read gaps keep their cause. rule: IO005 (input), LA002 (sync), LA004 (alloc), IO003 (io from OS reads), ME007 (um: unified-memory page migration), ID001 (launch, host, wait, late, comm, io named by a range); NULL where no fix is priced: startup and compile are one-time costs, queued is a dependency the trace does not show, unknown means the cause was not recorded.
 -- materialize: true
--- uses: idle_gaps, device_pids, dataloader_ops, host_record, capture_windows, host_classes
+-- uses: idle_gaps, device_pids, dataloader_ops, host_record, capture_windows, host_classes, range_phases
 -- The 1 ms and 50% bounds are properties of the data, not tuning knobs: a launch or create call that takes a
 -- millisecond is loading code or building state (a launch costs microseconds), and idle_gaps attributes a gap to
 -- the activity covering at least half of it in the same way.
@@ -36,28 +36,10 @@ long_calls AS (  -- host API calls of 1 ms or more, by what such a long call mea
     UNION ALL  -- a stream-capture window: launches inside it are recorded into a graph, not run (one-time start-up)
     SELECT pid, start_ns, end_ns, 'startup' FROM m_capture_windows
 ),
-range_names AS (  -- host range names classified once (a trace may hold millions of instances of a few names)
-    SELECT name_id,
-        CASE
-            WHEN regexp_matches(ln, 'dataloader') THEN NULL  -- the DataLoader is input already (host_classes)
-            WHEN regexp_matches(ln, 'compil|nvrtc|(^|[^a-z])jit|autotun|inductor|dynamo|codegen|ptxas|lowering')
-                THEN 'compile'
-            WHEN regexp_matches(ln, 'comm_?init|init_?rank|(^|[^a-z])init|setup|set_up|warm_?up|start_?up|bootstrap')
-                THEN 'startup'
-            WHEN regexp_matches(ln, '^mpi_|all_?reduce|all_?gather|all_?to_?all|reduce_?scatter|broadcast|barrier|'
-                                    || 'nccl|gloo|send_?recv|(^|[^a-z])i?send($|[^a-z])|(^|[^a-z])i?recv($|[^a-z])')
-                THEN 'comm'
-            WHEN regexp_matches(ln, 'load|read|shard|prefetch|checkpoint|ckpt|(^|[^a-z])save|weight|fetch|download|'
-                                    || 'deserial|dataset|upload|staging|h2d|to_device|offload')
-                THEN 'io'
-        END AS c
-    FROM (SELECT DISTINCT name_id FROM ranges WHERE device_id IS NULL) k
-    JOIN (SELECT string_id, lower(value) AS ln FROM strings) s ON s.string_id = k.name_id
-),
 named AS (
     SELECT r.pid, r.start_ns, r.end_ns, r.name_id, n.c
-    FROM ranges r JOIN range_names n USING (name_id)
-    WHERE n.c IS NOT NULL AND r.device_id IS NULL AND r.pid IS NOT NULL AND r.end_ns > r.start_ns
+    FROM ranges r JOIN m_range_phases n USING (name_id)
+    WHERE r.device_id IS NULL AND r.pid IS NOT NULL AND r.end_ns > r.start_ns
 ),
 open_gaps AS NOT MATERIALIZED (  -- gaps whose cause may be refined, once per feeding process; keys put the pid in
                                  -- the high bits so each overlap join is two inequalities (an IEJoin), as in
