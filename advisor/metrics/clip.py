@@ -56,8 +56,8 @@ def class_times(run: Run, table: str, key: str, classes: list[tuple[Any, ...]], 
     present = {k: np.zeros(len(keys), np.bool_) for k in names}
     probes: dict[int, tuple[_Ints, int, _Ints, _Ints]] = {}
     used = set(np.unique(device).tolist())
-    mine_only = [(d, k, n) for d, k, _, n in classes if d in used]
-    for d, k, start, off, upto in _segments(run, mine_only) if held is None else (s for s in held if s[0] in used):
+    source = held if held is not None else _segments(run, [(d, k, n) for d, k, _, n in classes if d in used])
+    for d, k, start, off, upto in (s for s in source if s[0] in used):
         if d not in probes:  # the device's windows: key index, count, and both ends sorted (ends first)
             mine = device == d
             ts = np.concatenate([ends[mine], starts[mine]])
