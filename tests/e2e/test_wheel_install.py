@@ -33,7 +33,12 @@ NCU = ROOT / "fixtures/ncu/ME001_uncoalesced_access_baseline/ME001_uncoalesced_a
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(work / "dist"), str(ROOT)],
+    # built from a copy of the checkout: setuptools writes build/ and *.egg-info into the tree it builds, and a
+    # build/lib left there by an earlier build would put modules deleted since into the wheel
+    src = work / "src"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", "build", "dist", "*.egg-info", "__pycache__",
+                                                             ".pytest_cache", ".mypy_cache", ".ruff_cache", ".venv"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(work / "dist"), str(src)],
                    check=True, capture_output=True, text=True)
     (wheel,) = (work / "dist").glob("gpu_advisor-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
