@@ -33,11 +33,16 @@ NCU = ROOT / "fixtures/ncu/ME001_uncoalesced_access_baseline/ME001_uncoalesced_a
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("wheel")
-    # built from a copy of the checkout: setuptools writes build/ and *.egg-info into the tree it builds, and a
-    # build/lib left there by an earlier build would put modules deleted since into the wheel
+    # built from a copy of what the build reads (the top-level files and the four package folders): setuptools
+    # writes build/ and *.egg-info into the tree it builds, and a build/lib left there by an earlier build would put
+    # modules deleted since into the wheel; a whole-checkout copy would also carry ignored data (.bench's traces)
     src = work / "src"
-    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", "build", "dist", "*.egg-info", "__pycache__",
-                                                             ".pytest_cache", ".mypy_cache", ".ruff_cache", ".venv"))
+    src.mkdir()
+    for f in ROOT.iterdir():
+        if f.is_file():
+            shutil.copy2(f, src / f.name)
+    for package in ("advisor", "parsers", "rules", "reports"):
+        shutil.copytree(ROOT / package, src / package, ignore=shutil.ignore_patterns("__pycache__"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(work / "dist"), str(src)],
                    check=True, capture_output=True, text=True)
     (wheel,) = (work / "dist").glob("gpu_advisor-*.whl")
