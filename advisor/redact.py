@@ -175,6 +175,8 @@ def _rewrite(path: Path) -> bool:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from advisor.model.entry import write_parquet
+
     names = [f.name for f in pq.read_schema(path) if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
     if not names or redact_table(strings := pq.read_table(path, columns=names)) is strings:
         return False
@@ -182,7 +184,7 @@ def _rewrite(path: Path) -> bool:
     new = redact_table(table)
     tmp = path.with_name(path.name + ".redacting")
     try:
-        pq.write_table(new, tmp, compression="zstd", row_group_size=1 << 20)
+        write_parquet(new, tmp)
         tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)

@@ -25,7 +25,7 @@ from typing import Any
 import duckdb
 
 from advisor.interrupt import raise_if_interrupted
-from advisor.model.entry import file_crc32
+from advisor.model.entry import PARQUET_COPY, file_crc32
 from advisor.model.schema import SCHEMA_VERSION
 from advisor.model.store import Run, sql_string
 
@@ -186,7 +186,7 @@ def save_table(run: Run, table: str, name: str, key: str, read_back: bool = True
     )
     try:  # COPY answers with the number of rows it wrote
         rows = int(_replace(path, lambda tmp: run.sql_rows(
-            f"COPY (SELECT {cols} FROM {table}) TO {sql_string(tmp)} (FORMAT parquet, COMPRESSION zstd)")[0][0]))
+            f"COPY (SELECT {cols} FROM {table}) TO {sql_string(tmp)} ({PARQUET_COPY})")[0][0]))
         save_json(run, name + ".types", key,
                   {"types": [list(t) for t in types], "rows": rows, "crc32": file_crc32(path)})
     except (OSError, duckdb.Error) as e:

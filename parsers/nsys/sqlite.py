@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 import pyarrow as pa
 
 from advisor.errors import InputError, SchemaError
+from advisor.model.entry import PARQUET_COPY
 from advisor.model.schema import TABLES
 from advisor.model.validate import duck_type
 from advisor.parsers.base import ParsedRun, ParseOptions
@@ -37,9 +38,6 @@ TOOL = "Nsight Systems"
 T = TypeVar("T")
 
 # --------------------------------------------------------------------------------------------- output
-
-
-PARQUET_OPTIONS = f"FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE {1 << 20}"  # as the cache's own writer
 
 
 @dataclass
@@ -64,7 +62,7 @@ class Output:
             self.exp.con.register(f"model_{name}", self.tables[name])
             return f"model_{name}"
         target = self.work_dir / f"{name}.parquet"
-        self._guard(name, lambda: self.exp.run(f"COPY ({typed}) TO '{sql_str(str(target))}' ({PARQUET_OPTIONS})"))
+        self._guard(name, lambda: self.exp.run(f"COPY ({typed}) TO '{sql_str(str(target))}' ({PARQUET_COPY})"))
         self.files[name] = target
         return f"read_parquet('{sql_str(str(target))}')"
 
