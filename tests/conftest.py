@@ -50,22 +50,27 @@ def cache_dir(tmp_path: Path) -> Path:
     return d
 
 
+def session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache folder per test session, shared by the xdist workers (their base temp folders sit side by side
+    in the session's), so a file one worker parsed, or analyzed with the same options, is a warm read for the
+    other. The cache is keyed by content hash and publishes entries atomically, as for concurrent users."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "advisor-cache"
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Never touch the user's real cache from tests; one cache per test session worker."""
-    monkeypatch.setenv("ADVISOR_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "advisor-cache"))
-
+    """Never touch the user's real cache from tests: the session's (a test that needs an empty cache makes its
+    own)."""
+    monkeypatch.setenv("ADVISOR_CACHE_DIR", str(session_cache(tmp_path_factory)))
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _shared_real_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """The real-trace analyses of tests/realkit.py parse into one cache per test session, shared by the
-    xdist workers (their base temp folders sit side by side in the session's), so a file one worker parsed
-    is a warm read for the other. The cache is keyed by content hash and publishes entries atomically."""
+    """The real-trace analyses of tests/realkit.py use the session's cache too."""
     from tests import realkit
 
-    base = tmp_path_factory.getbasetemp()
-    realkit.CACHE = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "advisor-real-cache"
+    realkit.CACHE = session_cache(tmp_path_factory)
 
 
 @pytest.hookimpl(hookwrapper=True)

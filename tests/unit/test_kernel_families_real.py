@@ -23,7 +23,7 @@ from advisor.engine.summary import time_split
 from advisor.ingest import open_run
 from advisor.model.store import Run
 from advisor.rules.classify import STEP_NOTE, classify
-from tests.conftest import REAL, real_path
+from tests.conftest import REAL, real_path, session_cache
 
 Interval = tuple[float, float]
 
@@ -87,8 +87,8 @@ def _nccl(name: str) -> bool:
 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One parse per trace for this module (a real trace parses in well under a second to a few seconds)."""
-    return tmp_path_factory.getbasetemp() / "advisor-cache"
+    """One parse per trace for the session (a real trace parses in well under a second to a few seconds)."""
+    return session_cache(tmp_path_factory)
 
 
 def _open(rel: str, cache: Path) -> Run:
