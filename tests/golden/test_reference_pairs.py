@@ -15,6 +15,7 @@ import pytest
 from advisor.ingest import open_run
 from advisor.model.store import Run
 from tests import savings
+from tests.conftest import IN_CI, session_cache
 from tests.golden import goldkit
 from tests.golden.goldkit import CHECKS, PairResult
 
@@ -27,10 +28,11 @@ ACCURACY = goldkit.ROOT / "docs" / "accuracy.md"
 @pytest.fixture(scope="session")
 def results(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, PairResult]:
     """Every pair evaluated once per session; parsed runs are kept in pytest's cache folder
-    (.pytest_cache/d/advisor-golden, keyed by content hash + schema version) across sessions, or in a
-    temporary folder when the cache plugin is off."""
+    (.pytest_cache/d/advisor-golden, keyed by content hash + schema version) across sessions, or, under CI (a
+    clean clone: nothing to reuse) or with the cache plugin off, in the session's cache, where the other tests
+    reading the same captures find them parsed."""
     store = getattr(request.config, "cache", None)  # None under -p no:cacheprovider
-    cache = Path(store.mkdir("advisor-golden")) if store is not None else tmp_path_factory.mktemp("advisor-golden")
+    cache = session_cache(tmp_path_factory) if IN_CI or store is None else Path(store.mkdir("advisor-golden"))
     scratch = tmp_path_factory.mktemp("golden-inputs")
     runs: list[Run] = []
 
