@@ -67,7 +67,8 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
 
 @pytest.fixture(autouse=True, scope="session")
 def _shared_real_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """The real-trace analyses of tests/realkit.py use the session's cache too."""
+    """The real-trace analyses of tests/realkit.py use the session's cache too, named here because a
+    session-scoped fixture may run them before `_isolated_cache` sets ADVISOR_CACHE_DIR for a test."""
     from tests import realkit
 
     realkit.CACHE = session_cache(tmp_path_factory)
