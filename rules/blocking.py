@@ -146,8 +146,8 @@ def second_iteration_starts(ctx: Context) -> dict[int, int]:
     iteration). Devices with fewer than two marked iterations are left out."""
     out: dict[int, int] = {}
     per: dict[int, list[int]] = {}
-    for w in step_spans(ctx.run):
-        per.setdefault(int(w["device_id"]), []).append(int(w["start_ns"]))
+    for w in step_spans(ctx.run):  # the host's iteration (blocking calls are host calls), not its GPU side
+        per.setdefault(int(w["device_id"]), []).append(int(w["host_start_ns"]))
     if not per and ctx.run.count("cpu_ops"):
         feeds: dict[Any, list[int]] = {}
         for r in ctx.metric("device_pids"):

@@ -126,7 +126,9 @@ def _steps(run: Run) -> list[Step]:
     for w in wins:
         t = threads.get(int(w["range_id"]) if w.get("range_id") is not None else -1)
         if t is not None:
-            out.append(Step(int(w["device_id"]), t["pid"], int(t["tid"]), int(w["start_ns"]), int(w["end_ns"])))
+            # the step range's own times: compiled graphs are host events (the window's GPU side may lag behind)
+            host = int(w["host_start_ns"]), int(w["host_end_ns"])
+            out.append(Step(int(w["device_id"]), t["pid"], int(t["tid"]), *host))
     return out
 
 

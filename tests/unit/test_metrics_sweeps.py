@@ -178,7 +178,8 @@ def test_outermost_steps_and_dataloader_ops_match_pairwise(rows: list[tuple[Any,
     run = Run.from_tables({"ranges": _t("ranges", ranges), "kernels": _t("kernels", kernels),
                            "strings": _t("strings", [{"string_id": i, "value": v} for i, v in enumerate(names)])})
     pattern = r"^(step [0-9]+|train_step)$"
-    metrics.ensure(run, "device_pids")
+    for dep in metrics.get("step_windows").uses:
+        metrics.ensure(run, dep)
     body = metrics.get("step_windows").sql.strip().rstrip(";")
     body = re.sub(r"regexp_matches\(lower\(value\),\s*'[^']*'\)", f"regexp_matches(lower(value), '{pattern}')", body)
     assert pattern in body
@@ -190,7 +191,7 @@ def test_outermost_steps_and_dataloader_ops_match_pairwise(rows: list[tuple[Any,
           AND o.start_ns <= r.start_ns AND o.end_ns >= r.end_ns
           AND (o.start_ns < r.start_ns OR o.end_ns > r.end_ns OR o.range_id < r.range_id))
 ),
-""" + body[body.index("host AS ("):]
+""" + body[body.index("host_r AS ("):]
     assert got == run.sql_rows(f"SELECT * FROM ({pairwise}\n) ORDER BY ALL")
 
     dl = metrics.get("dataloader_ops").sql.strip().rstrip(";")
@@ -217,9 +218,10 @@ def test_step_overlaps_match_keyed_join(run: Run, wins: list[tuple[int, int, int
     """idle_in_steps, copies_in_steps and loader_in_steps join intervals with steps on (device or pid) keys packed
     into the time keys, so DuckDB runs an IEJoin; the plain `key = key AND overlap` join (a hash join comparing
     every pair of the key: hours on 10M gaps x 1M steps) is the reference."""
-    values = ", ".join(f"({i}, {d}, {s}, {s + n})" for i, (d, s, n, _) in enumerate(wins, 1))
+    # the host range is the window's first half (its GPU side runs on): host events are matched to that
+    values = ", ".join(f"({i}, {d}, {s}, {s + n}, {s}, {s + max(1, n // 2)})" for i, (d, s, n, _) in enumerate(wins, 1))
     run.sql(f"CREATE OR REPLACE TEMP TABLE m_step_windows AS SELECT * FROM (VALUES {values}) "
-            "v(win_id, device_id, start_ns, end_ns)")
+            "v(win_id, device_id, start_ns, end_ns, host_start_ns, host_end_ns)")
     metrics.session(run).built.add("step_windows")  # these windows stand for the metric's
     run.sql("CREATE OR REPLACE TEMP TABLE memops AS SELECT * FROM main.memops WHERE false")  # shadows the view
     for d, (s, n), k in copies:
@@ -244,9 +246,10 @@ def test_step_overlaps_match_keyed_join(run: Run, wins: list[tuple[int, int, int
             WHERE m.op = 'memcpy' AND m.copy_kind IN ('HtoD', 'DtoH', 'HtoH') AND m.end_ns > m.start_ns
             GROUP BY m.device_id"""),
         ("loader_in_steps", """
-            SELECT w.win_id, w.device_id, count(*), sum(least(d.end_ns, w.end_ns) - greatest(d.start_ns, w.start_ns))
+            SELECT w.win_id, w.device_id, count(*),
+                sum(least(d.end_ns, w.host_end_ns) - greatest(d.start_ns, w.host_start_ns))
             FROM m_step_windows w JOIN m_device_pids p ON p.device_id = w.device_id
-            JOIN m_dataloader_ops d ON d.pid = p.pid AND d.start_ns < w.end_ns AND d.end_ns > w.start_ns
+            JOIN m_dataloader_ops d ON d.pid = p.pid AND d.start_ns < w.host_end_ns AND d.end_ns > w.host_start_ns
             GROUP BY ALL"""),
     ]:
         got = sorted(tuple(r.values()) for r in metrics.query(run, name, min_gap_ns=1))

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from advisor import metrics
 from advisor.ingest import open_run
+from advisor.rules.blocking import SYNC_CALLS
 from tests.conftest import ROOT, real_path
 
 RULE_FILE = re.compile(r"^[A-Z]{2}[0-9]{3}_\w+\.py$")
@@ -81,17 +82,29 @@ def test_step_metrics_and_window_sets_need_no_caller_order(tmp_path: Path) -> No
         assert sum(int(r["idle_ns"]) for r in rows) == 213_887_000
         assert sum(int(r["n_gaps"]) for r in rows) == 269
         (n, total), = run.sql_rows("SELECT count(*), sum(end_ns - start_ns) FROM ranges WHERE source = 'profiler_step'")
-        assert {(int(r["n_windows"]), int(r["span_ns"])) for r in rows} == {(n, total)} == {(6, total)}
+        # the windows are the profiler steps (their host times), each followed to the end of its GPU work
+        (host, gpu), = run.sql_rows("SELECT sum(host_end_ns - host_start_ns), sum(end_ns - start_ns) "
+                                    "FROM m_step_windows")
+        assert (n, host) == (6, total) and gpu >= total
+        assert {(int(r["n_windows"]), int(r["span_ns"])) for r in rows} == {(n, gpu)}
         devices = metrics.shares(run, "windows_devices")
         steps = metrics.shares(run, "step_windows")
         assert metrics.shares(run, "windows_devices") == devices and len(steps) == 6
-        busy = metrics.busy_before(run, "step_windows")  # the GPU's busy time from the step before to this one
-        want, prev_end = {}, {}
-        for w in sorted(steps, key=lambda v: (v.device_id, v.start_ns, v.win_id)):
-            (ns,), = run.sql_rows("SELECT coalesce(sum(greatest(least(end_ns, $b) - greatest(start_ns, $a), 0)), 0) "
-                                  "FROM m_device_segments WHERE cls <> 'idle' AND device_id = $d",
-                                  {"a": prev_end.get(w.device_id, 0), "b": w.start_ns, "d": w.device_id})
-            want[w.win_id], prev_end[w.device_id] = max(0, int(ns)), w.end_ns
-        assert busy == want and sum(busy.values()) > 0
+        # the GPU's busy time from the window before to this one: the steps' GPU sides follow each other, so there
+        # it is the work launched outside any step; before the blocking calls LA002 prices, the work they waited for
+        calls = {"pattern": SYNC_CALLS, "exclude": "^$", "max_refill_ns": 100_000}
+        total = 0
+        for name, params in (("step_windows", {}), ("windows_calls", calls)):
+            busy = metrics.busy_before(run, name, **params)
+            want, prev_end = {}, {}
+            wins = metrics.window_rows(run, metrics.WindowSet.of(name, **params))
+            for w in sorted(wins, key=lambda v: (v["device_id"], v["start_ns"], v["win_id"])):
+                (ns,), = run.sql_rows("SELECT coalesce(sum(greatest(least(end_ns, $b) - greatest(start_ns, $a), 0)), "
+                                      "0) FROM m_device_segments WHERE cls <> 'idle' AND device_id = $d",
+                                      {"a": prev_end.get(w["device_id"], 0), "b": w["start_ns"], "d": w["device_id"]})
+                want[w["win_id"]], prev_end[w["device_id"]] = max(0, int(ns)), w["end_ns"]
+            assert busy == want, name
+            total += sum(busy.values())
+        assert total > 0
     finally:
         run.close()
