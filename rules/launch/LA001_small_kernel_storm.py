@@ -12,7 +12,9 @@ class SmallKernelStorm(Rule):
     ## What it detects
     Devices where at least `min_short_pct` of kernels are shorter than `short_kernel_us` and the
     short idle gaps (at most `max_gap_us`) next to those kernels add up to at least `min_gap_pct`
-    of the device span.
+    of the device span. Where the kernels are not that small, the same per-op host cost still sets
+    the pace when the short gaps the host opens while issuing the next operation (in framework ops
+    or launch calls) add up to `min_gap_pct`: a second form of the finding, dispatch-bound.
 
     ## Why it costs time
     Each launch costs the host several microseconds (framework dispatch plus `cudaLaunchKernel`).
@@ -25,7 +27,10 @@ class SmallKernelStorm(Rule):
     kernel or the previous op is short (metric `launch_gaps`). Gaps inside per-parameter optimizer
     steps (`optimizer_min_kernels`) are not counted: `foreach=True`/`fused=True` removes them more
     cheaply than a graph, and LA013 prices them (evidence `optimizer_gap_time`). HTA flags short kernels and launch
-    delays; nsys-ai's `kernel_launch_overhead` skill looks at the same gaps.
+    delays; nsys-ai's `kernel_launch_overhead` skill looks at the same gaps. The dispatch-bound form
+    counts the gaps of at most `max_gap_us` that metric `idle_claims` gives to the host issuing work
+    (cause `launch` or `host`; metric `dispatch_gaps`), next to kernels of any length; longer gaps
+    are ID001's.
 
     ## How to fix
     Launch fewer, larger kernels: capture the steady-state step in a CUDA graph, fuse elementwise
@@ -99,6 +104,9 @@ class SmallKernelStorm(Rule):
             opt_min_kernels=int(ctx.opt("optimizer_min_kernels")),
         )
         fired = [self._finding(r) for r in rows if self._fires(ctx, r)]
+        storms = {int(r["device_id"]) for r in rows if self._fires(ctx, r)}
+        fired += [self._dispatch_finding(r, ctx.ns("max_gap_us")) for r in self._dispatch_rows(ctx)
+                  if int(r["device_id"]) not in storms]
         if fired:
             return Fired(tuple(fired))
         r = max(rows, key=lambda r: r["launch_gap_ns"])
@@ -117,6 +125,50 @@ class SmallKernelStorm(Rule):
             r["n_kernels"] >= int(ctx.opt("min_kernels"))
             and pct(r["n_short"], r["n_kernels"], 0.0) >= float(ctx.opt("min_short_pct"))
             and pct(r["launch_gap_ns"], r["span_ns"], 0.0) >= float(ctx.opt("min_gap_pct"))
+        )
+
+    def _dispatch_rows(self, ctx: Context) -> list[dict[str, Any]]:
+        """Devices whose kernels are not tiny but whose short host-dispatch gaps reach `min_gap_pct` of the span."""
+        rows = ctx.metric("dispatch_gaps", max_gap_ns=ctx.ns("max_gap_us"),
+                          opt_min_kernels=int(ctx.opt("optimizer_min_kernels")))
+        return [r for r in rows if int(r["n_kernels"]) >= int(ctx.opt("min_kernels"))
+                and pct(r["gap_ns"], r["span_ns"], 0.0) >= float(ctx.opt("min_gap_pct"))]
+
+    def _dispatch_finding(self, r: dict[str, Any], max_gap_ns: int) -> Finding:
+        gaps = int(r["gap_ns"])
+        p50_us = float(r["p50_kernel_ns"] or 0) / 1e3
+        return self.finding(
+            f"device {r['device_id']}: the GPU waited {ms(gaps)} in {r['n_gaps']} gaps of at most "
+            f"{ms(max_gap_ns)} while the host issued the next operation "
+            f"({pct(gaps, r['span_ns'], 0.0)}% of the device span); its {r['n_kernels']} kernels are not tiny "
+            f"(median {p50_us:.1f} us): the host's per-op cost, not kernel size, sets the pace",
+            window=Window(device_id=int(r["device_id"]), start_ns=int(r["start_ns"]), end_ns=int(r["end_ns"])),
+            evidence=[
+                Evidence("kernels", int(r["n_kernels"]), "count"),
+                Evidence("median_kernel_time", int(float(r["p50_kernel_ns"] or 0)), "ns"),
+                Evidence("dispatch_gaps", int(r["n_gaps"]), "count"),
+                Evidence("dispatch_gap_time", gaps, "ns"),
+                Evidence("dispatch_gap_share", pct(gaps, r["span_ns"], 0.0), "%", device_span_of(r["device_id"])),
+                Evidence("optimizer_gap_time", int(r["optimizer_gap_ns"]), "ns"),
+            ],
+            est_gain_ns=gaps,
+            gain_basis="sum of the idle gaps (<= max_gap_us) the host opened while issuing the next operation "
+            "(metric idle_claims: framework ops or launch calls); graph replay issues the step without that "
+            "per-op cost",
+            fixes=(
+                Fix(
+                    "capture the step in a CUDA graph",
+                    "torch.compile(mode='reduce-overhead') or "
+                    "torch.cuda.CUDAGraph / cudaStreamBeginCapture + cudaGraphLaunch",
+                    "safe",
+                ),
+                Fix(
+                    "give each operation more work",
+                    "a larger batch per step, or fewer, larger ops (torch.compile fuses the small ones)",
+                    "changes-numerics",
+                ),
+            ),
+            location=f"device={r['device_id']}",
         )
 
     def _finding(self, r: dict[str, Any]) -> Finding:
