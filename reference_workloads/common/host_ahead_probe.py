@@ -10,14 +10,10 @@ each step's kernels to the GPU instead. Writes the Kineto trace of fixtures/kine
 """
 
 import argparse
-import gzip
-import os
-import shutil
-import tempfile
 
 import torch
 import torch.nn.functional as F
-from torch.profiler import ProfilerActivity, profile, schedule
+from probe_trace import profile_steps
 
 
 def main() -> None:
@@ -34,20 +30,7 @@ def main() -> None:
         y = torch.tanh(y) * y
         return F.layer_norm(y, (4096,)).sum()
 
-    for _ in range(2):
-        epilogue()
-    torch.cuda.synchronize()
-    steps = 6
-    out = os.path.join(tempfile.mkdtemp(), "trace.json")
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True,
-                 schedule=schedule(wait=1, warmup=2, active=steps - 3, repeat=1),
-                 on_trace_ready=lambda p: p.export_chrome_trace(out)) as prof:
-        for _ in range(steps):
-            epilogue()  # no sync, no .item(): the host queues the next step at once
-            prof.step()
-    torch.cuda.synchronize()
-    with open(out, "rb") as f, gzip.open(args.trace, "wb", compresslevel=6) as g:
-        shutil.copyfileobj(f, g)
+    profile_steps(lambda i: epilogue(), args.trace)  # no sync, no .item(): the host queues the next step at once
 
 
 if __name__ == "__main__":

@@ -11,16 +11,12 @@ dispatch-bound form. Writes the Kineto trace of fixtures/kineto/host_dispatch_in
 """
 
 import argparse
-import gzip
-import os
-import shutil
-import tempfile
 
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.profiler import ProfilerActivity, profile, schedule
+from probe_trace import profile_steps
 
 
 class Block(nn.Module):
@@ -71,20 +67,7 @@ def main() -> None:
             out = model(idx)
         out.argmax(-1).cpu()
 
-    for i in range(2):
-        infer(i)
-    torch.cuda.synchronize()
-    steps = 6
-    out = os.path.join(tempfile.mkdtemp(), "trace.json")
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True,
-                 schedule=schedule(wait=1, warmup=2, active=steps - 3, repeat=1),
-                 on_trace_ready=lambda p: p.export_chrome_trace(out)) as prof:
-        for i in range(steps):
-            infer(i)
-            prof.step()
-    torch.cuda.synchronize()
-    with open(out, "rb") as f, gzip.open(args.trace, "wb", compresslevel=6) as g:
-        shutil.copyfileobj(f, g)
+    profile_steps(infer, args.trace)
 
 
 if __name__ == "__main__":

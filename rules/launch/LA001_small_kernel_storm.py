@@ -5,6 +5,13 @@ from typing import Any
 from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms
 from advisor.vocab import device_span_of, pct
 
+# the first fix of both forms of the finding: replaying the step removes the per-op host cost
+CUDA_GRAPH = Fix(
+    "capture the step in a CUDA graph",
+    "torch.compile(mode='reduce-overhead') or torch.cuda.CUDAGraph / cudaStreamBeginCapture + cudaGraphLaunch",
+    "safe",
+)
+
 
 class SmallKernelStorm(Rule):
     """Many tiny kernels with launch gaps between them: the GPU waits on the host's launch rate.
@@ -156,12 +163,7 @@ class SmallKernelStorm(Rule):
             "(metric idle_claims: framework ops or launch calls); graph replay issues the step without that "
             "per-op cost",
             fixes=(
-                Fix(
-                    "capture the step in a CUDA graph",
-                    "torch.compile(mode='reduce-overhead') or "
-                    "torch.cuda.CUDAGraph / cudaStreamBeginCapture + cudaGraphLaunch",
-                    "safe",
-                ),
+                CUDA_GRAPH,
                 Fix(
                     "give each operation more work",
                     "a larger batch per step, or fewer, larger ops (torch.compile fuses the small ones)",
@@ -191,12 +193,7 @@ class SmallKernelStorm(Rule):
             gain_basis="sum of the idle gaps (<= max_gap_us) before or after tiny kernels; graph replay or fusion "
             "removes the per-launch host cost that opens them",
             fixes=(
-                Fix(
-                    "capture the step in a CUDA graph",
-                    "torch.compile(mode='reduce-overhead') or "
-                    "torch.cuda.CUDAGraph / cudaStreamBeginCapture + cudaGraphLaunch",
-                    "safe",
-                ),
+                CUDA_GRAPH,
                 Fix(
                     "fuse the tiny kernels",
                     "torch.compile, or hand-fused kernels for elementwise chains",

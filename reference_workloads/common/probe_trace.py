@@ -1,0 +1,31 @@
+"""The probes' capture (reference_workloads/common/*_probe.py): two warm-up calls outside the profiler, then six
+steps under torch.profiler (CPU + CUDA activities, recorded shapes) with schedule wait=1, warmup=2, active=3, the
+Kineto trace written gzip-compressed."""
+
+import gzip
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+
+import torch
+from torch.profiler import ProfilerActivity, profile, schedule
+
+STEPS = 6
+
+
+def profile_steps(step: Callable[[int], object], trace: str) -> None:
+    """Warm `step` up twice, then profile STEPS calls of it (step i gets i) and write the trace to `trace`."""
+    for i in range(2):
+        step(i)
+    torch.cuda.synchronize()
+    out = os.path.join(tempfile.mkdtemp(), "trace.json")
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True,
+                 schedule=schedule(wait=1, warmup=2, active=STEPS - 3, repeat=1),
+                 on_trace_ready=lambda p: p.export_chrome_trace(out)) as prof:
+        for i in range(STEPS):
+            step(i)
+            prof.step()
+    torch.cuda.synchronize()
+    with open(out, "rb") as f, gzip.open(trace, "wb", compresslevel=6) as g:
+        shutil.copyfileobj(f, g)
