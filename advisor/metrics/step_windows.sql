@@ -52,7 +52,7 @@ host AS (  -- the GPU side of each host step: after the GPU work launched before
     )
 ),
 dev AS (
-    SELECT range_id, device_id, start_ns, end_ns, name, start_ns, end_ns FROM outer_r
+    SELECT range_id, device_id, start_ns, end_ns, name, start_ns AS host_start_ns, end_ns AS host_end_ns FROM outer_r
     WHERE device_id IS NOT NULL AND device_id NOT IN (SELECT device_id FROM host)
 )
 SELECT row_number() OVER (ORDER BY device_id, start_ns, range_id) AS win_id, device_id, start_ns, end_ns,

@@ -110,10 +110,11 @@ class SmallKernelStorm(Rule):
             max_gap_ns=ctx.ns("max_gap_us"),
             opt_min_kernels=int(ctx.opt("optimizer_min_kernels")),
         )
-        fired = [self._finding(r) for r in rows if self._fires(ctx, r)]
-        storms = {int(r["device_id"]) for r in rows if self._fires(ctx, r)}
-        fired += [self._dispatch_finding(r, ctx.ns("max_gap_us")) for r in self._dispatch_rows(ctx)
-                  if int(r["device_id"]) not in storms]
+        storms = [r for r in rows if self._fires(ctx, r)]
+        stormed = {int(r["device_id"]) for r in storms}
+        fired = [self._finding(r) for r in storms] + [
+            self._dispatch_finding(r, ctx.ns("max_gap_us")) for r in self._dispatch_rows(ctx)
+            if int(r["device_id"]) not in stormed]
         if fired:
             return Fired(tuple(fired))
         r = max(rows, key=lambda r: r["launch_gap_ns"])
