@@ -704,7 +704,8 @@ def _ranges(r: RangesSummary) -> tuple[tuple[RangeRow, ...], str, tuple[Fact, ..
     s = r.steps
     steps = () if s is None else tuple(Fact(k, fmt_ns(v)) for k, v in (
         ("total", s.total_ns), ("mean", s.mean_ns), ("p50", s.p50_ns), ("p95", s.p95_ns), ("min", s.min_ns),
-        ("max", s.max_ns)))
+        ("max", s.max_ns), *((("mean on the GPU (until each step's last kernel ends)", s.gpu.mean_ns),
+                              ("max on the GPU", s.gpu.max_ns)) if s.gpu_differs() else ())))
     return rows, r.items[0].covered.of if r.items else "", (Fact("steps", f"{s.count:,}"), *steps) if s else ()
 
 

@@ -76,3 +76,29 @@ def analyze(path: Path) -> Analyzed:
     with _cache_env(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         rc = main(["analyze", str(path), "--format", "json"])
     return Analyzed(path, rc, out.getvalue(), err.getvalue(), before, tree_sha(path))
+
+
+def gpu_side_steps(events: list[dict[str, Any]]) -> list[tuple[int, int, int, int]]:
+    """Each host ProfilerStep#N of a one-device Kineto trace, read from its events alone: (host start, host end,
+    GPU-side start, GPU-side end) in ns. The GPU side runs until the last kernel launched inside the step ends (by the
+    `correlation` of its runtime call) and starts no earlier than the kernels launched before the step end; the first
+    step no earlier than the latest kernel that started before its own first kernel ends (a profiler's warm-up leaves
+    kernels without launch records), capped at that first kernel's start. Steps launching no kernel keep host times."""
+    ns = lambda t: round(t * 1000)  # noqa: E731
+    steps = sorted((ns(e["ts"]), ns(e["ts"] + e["dur"])) for e in events
+                   if str(e.get("name", "")).startswith("ProfilerStep#") and e.get("cat") != "gpu_user_annotation")
+    cat = lambda e: str(e.get("cat", "")).lower()  # noqa: E731 (2021 Kineto writes 'Runtime' and 'Kernel')
+    calls = {e["args"]["correlation"]: ns(e["ts"]) for e in events
+             if cat(e) in ("cuda_runtime", "cuda_driver", "runtime") and "correlation" in e.get("args", {})}
+    kernels = [(ns(e["ts"]), ns(e["ts"] + e["dur"]), calls.get(e.get("args", {}).get("correlation")))
+               for e in events if cat(e) == "kernel"]
+    out = []
+    for i, (lo, hi) in enumerate(steps):
+        own = [(s, e) for s, e, c in kernels if c is not None and lo <= c < hi]
+        before = [e for _, e, c in kernels if c is not None and c < lo]
+        start = max([lo, *before])
+        if i == 0 and own:
+            first = min(s for s, _ in own)
+            start = max([start, *(min(e, first) for s, e, _ in kernels if s < first)])
+        out.append((lo, hi, start, max([hi, *(e for _, e in own)])))
+    return out

@@ -152,14 +152,23 @@ def _text_kernels(tk: api.TopKernels) -> list[str]:
     return out
 
 
+def _steps_line(s: api.Steps) -> str:
+    """The profiler steps' host ranges, and their GPU side where its mean differs by 5% or more (a host that queues
+    steps ahead of the GPU ends its ranges long before their kernels do; the verdict's step windows follow them)."""
+    line = (f"Steps (ProfilerStep): {s.count} steps, mean {fmt_ns(s.mean_ns)}, p50 {fmt_ns(s.p50_ns)}, "
+            f"p95 {fmt_ns(s.p95_ns)}, min {fmt_ns(s.min_ns)}, max {fmt_ns(s.max_ns)}")
+    g = s.gpu
+    if not s.gpu_differs():
+        return line
+    ahead = ", the host queues steps ahead of it" if (s.mean_ns or 0) < (g.mean_ns or 0) else ""
+    return (f"{line}; on the GPU (each step until its last kernel ends{ahead}): mean {fmt_ns(g.mean_ns)}, "
+            f"p50 {fmt_ns(g.p50_ns)}, p95 {fmt_ns(g.p95_ns)}, min {fmt_ns(g.min_ns)}, max {fmt_ns(g.max_ns)}")
+
+
 def _text_ranges(r: api.RangesSummary) -> list[str]:
     out: list[str] = []
-    s = r.steps
-    if s is not None:
-        out.append(
-            f"Steps (ProfilerStep): {s.count} steps, mean {fmt_ns(s.mean_ns)}, p50 {fmt_ns(s.p50_ns)}, "
-            f"p95 {fmt_ns(s.p95_ns)}, min {fmt_ns(s.min_ns)}, max {fmt_ns(s.max_ns)}"
-        )
+    if r.steps is not None:
+        out.append(_steps_line(r.steps))
     if r.items:
         out.append(f"Ranges ({r.total_ranges:,} in all). covered = wall time inside at least one instance, "
                    "percent of the capture span; summed = instance durations added over all threads:")
@@ -171,7 +180,7 @@ def _text_ranges(r: api.RangesSummary) -> list[str]:
                 f"{fmt_ns(it.total_ns):>12} {it.count:>7,} {fmt_ns(it.mean_ns):>10}  "
                 f"[{it.source}] {clean(it.name, 60)}"
             )
-    elif s is None:
+    elif r.steps is None:
         out.append("Ranges: none (no NVTX / user annotations in this trace)")
     return out
 
@@ -378,10 +387,8 @@ def _md_ranges(r: api.RangesSummary) -> list[str]:
     if not r.items and r.steps is None:
         return []
     out = ["<details><summary>NVTX ranges and steps</summary>", ""]
-    s = r.steps
-    if s is not None:
-        out += [f"Steps (ProfilerStep): {s.count} steps, mean {fmt_ns(s.mean_ns)}, p50 {fmt_ns(s.p50_ns)}, "
-                f"p95 {fmt_ns(s.p95_ns)}, max {fmt_ns(s.max_ns)}", ""]
+    if r.steps is not None:
+        out += [_steps_line(r.steps), ""]
     if r.items:
         out += ["_Covered = wall time inside at least one instance (share of the capture span); "
                 "summed = durations added over threads and nesting._", "",

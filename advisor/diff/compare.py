@@ -34,7 +34,7 @@ from advisor.diff.verdict import DEFAULT_THRESHOLD_PCT, Comparability, Verdict, 
 from advisor.vocab import pct, share
 
 # 1.3: ops; 1.2: verify; 1.1: comparability.program, verdict.interval and verdict.rule, gate.interval
-DIFF_SCHEMA_VERSION = "1.3"
+DIFF_SCHEMA_VERSION = "1.4"
 
 
 def _side_doc(side: Side) -> dict[str, Any]:

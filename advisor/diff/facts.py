@@ -164,12 +164,17 @@ def devices(run: Run) -> list[Device]:
     return sorted(out, key=lambda d: d.device_id)
 
 
+GPU_SIDE = " (each until the last kernel it launched ends)"  # how step_spans times a step range
+
+
 def steps(run: Run, step_regex: str | None = None) -> tuple[list[int], str | None]:
     """Iteration durations: ProfilerStep#N ranges, NVTX/annotation ranges named like a step (`step`,
     `train_step`, `iteration`, see DEFAULT_STEP_NAMES), or ranges whose name matches `step_regex`.
 
     With a pattern or a default step name, the k-th matching range of each thread is step k (a repeated
-    range such as `train_step` has no number); its time is the slowest thread's.
+    range such as `train_step` has no number); its time is the slowest thread's. A step range that launched GPU
+    work is timed until the last kernel it launched ends (metric step_spans): a host that queues steps ahead of the
+    GPU does not make them look fast.
     """
     found, source, _ = _find_steps(run, step_regex)
     return found, source
@@ -183,14 +188,14 @@ def _find_steps(run: Run, step_regex: str | None) -> tuple[list[int], str | None
         return _nth_ranges(run, "regex", step_regex), f"ranges matching /{step_regex}/", ("regex", step_regex)
     rows = metrics.query(run, "profiler_step_times")
     if rows:
-        return [int(r["ns"]) for r in rows], "ProfilerStep#N ranges", ("profiler", DEFAULT_STEP_NAMES)
+        return [int(r["ns"]) for r in rows], f"ProfilerStep#N ranges{GPU_SIDE}", ("profiler", DEFAULT_STEP_NAMES)
     found = _nth_ranges(run, "default", DEFAULT_STEP_NAMES)
     if found:
         named = metrics.query(run, "step_range_names", pattern=DEFAULT_STEP_NAMES)
         names = sorted({str(r["name"]) for r in named})
         source = f"{'/'.join(sorted({str(r['source']) for r in named}))} ranges named " + ", ".join(
             f"'{n}'" for n in names[:3])
-        return found, source, ("default", DEFAULT_STEP_NAMES)
+        return found, source + GPU_SIDE, ("default", DEFAULT_STEP_NAMES)
     return [], None, None
 
 

@@ -59,7 +59,8 @@ class RankSummary:
     time: tuple[dict[str, Any], ...]
     kernels: dict[str, Histogram]  # kernel name -> durations
     ranges: dict[GroupKey, RangeParts]
-    steps: Histogram
+    steps: Histogram  # profiler steps: host range duration -> how many
+    steps_gpu: Histogram  # the same steps timed on their GPU side (metric step_durations)
     copies: tuple[dict[str, Any], ...]
     api: tuple[dict[str, Any], ...]  # every (api, name) row of api_summary
     families: tuple[dict[str, Any], ...]
@@ -78,10 +79,14 @@ def rank_summary(run: Run) -> RankSummary:
                                                                           int(r["depth"])))
     ranges = {k: RangeParts(union((a, b) for a, b, _ in v), _histogram(b - a for a, b, _ in v), min(d for *_, d in v))
               for k, v in groups.items()}
-    steps = {int(r["dur_ns"]): int(r["n"]) for r in metrics.query(run, "step_durations")}
+    steps: Histogram = {}
+    steps_gpu: Histogram = {}
+    for r in metrics.query(run, "step_durations"):
+        _add(steps, {int(r["dur_ns"]): int(r["n"])})
+        _add(steps_gpu, {int(r["gpu_ns"]): int(r["n"])})
     return RankSummary(
         tuple(s.devices(run)), s.counts(run), _digests(str(r[0]) for r in run.sql_rows("SELECT value FROM strings")),
-        s.capture_span(run), tuple(s.time_split(run)), kernels, ranges, steps, tuple(s.copies(run)),
+        s.capture_span(run), tuple(s.time_split(run)), kernels, ranges, steps, steps_gpu, tuple(s.copies(run)),
         tuple(s.api_summary(run, limit=1 << 62)["items"]), tuple(s.family_time(run)),
     )
 
@@ -134,6 +139,7 @@ class SummaryFold:
     kernels: dict[str, Histogram] = field(default_factory=dict)
     ranges: dict[GroupKey, RangeParts] = field(default_factory=dict)
     steps: Histogram = field(default_factory=dict)
+    steps_gpu: Histogram = field(default_factory=dict)
     copies: list[dict[str, Any]] = field(default_factory=list)
     api: dict[tuple[str, str], list[int]] = field(default_factory=dict)  # (api, name) -> calls, total, max
     families: list[dict[str, Any]] = field(default_factory=list)
@@ -155,6 +161,7 @@ class SummaryFold:
             else:
                 self.ranges[key] = RangeParts(list(parts.spans), dict(parts.durations), parts.min_depth)
         _add(self.steps, r.steps)
+        _add(self.steps_gpu, r.steps_gpu)
         for a in r.api:
             got = self.api.setdefault((a["api"], a["name"]), [0, 0, 0])
             got[0] += a["calls"]
@@ -207,15 +214,21 @@ class SummaryFold:
         items = [r[3] for r in sorted(rows, key=lambda r: (-r[0], -r[1], r[2]))[:limit]]
         return {"total_ranges": self.counts.get("ranges", 0), "items": items, "steps": self._steps()}
 
-    def _steps(self) -> dict[str, int] | None:
-        h = self.steps
-        count = sum(h.values())
+    def _steps(self) -> dict[str, Any] | None:
+        from advisor.engine.summary import step_stats
+
+        count = sum(self.steps.values())
         if not count:
             return None
-        total = sum(v * n for v, n in h.items())
-        return {"count": count, "total_ns": total, "mean_ns": round(total / count),
-                "p50_ns": round(quantile_cont(h, 0.5)), "p95_ns": round(quantile_cont(h, 0.95)), "min_ns": min(h),
-                "max_ns": max(h)}
+        return step_stats({"count": count, **_stats(self.steps, count), **_stats(self.steps_gpu, count, "gpu_")})
+
+
+def _stats(h: Histogram, count: int, prefix: str = "") -> dict[str, int]:
+    """profiler_step_stats' figures of the `count` durations `h` holds (keys with `prefix`)."""
+    total = sum(v * n for v, n in h.items())
+    figures = {"total_ns": total, "mean_ns": round(total / count), "p50_ns": round(quantile_cont(h, 0.5)),
+               "p95_ns": round(quantile_cont(h, 0.95)), "min_ns": min(h), "max_ns": max(h)}
+    return {prefix + k: v for k, v in figures.items()}
 
 
 def _by_device(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -110,7 +110,22 @@ class RangeStat:
 
 
 @dataclass(frozen=True)
+class StepTimes:
+    """Profiler steps each timed on its GPU side (metric step_spans): until the last kernel it launched ends."""
+
+    total_ns: int | None
+    mean_ns: int | None
+    p50_ns: int | None
+    p95_ns: int | None
+    min_ns: int | None
+    max_ns: int | None
+
+
+@dataclass(frozen=True)
 class Steps:
+    """Kineto profiler steps: the host ranges' durations, and under `gpu` the same steps on their GPU side (shorter
+    host figures mean the host queues steps ahead of the GPU)."""
+
     count: int
     total_ns: int | None
     mean_ns: int | None
@@ -118,6 +133,13 @@ class Steps:
     p95_ns: int | None
     min_ns: int | None
     max_ns: int | None
+    gpu: StepTimes
+
+    def gpu_differs(self) -> bool:
+        """Whether the steps' GPU-side mean differs from the host ranges' mean by 5% or more (the surfaces then show
+        both: a host that queues steps ahead of the GPU ends its ranges long before their kernels do)."""
+        host, g = self.mean_ns, self.gpu.mean_ns
+        return host is not None and g is not None and g > 0 and abs(host - g) * 20 >= g
 
 
 @dataclass(frozen=True)

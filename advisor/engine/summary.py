@@ -21,7 +21,7 @@ from advisor.model.store import Run
 from advisor.redact import redact
 from advisor.vocab import share
 
-JSON_SCHEMA_VERSION = "1.4"  # docs/json-output.md, "Versions"
+JSON_SCHEMA_VERSION = "1.5"  # docs/json-output.md, "Versions"
 
 COUNT_TABLES = (
     "kernels", "memops", "api_calls", "sync", "ranges", "cpu_ops", "collectives",
@@ -132,8 +132,15 @@ def ranges_summary(run: Run, limit: int = 15) -> dict[str, Any]:
     steps_row = metrics.one(run, "profiler_step_stats")
     steps = None
     if steps_row["count"]:
-        steps = {k: (round(float(v)) if v is not None else None) for k, v in steps_row.items()}
+        steps = step_stats({k: (round(float(v)) if v is not None else None) for k, v in steps_row.items()})
     return {"total_ranges": run.count("ranges"), "items": items, "steps": steps}
+
+
+def step_stats(row: dict[str, Any]) -> dict[str, Any]:
+    """The `ranges.steps` object from profiler_step_stats' figures: the host ranges' own, and under `gpu` each step
+    timed on its GPU side (the `gpu_` figures)."""
+    host = {k: v for k, v in row.items() if not k.startswith("gpu_")}
+    return {**host, "gpu": {k[4:]: v for k, v in row.items() if k.startswith("gpu_")}}
 
 
 def copies(run: Run) -> list[dict[str, Any]]:

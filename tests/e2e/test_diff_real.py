@@ -16,6 +16,7 @@ import pytest
 
 from advisor.cli.main import main
 from advisor.diff import SideOptions, diff_paths
+from tests import realkit
 from tests.conftest import real_path
 
 pytestmark = pytest.mark.real
@@ -183,10 +184,8 @@ def test_hta_pair_is_not_comparable(hta: dict[str, Any]) -> None:
 
 
 def test_hta_step_times_match_the_json(hta: dict[str, Any]) -> None:
-    def steps(rel: str) -> list[float]:
-        return [
-            e["dur"] * 1000 for e in kineto_events(real_path(rel)) if str(e.get("name")).startswith("ProfilerStep#")
-        ]
+    def steps(rel: str) -> list[float]:  # each step until the last kernel it launched ends (the GPU side)
+        return [end - start for *_, start, end in realkit.gpu_side_steps(list(kineto_events(real_path(rel))))]
 
     sb, sn = steps(HTA_CONTROL), steps(HTA_TEST)
     assert len(sb) == len(sn) == 6

@@ -656,7 +656,8 @@ def test_cli_directories_as_sides(capsys: pytest.CaptureFixture[str]) -> None:
     rc, d = cli(capsys, str(p.base), str(p.new), "--no-rules", "--fail-on-regression", "5")
     assert rc == 0 and d["verdict"]["verdict"] == "improvement" and not d["gate"]["failed"]
     assert [c["path"].endswith(".sqlite.gz") for c in d["base"]["captures"]] == [True]
-    assert d["base"]["captures"][0]["step_source"] == "nvtx ranges named 'step'"
+    assert d["base"]["captures"][0]["step_source"] == ("nvtx ranges named 'step' (each until the last kernel it "
+                                                       "launched ends)")
     assert "memcpy HtoD (pageable -> device) gone" in d["verdict"]["headline"]
     # reversed, the same pair is a regression, and the gate fails
     rc, d = cli(capsys, str(p.new), str(p.base), "--no-rules", "--fail-on-regression", "5")

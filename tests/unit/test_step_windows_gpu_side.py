@@ -101,3 +101,43 @@ def test_one_model_on_two_gpus_models_the_same_flops_per_step() -> None:
     flop = [realkit.analyze(real_path(f"tracelens/{gpu}_qwen1.5-0.5b_inference.json.gz")).doc["runs"][0]["mfu"]
             ["steps"][0]["flop"] for gpu in ("h100", "mi300x")]
     assert flop[0] == pytest.approx(flop[1], rel=1e-9)
+
+
+@pytest.mark.parametrize("rel", [
+    None,  # the host-ahead probe: host steps 0.35-0.54 ms, their kernels 4.7 ms
+    "kineto/resnet50_num_workers_0__worker0.1623143566756.pt.trace.json.gz",
+    "param/dlrm_8rank/worker1_step_12.1694128201556.pt.trace.json.gz",  # warm-up kernels run into the step
+    "tracelens/h100_qwen1.5-0.5b_inference.json.gz",
+])
+def test_step_statistics_time_each_step_on_its_gpu_side(rel: str | None) -> None:
+    """The summary's step statistics (`ranges.steps`, the "Steps" line) give the host ranges' durations and, under
+    `gpu`, each ProfilerStep until its own last kernel ends, as the verdict's step windows see it; the diff's step
+    times are the GPU side. Expected values come from the trace's events alone (realkit.gpu_side_steps)."""
+    path = PROBE if rel is None else real_path(rel)
+    steps = realkit.gpu_side_steps(_events(path))
+    gpu = [e - s for *_, s, e in steps]
+    host = [hi - lo for lo, hi, *_ in steps]
+    got = realkit.analyze(path).doc["runs"][0]["ranges"]["steps"]
+    assert got["count"] == len(steps)
+    for figures, want in ((got, host), (got["gpu"], gpu)):
+        assert (figures["min_ns"], figures["max_ns"], figures["total_ns"]) == (min(want), max(want), sum(want))
+        assert figures["mean_ns"] == round(sum(want) / len(want))
+    run = open_run(str(path))
+    try:
+        assert [r["ns"] for r in metrics.query(run, "profiler_step_times")] == gpu
+    finally:
+        run.close()
+
+
+def test_the_probe_steps_equal_kinetos_own_gpu_side_annotations() -> None:
+    """Kineto writes each ProfilerStep again on the GPU (gpu_user_annotation: its first kernel's start to its last
+    kernel's end). On the probe, where the host runs 4+ ms ahead, the steps' GPU-side figures agree with them within
+    10 us; the host ranges' mean is 0.43 ms."""
+    events = _events(PROBE)
+    ann = [round(e["dur"] * 1000) for e in events if e.get("cat") == "gpu_user_annotation"
+           and str(e.get("name", "")).startswith("ProfilerStep#")]
+    got = realkit.analyze(PROBE).doc["runs"][0]["ranges"]["steps"]
+    gpu = got["gpu"]
+    assert len(ann) == got["count"] == 3
+    assert gpu["min_ns"] == pytest.approx(min(ann), abs=10_000) and gpu["max_ns"] == pytest.approx(max(ann), abs=10_000)
+    assert got["mean_ns"] < 600_000 < 4_000_000 < gpu["mean_ns"]
