@@ -11,6 +11,14 @@ CUDA_GRAPH = Fix(
     "torch.compile(mode='reduce-overhead') or torch.cuda.CUDAGraph / cudaStreamBeginCapture + cudaGraphLaunch",
     "safe",
 )
+# the first fix where the kernels are already replayed from graphs: the gaps left are the host's graph launches
+MORE_PER_GRAPH = Fix(
+    "put more work in each graph launch",
+    "capture several iterations (or the whole step) in one graph, or replay it on a larger batch: each "
+    "cudaGraphLaunch costs the host microseconds, and a replay of tiny kernels finishes sooner",
+    "safe",
+)
+FUSE = Fix("fuse the tiny kernels", "torch.compile, or hand-fused kernels for elementwise chains", "changes-numerics")
 
 
 class SmallKernelStorm(Rule):
@@ -33,7 +41,10 @@ class SmallKernelStorm(Rule):
     kernel (to the latest end of any earlier kernel or copy) of at most `max_gap_us` where that
     kernel or the previous op is short (metric `launch_gaps`). Gaps inside per-parameter optimizer
     steps (`optimizer_min_kernels`) are not counted: `foreach=True`/`fused=True` removes them more
-    cheaply than a graph, and LA013 prices them (evidence `optimizer_gap_time`). HTA flags short kernels and launch
+    cheaply than a graph, and LA013 prices them (evidence `optimizer_gap_time`). Nor are the gaps between ops one
+    host call issued (a CUDA/HIP graph launch replaying its nodes, evidence `graph_gap_time`): no launch opens
+    them. Where most kernels are replayed from graphs already, the first fix is more work per graph launch, not a
+    graph. HTA flags short kernels and launch
     delays; nsys-ai's `kernel_launch_overhead` skill looks at the same gaps. The dispatch-bound form
     counts the gaps of at most `max_gap_us` that metric `idle_claims` gives to the host issuing work
     (cause `launch` or `host`; metric `dispatch_gaps`), next to kernels of any length; longer gaps
@@ -176,9 +187,12 @@ class SmallKernelStorm(Rule):
 
     def _finding(self, r: dict[str, Any]) -> Finding:
         gaps = int(r["launch_gap_ns"])
+        graphed = int(r["graph_kernels"]) * 2 >= int(r["n_kernels"])
+        why = (f"; {r['graph_kernels']} of them are replayed from CUDA graphs already, so these gaps are the host's "
+               "graph launches (the gaps between a graph's own kernels are left out)") if graphed else ""
         return self.finding(
             f"device {r['device_id']}: {r['n_short']} of {r['n_kernels']} kernels are tiny and the GPU waited "
-            f"{ms(gaps)} for launches between them ({pct(gaps, r['span_ns'], 0.0)}% of the device span)",
+            f"{ms(gaps)} for launches between them ({pct(gaps, r['span_ns'], 0.0)}% of the device span){why}",
             window=Window(device_id=int(r["device_id"]), start_ns=int(r["start_ns"]), end_ns=int(r["end_ns"])),
             evidence=[
                 Evidence("kernels", int(r["n_kernels"]), "count"),
@@ -189,17 +203,13 @@ class SmallKernelStorm(Rule):
                 Evidence("launch_gap_time", gaps, "ns"),
                 Evidence("launch_gap_share", pct(gaps, r["span_ns"], 0.0), "%", device_span_of(r["device_id"])),
                 Evidence("optimizer_gap_time", int(r["optimizer_gap_ns"]), "ns"),
+                Evidence("graph_kernels", int(r["graph_kernels"]), "count"),
+                Evidence("graph_gap_time", int(r["graph_gap_ns"]), "ns"),
             ],
             est_gain_ns=gaps,
-            gain_basis="sum of the idle gaps (<= max_gap_us) before or after tiny kernels; graph replay or fusion "
-            "removes the per-launch host cost that opens them",
-            fixes=(
-                CUDA_GRAPH,
-                Fix(
-                    "fuse the tiny kernels",
-                    "torch.compile, or hand-fused kernels for elementwise chains",
-                    "changes-numerics",
-                ),
-            ),
+            gain_basis="sum of the idle gaps (<= max_gap_us) before or after tiny kernels, but those between the "
+            "kernels one graph launch replays; graph replay (or more work per replay) or fusion removes the "
+            "per-launch host cost that opens them",
+            fixes=(MORE_PER_GRAPH, FUSE) if graphed else (CUDA_GRAPH, FUSE),
             location=f"device={r['device_id']}",
         )

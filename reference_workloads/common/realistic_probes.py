@@ -1,0 +1,131 @@
+"""Realistic probes (not timed pairs): everyday PyTorch programs captured to check the diagnosis on patterns no rule
+was tuned on. Each writes one Kineto trace with probe_trace.profile_steps (3 active steps).
+
+    python3 reference_workloads/common/realistic_probes.py --out DIR [names...]
+
+- loader_transform: a small CNN trained from a DataLoader (num_workers=0) whose samples are augmented in NumPy on
+  the host (about 1.5 ms per sample, 32 per batch): the GPU waits on the input pipeline.
+- bf16_mlp_train: a 4-layer 8192-wide MLP trained in bf16 on 8192 rows (fused AdamW): GEMM-bound, nothing to fix
+  but the GEMMs themselves.
+- graph_replay_infer: a 6-layer 1024-wide FP16 MLP at batch 64 captured once in a CUDA graph and replayed 50 times
+  per step: launch overhead already removed.
+- many_params_adamw: a 24-layer 256-wide transformer-style stack trained with AdamW(foreach=False): ~300 parameter
+  tensors updated one kernel set at a time.
+"""
+
+import argparse
+import os
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from probe_trace import profile_steps
+
+
+class Augmented(torch.utils.data.Dataset):  # type: ignore[type-arg]
+    def __len__(self) -> int:
+        return 1 << 16
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
+        img = np.random.default_rng(i).random((3, 96, 96), dtype=np.float32)
+        for _ in range(6):  # blur, jitter and normalize on the host
+            img = (img + np.roll(img, 1, axis=1) + np.roll(img, 1, axis=2)) / 3.0
+            img = np.clip(img * 1.1 - 0.05, 0.0, 1.0)
+        img = (img - img.mean()) / (img.std() + 1e-6)
+        return torch.from_numpy(img[:, 16:80, 16:80].copy()), i % 10
+
+
+def loader_transform() -> object:
+    net = nn.Sequential(nn.Conv2d(3, 64, 3, padding=1), nn.ReLU(), nn.Conv2d(64, 128, 3, padding=1), nn.ReLU(),
+                        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(128, 10)).cuda()
+    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    it = iter(torch.utils.data.DataLoader(Augmented(), batch_size=32, shuffle=True, num_workers=0))
+
+    def step(_: int) -> None:
+        x, y = next(it)
+        loss = F.cross_entropy(net(x.cuda()), y.cuda())
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return step
+
+
+def bf16_mlp_train() -> object:
+    d = 8192
+    net = nn.Sequential(*(m for _ in range(4) for m in (nn.Linear(d, d), nn.GELU()))).cuda().to(torch.bfloat16)
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)
+    x = torch.randn(8192, d, device="cuda", dtype=torch.bfloat16)
+
+    def step(_: int) -> None:
+        loss = net(x).float().pow(2).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return step
+
+
+def graph_replay_infer() -> object:
+    net = nn.Sequential(*(m for _ in range(6) for m in (nn.Linear(1024, 1024), nn.ReLU()))).cuda().half().eval()
+    static_x = torch.randn(64, 1024, device="cuda", dtype=torch.half)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s), torch.no_grad():
+        for _ in range(3):
+            net(static_x)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g), torch.no_grad():
+        static_y = net(static_x)
+
+    def step(i: int) -> None:
+        static_x.copy_(torch.randn(64, 1024, device="cuda", dtype=torch.half))
+        for _ in range(50):
+            g.replay()
+        static_y.sum().item()
+    return step
+
+
+class TinyBlock(nn.Module):
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.attn = nn.MultiheadAttention(d, 4, batch_first=True)
+        self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.ln1(x)
+        x = x + self.attn(h, h, h, need_weights=False)[0]
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
+def many_params_adamw() -> object:
+    net = nn.Sequential(*(TinyBlock(256) for _ in range(24))).cuda()
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-4, foreach=False)
+    x = torch.randn(16, 128, 256, device="cuda")
+
+    def step(_: int) -> None:
+        loss = net(x).pow(2).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return step
+
+
+PROBES = {f.__name__: f for f in (loader_transform, bf16_mlp_train, graph_replay_infer, many_params_adamw)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=".")
+    ap.add_argument("names", nargs="*")
+    args = ap.parse_args()
+    for name in args.names or list(PROBES):
+        torch.manual_seed(0)
+        profile_steps(PROBES[name](), os.path.join(args.out, f"{name}.json.gz"))  # type: ignore[arg-type]
+        torch.cuda.empty_cache()
+        print(name, "ok", flush=True)
+
+
+if __name__ == "__main__":
+    main()
