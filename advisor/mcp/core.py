@@ -137,7 +137,7 @@ def idle_gaps(path: str, n: int) -> dict[str, Any]:
 
 
 def _gap(g: dict[str, Any]) -> dict[str, Any]:
-    keys = ("device_id", "start_ns", "end_ns", "gap_ns", "cause", "host_cause", "range_name", "rule")
+    keys = ("device_id", "start_ns", "end_ns", "gap_ns", "cause", "host_cause", "range_name", "rule", "in_span")
     return {k: g[k] for k in keys}
 
 

@@ -8,7 +8,7 @@ WITH g AS (
 idle AS (
     SELECT g.gid, sum(least(s.end_ns, g.g1) - greatest(s.start_ns, g.g0)) AS idle_ns
     FROM g JOIN m_device_segments s
-      ON s.device_id = g.device_id AND s.cls = 'idle' AND s.end_ns > g.g0 AND s.start_ns < g.g1
+      ON s.device_id = g.device_id AND s.cls = 'idle' AND s.in_span AND s.end_ns > g.g0 AND s.start_ns < g.g1
     GROUP BY g.gid
 ),
 ops AS (

@@ -7,5 +7,6 @@ SELECT s.device_id, s.rank, s.device_name, s.span_ns,
     coalesce(sum(g.end_ns - g.start_ns) FILTER (WHERE g.comm_running), 0) AS comm_ns,
     coalesce(sum(g.end_ns - g.start_ns) FILTER (WHERE g.cls = 'idle'), 0) AS idle_ns
 FROM m_device_spans s JOIN m_device_segments g USING (device_id)
+WHERE g.in_span
 GROUP BY s.device_id, s.rank, s.device_name, s.span_ns
 ORDER BY s.device_id

@@ -8,4 +8,5 @@ SELECT s.device_id, min(s.start_ns) AS start_ns, max(s.end_ns) AS end_ns,
     any_value(d.name) AS device_name, any_value(d.rank) AS rank
 FROM m_device_segments s
 LEFT JOIN devices d ON d.device_id = s.device_id
+WHERE s.in_span
 GROUP BY s.device_id

@@ -3,7 +3,7 @@
 -- uses: idle_claims, kernel_names, device_spans, optimizer_steps
 WITH g AS (
     SELECT device_id, start_ns, end_ns, end_ns - start_ns AS gap_ns FROM m_idle_claims
-    WHERE cause IN ('launch', 'host') AND end_ns > start_ns AND end_ns - start_ns <= $max_gap_ns
+    WHERE in_span AND cause IN ('launch', 'host') AND end_ns > start_ns AND end_ns - start_ns <= $max_gap_ns
 ),
 opt AS (
     SELECT device_id, start_ns AS opt_start, end_ns AS opt_end FROM m_optimizer_steps

@@ -4,6 +4,6 @@
 SELECT g.device_id, g.cause, g.rule, count(*) AS n_gaps, sum(g.gap_ns) AS idle_ns,
     max(g.gap_ns) AS max_gap_ns, any_value(s.span_ns) AS span_ns, min(g.start_ns) AS start_ns, max(g.end_ns) AS end_ns
 FROM m_idle_claims g JOIN m_device_spans s USING (device_id)
-WHERE g.gap_ns >= $min_gap_ns
+WHERE g.in_span AND g.gap_ns >= $min_gap_ns
 GROUP BY g.device_id, g.cause, g.rule
 ORDER BY g.device_id, idle_ns DESC, g.cause, g.rule

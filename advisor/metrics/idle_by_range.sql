@@ -3,6 +3,6 @@
 -- uses: idle_claims
 SELECT device_id, range_name, cause, count(*) AS n_gaps, sum(gap_ns) AS idle_ns
 FROM m_idle_claims
-WHERE range_name IS NOT NULL AND gap_ns >= $min_gap_ns
+WHERE in_span AND range_name IS NOT NULL AND gap_ns >= $min_gap_ns
 GROUP BY ALL
 ORDER BY device_id, idle_ns DESC, range_name

@@ -1,5 +1,5 @@
 -- metric: idle_gaps
--- doc: Every GPU idle gap between first and last activity of a device, attributed whole to the host activity of the feeding processes that overlaps it most (ties by priority input > sync > io > wait > launch > host); 'unknown' when recorded host activity covers less than half of the gap (the host was busy with something the capture did not record).
+-- doc: Every GPU idle gap between first and last activity of a device (and, with in_span false, the parts of the steps marked on it before its first or after its last activity: device_segments), attributed whole to the host activity of the feeding processes that overlaps it most (ties by priority input > sync > io > wait > launch > host); 'unknown' when recorded host activity covers less than half of the gap (the host was busy with something the capture did not record).
 -- materialize: true
 -- uses: device_segments, device_pids, host_acts
 -- Row numbers come from an empty OVER () over a sorted subquery (a streaming window, as in the sweep below):
@@ -10,7 +10,7 @@
 -- 10M-kernel export ran at a 1 GiB cap with a 2% higher peak.
 WITH gaps AS MATERIALIZED (  -- gid: an integer key per gap, so the per-gap sums group and join on one integer
     SELECT *, row_number() OVER () AS gid
-    FROM (SELECT device_id, start_ns, end_ns FROM m_device_segments WHERE cls = 'idle' ORDER BY device_id, start_ns)
+    FROM (SELECT device_id, start_ns, end_ns, in_span FROM m_device_segments WHERE cls = 'idle' ORDER BY device_id, start_ns)
 ),
 -- One sweep per (device, feeding process) pair over the process's host activity (the packed open counters of
 -- host_acts, whose highest field is host_segments' class) and the device's gaps. The pieces between consecutive
@@ -94,5 +94,6 @@ SELECT g.device_id, g.start_ns, g.end_ns, g.end_ns - g.start_ns AS gap_ns,
         ELSE 'unknown' END AS cause,
     coalesce(b.k // 10, 0) AS cause_overlap_ns,
     coalesce(b.input_ns, 0) AS input_ns, coalesce(b.sync_ns, 0) AS sync_ns, coalesce(b.io_ns, 0) AS io_ns,
-    coalesce(b.wait_ns, 0) AS wait_ns, coalesce(b.launch_ns, 0) AS launch_ns, coalesce(b.host_ns, 0) AS host_ns
+    coalesce(b.wait_ns, 0) AS wait_ns, coalesce(b.launch_ns, 0) AS launch_ns, coalesce(b.host_ns, 0) AS host_ns,
+    g.in_span
 FROM gaps g LEFT JOIN best b USING (gid)

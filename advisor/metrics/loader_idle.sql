@@ -11,7 +11,7 @@ ov AS (  -- keys put the device in the high bits, so the overlap join is two ine
     SELECT d.device_id, d.pid,
         sum(least(d.end_ns, s.end_ns) - greatest(d.start_ns, s.start_ns)) AS idle_overlap_ns
     FROM d JOIN (SELECT *, (device_id::HUGEINT << 64) + start_ns AS ks, (device_id::HUGEINT << 64) + end_ns AS ke
-                 FROM m_device_segments WHERE cls = 'idle') s
+                 FROM m_device_segments WHERE cls = 'idle' AND in_span) s
       ON s.ks < d.ke AND s.ke > d.ks
     GROUP BY ALL
 )

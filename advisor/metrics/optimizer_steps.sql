@@ -60,7 +60,7 @@ spans AS (  -- the optimizer's time: from the host entering the step to the late
 ),
 idle AS (  -- idle segments keyed by device like spans: the overlap join is two inequalities (an IEJoin, as calls)
     SELECT start_ns, end_ns, (device_id::HUGEINT << 64) + start_ns AS ks, (device_id::HUGEINT << 64) + end_ns AS ke
-    FROM m_device_segments WHERE cls = 'idle'
+    FROM m_device_segments WHERE cls = 'idle' AND in_span
 )
 SELECT p.win_id, p.device_id, p.pid, p.optimizer, p.host_start_ns, p.host_end_ns, p.start_ns, p.end_ns,
     p.n_kernels, p.n_multi_tensor, p.n_elementwise, p.kernel_ns, p.gpu_start_ns, p.gpu_end_ns,

@@ -47,7 +47,7 @@ def _claims(db: Path, cache: Path) -> tuple[list[dict[str, object]], str, dict[s
     run = open_run(str(db), cache_dir=cache)
     try:
         metrics.ensure(run, "idle_claims")
-        rows = run.sql_dicts("SELECT * FROM m_idle_claims")
+        rows = run.sql_dicts("SELECT * FROM m_idle_claims WHERE in_span")  # the gaps between GPU activities
         v = classify(run).run
         return rows, v.class_, {s.name: s.ns for s in v.shares}
     finally:
