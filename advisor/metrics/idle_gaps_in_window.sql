@@ -5,7 +5,7 @@
 SELECT device_id, greatest(start_ns, $t0) AS s, least(end_ns, $t1) AS e, least(end_ns, $t1) - greatest(start_ns, $t0) AS gap_ns,
        cause, rule, range_name
 FROM m_idle_claims
-WHERE in_span AND end_ns > $t0 AND start_ns < $t1 AND ($device IS NULL OR device_id = $device)
+WHERE end_ns > $t0 AND start_ns < $t1 AND ($device IS NULL OR device_id = $device)
   AND least(end_ns, $t1) - greatest(start_ns, $t0) >= greatest($min_gap_ns, 1)
 ORDER BY gap_ns DESC, device_id, s
 LIMIT $limit

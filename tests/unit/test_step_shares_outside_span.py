@@ -3,8 +3,9 @@ verdict's step shares add up to the step time. Our H200 capture of an input-boun
 (fixtures/kineto/loader_transform_training, reference_workloads/common/realistic_probes.py loader_transform) loads
 its first profiled batch before any GPU work: 36 ms of its 128 ms of steps lay outside the device span, and the
 shares summed to 70.7%. Those parts are idle segments with in_span false (metric device_segments): idle_gaps gives
-them their host cause (here the DataLoader), the verdict counts them, and the span (the time section, the labels'
-"GPU window"), the gap lists and the rules' pricing leave them out. Expected values are read from the trace JSON."""
+them their host cause (here the DataLoader), the verdict and the gap lists count them, and the span (the time
+section, the labels' "GPU window") and the rules' pricing leave them out. Expected values are read from the trace
+JSON."""
 
 from __future__ import annotations
 
