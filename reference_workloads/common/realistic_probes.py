@@ -11,6 +11,11 @@ was tuned on. Each writes one Kineto trace with probe_trace.profile_steps (3 act
   per step: launch overhead already removed.
 - many_params_adamw: a 24-layer 256-wide transformer-style stack trained with AdamW(foreach=False): ~300 parameter
   tensors updated one kernel set at a time.
+- compiled_train: 4 GPT blocks (d 1024) under torch.compile (default mode), bf16 autocast, fused AdamW.
+- flash_attention_train: 2 GPT blocks (d 2048) in bf16 on 4 x 4096 tokens: flash attention and large GEMMs.
+- amp_gradscaler_train: 4 GPT blocks (d 1024) under fp16 autocast with a GradScaler (its inf check syncs the host).
+- cpu_offload_optimizer: a 4-layer 4096-wide MLP whose AdamW runs on the host: gradients copied to pageable host
+  memory and weights back every step.
 """
 
 import argparse
@@ -112,7 +117,86 @@ def many_params_adamw() -> object:
     return step
 
 
-PROBES = {f.__name__: f for f in (loader_transform, bf16_mlp_train, graph_replay_infer, many_params_adamw)}
+class GptBlock(nn.Module):
+    def __init__(self, d: int, h: int) -> None:
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+        self.h = h
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, self.h, d // self.h).permute(2, 0, 3, 1, 4)
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, t, d)
+        x = x + self.proj(a)
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
+def compiled_train() -> object:
+    net = torch.compile(nn.Sequential(*(GptBlock(1024, 16) for _ in range(4))).cuda())
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)
+    x = torch.randn(8, 1024, 1024, device="cuda")
+
+    def step(_: int) -> None:
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = net(x).float().pow(2).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return step
+
+
+def flash_attention_train() -> object:
+    net = nn.Sequential(*(GptBlock(2048, 16) for _ in range(2))).cuda().to(torch.bfloat16)
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)
+    x = torch.randn(4, 4096, 2048, device="cuda", dtype=torch.bfloat16)
+
+    def step(_: int) -> None:
+        loss = net(x).float().pow(2).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return step
+
+
+def amp_gradscaler_train() -> object:
+    net = nn.Sequential(*(GptBlock(1024, 16) for _ in range(4))).cuda()
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-4, foreach=True)
+    scaler = torch.amp.GradScaler("cuda")
+    x = torch.randn(8, 512, 1024, device="cuda")
+
+    def step(_: int) -> None:
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = net(x).float().pow(2).mean()
+        opt.zero_grad(set_to_none=True)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+    return step
+
+
+def cpu_offload_optimizer() -> object:
+    net = nn.Sequential(*(m for _ in range(4) for m in (nn.Linear(4096, 4096), nn.GELU()))).cuda()
+    master = [p.detach().cpu().clone().requires_grad_(True) for p in net.parameters()]
+    opt = torch.optim.AdamW(master, lr=1e-4)  # the optimizer state lives on the host
+    x = torch.randn(2048, 4096, device="cuda")
+
+    def step(_: int) -> None:
+        loss = net(x).pow(2).mean()
+        loss.backward()
+        for m, p in zip(master, net.parameters(), strict=True):
+            m.grad = p.grad.cpu()  # grads to the host (pageable)
+        opt.step()
+        with torch.no_grad():
+            for m, p in zip(master, net.parameters(), strict=True):
+                p.copy_(m)  # weights back to the GPU
+                p.grad = None
+    return step
+
+
+PROBES = {f.__name__: f for f in (loader_transform, bf16_mlp_train, graph_replay_infer, many_params_adamw,
+                                  compiled_train, flash_attention_train, amp_gradscaler_train, cpu_offload_optimizer)}
 
 
 def main() -> None:
