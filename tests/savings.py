@@ -4,9 +4,9 @@ A finding states its saving (`est_gain_ns`) and, in the JSON, several denominato
 - `gain_pct` is the saving as a share of the headline's denominator (the longest device span, or the
   profiled kernel time of an Nsight Compute report): at most 100%. The headline's "expected to save X of
   Y" is findings[0] with the same denominator, so this also holds the headline to X <= Y.
-- a finding whose window names a device claims at most that device's span (`time[]`: in a directory of
-  rank traces each rank has its own device, so this is "a per-rank finding claims at most that rank's
-  time").
+- a finding whose window names a device claims at most that device's span, widened to its marked steps where
+  they reach further (`time[].extent_ns`: in a directory of rank traces each rank has its own device, so this is
+  "a per-rank finding claims at most that rank's time").
 - a finding whose window has no device but a start and end (host-side work of one process, such as its
   DataLoader calls) claims at most that window: its fix removes time inside it, nothing else.
 - every share in its evidence (`unit` "%" with an `of`) lies within 0..100% of the denominator it names.
@@ -67,6 +67,6 @@ def doc_violations(doc: Mapping[str, Any]) -> list[str]:
     """Violations in an `advisor analyze --format json` document (every run of it)."""
     out = []
     for run in doc.get("runs", ()):
-        spans = {int(t["device_id"]): int(t["span_ns"]) for t in run.get("time", ())}
+        spans = {int(t["device_id"]): int(t.get("extent_ns", t["span_ns"])) for t in run.get("time", ())}
         out += violations(run.get("findings") or (), spans)
     return sorted(out)

@@ -54,7 +54,7 @@ __all__ = [
     "run_rules",
 ]
 
-SPAN_OF = "longest device span (first to last GPU activity on one device)"
+SPAN_OF = "longest device span (first to last GPU activity on one device, or its marked steps where they reach further)"
 # A finding saving less than this share of the span is listed, never put forward as "do this first".
 HEADLINE_MIN_PCT = 1.0
 NCU_SPAN_OF = "profiled kernel time in this Nsight Compute report (sum of launch durations)"
@@ -338,10 +338,11 @@ def ranked(
 
 
 def device_span_ns(run: Run) -> dict[int, int]:
-    """Each device's span (first to last GPU activity): the most one device's finding can save."""
+    """Each device's span (first to last GPU activity, or its marked steps where they reach further): the most one
+    device's finding can save."""
     if not run.count("kernels") and not run.count("memops"):
         return {}
-    return {int(r["device_id"]): int(r["span_ns"]) for r in metrics.query(run, "device_spans")}
+    return {int(r["device_id"]): int(r["extent_ns"]) for r in metrics.query(run, "device_spans")}
 
 
 def capped(findings: list[Finding], spans: Mapping[int, int]) -> list[Finding]:

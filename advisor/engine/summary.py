@@ -80,6 +80,7 @@ def time_split(run: Run) -> list[dict[str, Any]]:
                 "span_start_ns": d["span_start_ns"],
                 "span_end_ns": d["span_end_ns"],
                 "span_ns": span,
+                "extent_ns": d["extent_ns"],
                 "kernels": share(d["kernel_ns"], span, of),
                 "compute_kernels": share(d["compute_ns"], span, of),
                 "communication_kernels": share(d["communication_ns"], span, of),

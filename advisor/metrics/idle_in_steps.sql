@@ -10,7 +10,7 @@ WITH tot AS (
 c AS (
     SELECT g.device_id, g.cause, g.rule, greatest(g.start_ns, w.start_ns) AS start_ns, least(g.end_ns, w.end_ns) AS end_ns
     FROM (SELECT *, (device_id::HUGEINT << 64) + start_ns AS ks, (device_id::HUGEINT << 64) + end_ns AS ke
-          FROM m_idle_claims WHERE in_span) g
+          FROM m_idle_claims) g
     JOIN (SELECT device_id, start_ns, end_ns, (device_id::HUGEINT << 64) + start_ns AS ks,
                  (device_id::HUGEINT << 64) + end_ns AS ke FROM m_step_windows) w
       ON g.ks < w.ke AND g.ke > w.ks

@@ -96,7 +96,7 @@ def test_saving_and_class_share_agree_everywhere(tmp_path: Path, capsys: pytest.
     f = run["findings"][0]
     assert f["code"] == "CP001"
     gain = float(f["est_gain_ns"])
-    span = max(float(d["span_ns"]) for d in run["time"])  # the longest device span: the saving's denominator
+    span = max(float(d["extent_ns"]) for d in run["time"])  # the longest device span (with its steps): the denominator
     gain_pct = 100.0 * gain / span
     share = max(run["verdict"]["shares"], key=lambda x: x["pct"])
     assert share["name"] == "roof_compute"

@@ -298,7 +298,7 @@ def capture_id(pair: Pair, v: Variant) -> str:
 
 def savings_violations(run: Run, report: RuleReport) -> list[str]:
     """The report's findings that claim more than a denominator they name (the JSON form of each finding)."""
-    spans = {int(r["device_id"]): int(r["span_ns"]) for r in metrics.query(run, "device_spans")}
+    spans = {int(r["device_id"]): int(r["extent_ns"]) for r in metrics.query(run, "device_spans")}
     return savings.violations(report.to_dict()["findings"], spans)
 
 

@@ -234,7 +234,7 @@ def test_step_overlaps_match_keyed_join(run: Run, wins: list[tuple[int, int, int
             c AS (SELECT g.device_id, g.cause, g.rule, greatest(g.start_ns, w.start_ns) AS start_ns,
                       least(g.end_ns, w.end_ns) AS end_ns
                   FROM m_idle_claims g JOIN w ON w.device_id = g.device_id AND g.start_ns < w.end_ns
-                   AND g.end_ns > w.start_ns WHERE g.in_span)
+                   AND g.end_ns > w.start_ns)
             SELECT c.device_id, c.cause, c.rule, count(*), sum(c.end_ns - c.start_ns), max(c.end_ns - c.start_ns),
                 any_value(t.span_ns), any_value(t.n_windows), min(c.start_ns), max(c.end_ns)
             FROM c JOIN tot t USING (device_id) WHERE c.end_ns - c.start_ns >= 1 GROUP BY ALL"""),
