@@ -20,12 +20,24 @@ was tuned on. Each writes one Kineto trace with probe_trace.profile_steps (3 act
 
 import argparse
 import os
+from collections.abc import Callable
 
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from host_dispatch_probe import Block as GptBlock  # the same GPT block (SDPA attention, GELU MLP)
 from probe_trace import profile_steps
+
+
+def _train(opt: torch.optim.Optimizer, loss_of: Callable[[], torch.Tensor]) -> Callable[[int], None]:
+    """A training step: the loss `loss_of` computes, backward, the optimizer step."""
+    def step(_: int) -> None:
+        loss = loss_of()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return step
 
 
 class Augmented(torch.utils.data.Dataset):  # type: ignore[type-arg]
@@ -62,12 +74,7 @@ def bf16_mlp_train() -> object:
     opt = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)
     x = torch.randn(8192, d, device="cuda", dtype=torch.bfloat16)
 
-    def step(_: int) -> None:
-        loss = net(x).float().pow(2).mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-    return step
+    return _train(opt, lambda: net(x).float().pow(2).mean())
 
 
 def graph_replay_infer() -> object:
@@ -109,28 +116,7 @@ def many_params_adamw() -> object:
     opt = torch.optim.AdamW(net.parameters(), lr=1e-4, foreach=False)
     x = torch.randn(16, 128, 256, device="cuda")
 
-    def step(_: int) -> None:
-        loss = net(x).pow(2).mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-    return step
-
-
-class GptBlock(nn.Module):
-    def __init__(self, d: int, h: int) -> None:
-        super().__init__()
-        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-        self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
-        self.h = h
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, t, d = x.shape
-        q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, self.h, d // self.h).permute(2, 0, 3, 1, 4)
-        a = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, t, d)
-        x = x + self.proj(a)
-        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+    return _train(opt, lambda: net(x).pow(2).mean())
 
 
 def compiled_train() -> object:
@@ -152,12 +138,7 @@ def flash_attention_train() -> object:
     opt = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)
     x = torch.randn(4, 4096, 2048, device="cuda", dtype=torch.bfloat16)
 
-    def step(_: int) -> None:
-        loss = net(x).float().pow(2).mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-    return step
+    return _train(opt, lambda: net(x).float().pow(2).mean())
 
 
 def amp_gradscaler_train() -> object:
