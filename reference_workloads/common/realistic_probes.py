@@ -16,6 +16,8 @@ was tuned on. Each writes one Kineto trace with probe_trace.profile_steps (3 act
 - amp_gradscaler_train: 4 GPT blocks (d 1024) under fp16 autocast with a GradScaler (its inf check syncs the host).
 - cpu_offload_optimizer: a 4-layer 4096-wide MLP whose AdamW runs on the host: gradients copied to pageable host
   memory and weights back every step.
+- greedy_decode, channels_last_amp_cnn, embedding_recsys: batch-1 KV-cache decoding in eager mode; a conv net in
+  bf16 channels_last; 8 large EmbeddingBag tables feeding an MLP (each function says more).
 """
 
 import argparse
@@ -176,8 +178,73 @@ def cpu_offload_optimizer() -> object:
     return step
 
 
-PROBES = {f.__name__: f for f in (loader_transform, bf16_mlp_train, graph_replay_infer, many_params_adamw,
-                                  compiled_train, flash_attention_train, amp_gradscaler_train, cpu_offload_optimizer)}
+def greedy_decode() -> object:
+    """Batch-1 greedy decoding of 48 tokens with a KV cache in eager mode: one tiny forward per token."""
+    d, h, n_layers, vocab = 1024, 16, 4, 32000
+    blocks = [nn.ModuleDict({"ln": nn.LayerNorm(d), "qkv": nn.Linear(d, 3 * d), "proj": nn.Linear(d, d),
+                             "fc1": nn.Linear(d, 4 * d), "fc2": nn.Linear(4 * d, d)}) for _ in range(n_layers)]
+    model = nn.ModuleList(blocks).cuda().half().eval()
+    emb = nn.Embedding(vocab, d).cuda().half()
+    head = nn.Linear(d, vocab, bias=False).cuda().half()
+
+    @torch.no_grad()
+    def step(_: int) -> None:
+        tok = torch.zeros(1, 1, dtype=torch.long, device="cuda")
+        cache: list[tuple[torch.Tensor, torch.Tensor]] = []
+        for t in range(48):
+            x = emb(tok)
+            for i, b in enumerate(model):
+                q, k, v = b["qkv"](b["ln"](x)).view(1, 1, 3, h, d // h).permute(2, 0, 3, 1, 4)
+                if t:
+                    k, v = torch.cat([cache[i][0], k], 2), torch.cat([cache[i][1], v], 2)
+                    cache[i] = (k, v)
+                else:
+                    cache.append((k, v))
+                a = F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(1, 1, d)
+                x = x + b["proj"](a)
+                x = x + b["fc2"](F.gelu(b["fc1"](x)))
+            tok = head(x).argmax(-1)
+        tok.cpu()
+    return step
+
+
+def channels_last_amp_cnn() -> object:
+    """A ResNet-style conv stack trained with bf16 autocast in channels_last on 64 x 3 x 224 x 224 images."""
+    def block(c: int) -> nn.Module:
+        return nn.Sequential(nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c), nn.ReLU(inplace=True))
+    net = nn.Sequential(nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
+                        nn.MaxPool2d(3, 2, 1), block(64), block(64), nn.Conv2d(64, 128, 3, stride=2, padding=1),
+                        block(128), block(128), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(128, 1000))
+    net = net.cuda().to(memory_format=torch.channels_last)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, foreach=True)
+    x = torch.randn(64, 3, 224, 224, device="cuda").to(memory_format=torch.channels_last)
+    y = torch.randint(0, 1000, (64,), device="cuda")
+
+    def loss() -> torch.Tensor:
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            return F.cross_entropy(net(x), y)
+    return _train(opt, loss)
+
+
+def embedding_recsys() -> object:
+    """A DLRM-style model: 8 EmbeddingBag tables of 1M x 128 (sum pooling, 40 ids per bag, batch 4096) feeding an
+    MLP, trained with sparse-free Adagrad: gathers and scatter-adds of rows dominate."""
+    tables = nn.ModuleList(nn.EmbeddingBag(1 << 20, 128, mode="sum") for _ in range(8)).cuda()
+    mlp = nn.Sequential(nn.Linear(8 * 128, 512), nn.ReLU(), nn.Linear(512, 1)).cuda()
+    opt = torch.optim.Adagrad(list(tables.parameters()) + list(mlp.parameters()), lr=0.01, foreach=True)
+    ids = [torch.randint(0, 1 << 20, (4096 * 40,), device="cuda") for _ in range(8)]
+    offsets = torch.arange(0, 4096 * 40, 40, device="cuda")
+    y = torch.rand(4096, 1, device="cuda")
+
+    def loss() -> torch.Tensor:
+        z = torch.cat([t(i, offsets) for t, i in zip(tables, ids, strict=True)], 1)
+        return F.binary_cross_entropy_with_logits(mlp(z), y)
+    return _train(opt, loss)
+
+
+PROBES = {f.__name__: f for f in (
+    loader_transform, bf16_mlp_train, graph_replay_infer, many_params_adamw, compiled_train, flash_attention_train,
+    amp_gradscaler_train, cpu_offload_optimizer, greedy_decode, channels_last_amp_cnn, embedding_recsys)}
 
 
 def main() -> None:

@@ -77,7 +77,32 @@ def test_cpu_offload_is_bound_by_pageable_copies() -> None:
 
 
 @pytest.mark.parametrize("name", ["bf16_mlp_train", "compiled_train", "flash_attention_train", "amp_gradscaler_train",
-                                  "cpu_offload_optimizer"])
+                                  "cpu_offload_optimizer", "channels_last_amp_cnn", "embedding_recsys"])
 def test_probe_provenance_matches_the_trace(name: str) -> None:
     prov = json.loads((_probe(name).parent / "PROVENANCE.json").read_text())
     assert prov["files"][_probe(name).name]["bytes"] == _probe(name).stat().st_size
+
+
+def test_a_dense_optimizer_over_embedding_tables_is_memory_bound() -> None:
+    """8 EmbeddingBag tables of 1M x 128 rows with a dense foreach Adagrad: each step passes over all 4 GB of rows
+    in chains of multi-tensor elementwise kernels, which take most of the GPU time."""
+    events = _events("embedding_recsys")
+    kernels = [e for e in events if e.get("cat") == "kernel"]
+    foreach_ns = sum(e["dur"] for e in kernels if "multi_tensor_apply" in e["name"]) * 1000
+    doc = realkit.analyze(_probe("embedding_recsys")).doc
+    top = doc["findings"][0]
+    ev = {e["name"]: e["value"] for e in top["evidence"]}
+    assert doc["verdict"]["class"] == "memory" and top["code"] == "ME005"
+    assert "multi_tensor_apply" in ev["top_chain_kernels"] and ev["chained_kernels"] <= len(kernels) == 2095
+    assert foreach_ns > 0.5 * sum(e["dur"] for e in kernels) * 1000
+
+
+def test_a_small_channel_conv_net_waits_on_its_host_between_short_kernels() -> None:
+    events = _events("channels_last_amp_cnn")
+    kernels = [e for e in events if e.get("cat") == "kernel"]
+    doc = realkit.analyze(_probe("channels_last_amp_cnn")).doc
+    top = doc["findings"][0]
+    ev = {e["name"]: e["value"] for e in top["evidence"]}
+    assert top["code"] == "LA001" and ev["kernels"] == len(kernels) == 372
+    assert ev["short_kernels"] == sum(1 for e in kernels if e["dur"] < 10.0) == 204  # under short_kernel_us
+    assert sum(s["pct"] for s in doc["verdict"]["shares"]) == pytest.approx(100.0, abs=0.6)
