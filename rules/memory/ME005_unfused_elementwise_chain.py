@@ -1,8 +1,31 @@
 from __future__ import annotations
 
+import re
+
 from advisor.rules.base import Context, Evidence, Fired, Fix, Option, Outcome, Rule, Window, ms
 from advisor.vocab import device_span_of, pct
 
+FUSE = Fix("fuse the chain", "torch.compile the function, or use fused library ops / a hand-written fused kernel",
+           "changes-numerics")
+# the longest chain is a foreach optimizer's multi-tensor passes: each op of the update reads and writes every
+# parameter and state tensor once more
+FUSED_OPTIMIZER = Fix(
+    "use a fused optimizer step",
+    "fused=True in torch.optim (Adam, AdamW, SGD), apex/DeepSpeed fused optimizers, or torch.compile the optimizer "
+    "step: one pass over the parameters and their state instead of one per elementwise op",
+    "safe",
+)
+# PyTorch's foreach ops launch one multi_tensor_apply kernel per elementwise op (these functors); a fused optimizer
+# (FusedAdamMathFunctor, apex's AdamFunctor, ...) is one kernel per step already
+_FOREACH_OP = re.compile(r"multi_tensor_apply_kernel.*(BinaryOp|PointwiseOp|UnaryOp|TernaryOp|Lerp)\w*Functor")
+
+
+def foreach_optimizer(names: str) -> bool:
+    """Whether a chain's kernel names (' | '-joined) are an unfused foreach optimizer's passes: two or more foreach
+    elementwise kernels and no fused optimizer kernel."""
+    parts = names.split(" | ")
+    return sum(1 for n in parts if _FOREACH_OP.search(n)) >= 2 and not any(
+        "Fused" in n or "AdamFunctor" in n for n in parts)
 
 class UnfusedElementwiseChain(Rule):
     """Chains of back-to-back elementwise kernels each read and write the whole tensor: fuse them.
@@ -96,13 +119,7 @@ class UnfusedElementwiseChain(Rule):
                     gain_basis="per chain: kernel time minus its longest kernel, plus the gaps inside it "
                     "(a fused kernel "
                     "costs about one pass over the data and one launch), summed",
-                    fixes=(
-                        Fix(
-                            "fuse the chain",
-                            "torch.compile the function, or use fused library ops / a hand-written fused kernel",
-                            "changes-numerics",
-                        ),
-                    ),
+                    fixes=(*((FUSED_OPTIMIZER,) if foreach_optimizer(str(c["top_names"])) else ()), FUSE),
                     location=f"device={dev}",
                 )
             )
