@@ -79,15 +79,15 @@ def rank_summary(run: Run) -> RankSummary:
                                                                           int(r["depth"])))
     ranges = {k: RangeParts(union((a, b) for a, b, _ in v), _histogram(b - a for a, b, _ in v), min(d for *_, d in v))
               for k, v in groups.items()}
-    steps: Histogram = {}
-    steps_gpu: Histogram = {}
+    steps: Counter[int] = Counter()
+    steps_gpu: Counter[int] = Counter()
     for r in metrics.query(run, "step_durations"):
-        _add(steps, {int(r["dur_ns"]): int(r["n"])})
-        _add(steps_gpu, {int(r["gpu_ns"]): int(r["n"])})
+        steps[int(r["dur_ns"])] += int(r["n"])
+        steps_gpu[int(r["gpu_ns"])] += int(r["n"])
     return RankSummary(
         tuple(s.devices(run)), s.counts(run), _digests(str(r[0]) for r in run.sql_rows("SELECT value FROM strings")),
-        s.capture_span(run), tuple(s.time_split(run)), kernels, ranges, steps, steps_gpu, tuple(s.copies(run)),
-        tuple(s.api_summary(run, limit=1 << 62)["items"]), tuple(s.family_time(run)),
+        s.capture_span(run), tuple(s.time_split(run)), kernels, ranges, dict(steps), dict(steps_gpu),
+        tuple(s.copies(run)), tuple(s.api_summary(run, limit=1 << 62)["items"]), tuple(s.family_time(run)),
     )
 
 
@@ -215,20 +215,17 @@ class SummaryFold:
         return {"total_ranges": self.counts.get("ranges", 0), "items": items, "steps": self._steps()}
 
     def _steps(self) -> dict[str, Any] | None:
-        from advisor.engine.summary import step_stats
-
         count = sum(self.steps.values())
         if not count:
             return None
-        return step_stats({"count": count, **_stats(self.steps, count), **_stats(self.steps_gpu, count, "gpu_")})
+        return {"count": count, **_stats(self.steps, count), "gpu": _stats(self.steps_gpu, count)}
 
 
-def _stats(h: Histogram, count: int, prefix: str = "") -> dict[str, int]:
-    """profiler_step_stats' figures of the `count` durations `h` holds (keys with `prefix`)."""
+def _stats(h: Histogram, count: int) -> dict[str, int]:
+    """profiler_step_stats' figures of the `count` durations `h` holds."""
     total = sum(v * n for v, n in h.items())
-    figures = {"total_ns": total, "mean_ns": round(total / count), "p50_ns": round(quantile_cont(h, 0.5)),
-               "p95_ns": round(quantile_cont(h, 0.95)), "min_ns": min(h), "max_ns": max(h)}
-    return {prefix + k: v for k, v in figures.items()}
+    return {"total_ns": total, "mean_ns": round(total / count), "p50_ns": round(quantile_cont(h, 0.5)),
+            "p95_ns": round(quantile_cont(h, 0.95)), "min_ns": min(h), "max_ns": max(h)}
 
 
 def _by_device(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

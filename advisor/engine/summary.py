@@ -133,11 +133,11 @@ def ranges_summary(run: Run, limit: int = 15) -> dict[str, Any]:
     steps_row = metrics.one(run, "profiler_step_stats")
     steps = None
     if steps_row["count"]:
-        steps = step_stats({k: (round(float(v)) if v is not None else None) for k, v in steps_row.items()})
+        steps = _step_stats({k: (round(float(v)) if v is not None else None) for k, v in steps_row.items()})
     return {"total_ranges": run.count("ranges"), "items": items, "steps": steps}
 
 
-def step_stats(row: dict[str, Any]) -> dict[str, Any]:
+def _step_stats(row: dict[str, Any]) -> dict[str, Any]:
     """The `ranges.steps` object from profiler_step_stats' figures: the host ranges' own, and under `gpu` each step
     timed on its GPU side (the `gpu_` figures)."""
     host = {k: v for k, v in row.items() if not k.startswith("gpu_")}
