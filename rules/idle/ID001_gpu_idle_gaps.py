@@ -43,6 +43,13 @@ FIXES = {
         "the timed loop",
         "redesign",
     ),
+    "edge": Fix(
+        "prepare the next step while the GPU runs this one",
+        "the host works before each step's first GPU operation or after its last (fetching or preprocessing input, "
+        "scheduling, logging), work a graph capture does not remove: run it ahead on a thread, a process or "
+        "DataLoader workers so it overlaps the previous step's GPU work (that hides at most the GPU's busy time)",
+        "redesign",
+    ),
     "um": Fix(
         "prefetch managed memory instead of faulting it",
         "the host touches unified (managed) memory the GPU holds, so every page faults back: cudaMemPrefetchAsync "
@@ -127,7 +134,12 @@ class GpuIdleGaps(Rule):
     none of the one-time start-up,
     the compilation or the idle whose host cause was not recorded (for those the finding is a fact,
     with what to capture, never a fix with a saving), so the total idle in the message is larger
-    than the gain. Attribution picks the largest overlap, so a gap shared by several host activities
+    than the gain. Idle before a step's first GPU operation or after its last (host work that
+    issues no GPU work: input preprocessing, scheduling, logging) counts only up to the GPU's busy
+    time in the steps: a graph capture does not remove that work, and overlapping it with the
+    previous step's GPU work hides it behind that work, no more (evidence `idle_beyond_overlap`);
+    where most of the priced idle is there, the first fix is to prepare the next step while the
+    GPU runs this one. Attribution picks the largest overlap, so a gap shared by several host activities
     is given to one.
 
     ## Options
@@ -199,7 +211,10 @@ class GpuIdleGaps(Rule):
         causes = _by_cause(rows)
         idle = sum(causes.values())
         priced = sum(int(r["idle_ns"]) for r in rows if r["rule"] == PRICED_BY)
-        residual = max(0, priced - after_sync - between_graphs)
+        edge = sum(int(r["idle_ns"]) for r in rows if r["rule"] == PRICED_BY and r.get("at_edge"))
+        # host work at the steps' edges issues no GPU work: only overlap hides it, and behind at most the GPU's work
+        beyond_overlap = max(0, edge - int(span.get("busy_ns", edge)))
+        residual = max(0, priced - after_sync - between_graphs - beyond_overlap)
         top = next(iter(causes))  # causes are ordered by idle time
         of = str(span["of"])
         n_gaps = sum(int(r["n_gaps"]) for r in rows)
@@ -213,6 +228,12 @@ class GpuIdleGaps(Rule):
             Evidence("idle_between_compiled_graphs", between_graphs, "ns"),
             Evidence("idle_not_priced", sum(v for c, v in causes.items() if c in NOT_PRICED), "ns"),
         ]
+        if edge:
+            evidence += [
+                Evidence("idle_at_step_edges", edge, "ns"),
+                Evidence("gpu_busy", int(span["busy_ns"]), "ns", of),
+                Evidence("idle_beyond_overlap", beyond_overlap, "ns"),
+            ]
         evidence += [
             Evidence(f"idle_{c}", pct(v, idle, 0.0), "%", f"idle time in gaps on device {dev}")
             for c, v in causes.items()
@@ -236,8 +257,10 @@ class GpuIdleGaps(Rule):
             "IO005, file reads: IO003, syncs: LA002/IO004, allocation: LA004, unified-memory faults: ME007, host-only "
             "time after syncs: LA002, "
             "between torch.compile graphs: LA012) is left to it, and one-time start-up, compilation and idle with "
-            "no recorded host cause are priced by no rule; an upper bound reached only if the host kept the GPU fed",
-            fixes=_fixes(causes, filtered),
+            "no recorded host cause are priced by no rule; idle before a step's first GPU operation or after its "
+            "last counts up to the GPU's busy time in the steps (overlapping that host work hides it behind GPU work, "
+            "no more); an upper bound reached only if the host kept the GPU fed",
+            fixes=_fixes(causes, filtered, _mostly_at_edges(edge - beyond_overlap - after_sync, residual)),
             location=f"device={dev}",
         )
 
@@ -250,13 +273,27 @@ def _by_cause(rows: list[dict[str, Any]]) -> dict[str, int]:
     return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def _fixes(causes: dict[str, int], filtered: bool) -> tuple[Fix, ...]:
-    fixes = tuple(FIXES[c] for c in causes if c in FIXES)[:3]
+def _fixes(causes: dict[str, int], filtered: bool, at_edges: bool = False) -> tuple[Fix, ...]:
+    """The fixes of the largest causes; overlapping the host's work with the GPU's first where most of the priced
+    idle is at the steps' edges."""
+    titled: dict[str, Fix] = {}
+    for c in causes:  # largest cause first; one fix per title
+        if c in FIXES and c != "edge":
+            titled.setdefault(FIXES[c].title, FIXES[c])
+    fixes = tuple(titled.values())[:3]
+    if at_edges:
+        fixes = (FIXES["edge"], *fixes[:2])
     if not fixes and filtered:
         return (Fix("capture again without event sampling (capture advice, not a fix)", CAPTURE_FILTERED, "safe"),)
     if not fixes and "unknown" in causes:
         return (Fix("record what the host does (capture advice, not a fix)", CAPTURE_UNKNOWN, "safe"),)
     return fixes
+
+
+def _mostly_at_edges(edge_left: int, residual: int) -> bool:
+    """Whether most of the priced idle is host work at the steps' edges (the idle LA002 prices after syncs is
+    counted against the edges first: a sync ends a step)."""
+    return residual > 0 and 2 * edge_left > residual
 
 
 def _ranges_said(named: list[dict[str, Any]], idle: int) -> str:
@@ -285,6 +322,7 @@ def _idle_rows(ctx: Context) -> tuple[list[dict[str, Any]], dict[int, dict[str, 
         for d in steps:
             spans[d.device_id] = {"device_id": d.device_id, "span_ns": d.span_ns, "n": d.n_windows,
                                   "start_ns": d.start_ns, "end_ns": d.end_ns,
+                                  "busy_ns": sum(v for c, v in d.ns.items() if not c.startswith("idle")),
                                   "of": f"total time of the {d.n_windows} step(s) on device {d.device_id}"}
         return ctx.metric("idle_in_steps", min_gap_ns=ctx.ns("min_gap_us")), spans
     for r in ctx.metric("device_spans"):

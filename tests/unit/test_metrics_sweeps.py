@@ -232,10 +232,10 @@ def test_step_overlaps_match_keyed_join(run: Run, wins: list[tuple[int, int, int
             WITH w AS (SELECT device_id, start_ns, end_ns FROM m_step_windows),
             tot AS (SELECT device_id, sum(end_ns - start_ns) AS span_ns, count(*) AS n_windows FROM w GROUP BY ALL),
             c AS (SELECT g.device_id, g.cause, g.rule, greatest(g.start_ns, w.start_ns) AS start_ns,
-                      least(g.end_ns, w.end_ns) AS end_ns
+                      least(g.end_ns, w.end_ns) AS end_ns, g.start_ns <= w.start_ns OR g.end_ns >= w.end_ns AS edge
                   FROM m_idle_claims g JOIN w ON w.device_id = g.device_id AND g.start_ns < w.end_ns
                    AND g.end_ns > w.start_ns)
-            SELECT c.device_id, c.cause, c.rule, count(*), sum(c.end_ns - c.start_ns), max(c.end_ns - c.start_ns),
+            SELECT c.device_id, c.cause, c.rule, c.edge, count(*), sum(c.end_ns - c.start_ns), max(c.end_ns - c.start_ns),
                 any_value(t.span_ns), any_value(t.n_windows), min(c.start_ns), max(c.end_ns)
             FROM c JOIN tot t USING (device_id) WHERE c.end_ns - c.start_ns >= 1 GROUP BY ALL"""),
         ("copies_in_steps", """
