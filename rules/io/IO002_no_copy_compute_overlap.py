@@ -6,6 +6,21 @@ from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Op
 from advisor.rules.steps import step_totals
 from advisor.vocab import device_span_of, pct
 
+OVERLAP = Fix(
+    "overlap copies with compute on a second stream",
+    "chunk the data, double-buffer pinned host memory, issue copy(c+1) on one stream while kernel(c) runs on "
+    "another, order them with events",
+    "redesign",
+)
+# Not priced: the trace does not say which copies move the same data again, nor in what precision.
+FEWER_BYTES = Fix(
+    "move fewer bytes between host and device",
+    "the copies outlast the kernels they could hide behind: keep weights and reused data resident on the GPU "
+    "instead of uploading them again, cache what is recomputed from the same input, copy bf16/fp16 instead of "
+    "fp32 (half the bytes); not priced: the trace does not say which copies repeat",
+    "redesign",
+)
+
 
 class NoCopyComputeOverlap(Rule):
     """Host<->device copies run while no kernel runs, so transfer time and compute time add up.
@@ -49,7 +64,10 @@ class NoCopyComputeOverlap(Rule):
     ## False positives
     A copy that the next kernel needs in full (no chunking possible) cannot overlap that kernel;
     the estimate assumes the work can be chunked. Copies at start-up or at the end (loading
-    weights, fetching a result) are exposed by nature.
+    weights, fetching a result) are exposed by nature. Where the copies take more than twice the
+    kernels' time, overlap hides less than half of them: the finding adds, unpriced, moving fewer
+    bytes (data kept resident, bf16 instead of fp32), since the trace does not say which copies
+    repeat.
 
     ## Options
     `min_exposed_pct` (share of the device span the exposed copies must reach),
@@ -102,10 +120,13 @@ class NoCopyComputeOverlap(Rule):
     def _finding(self, r: dict[str, Any]) -> Finding:
         exposed, kernel = int(r["exposed_ns"]), int(r["kernel_busy_ns"])
         gain = min(exposed, kernel, int(r["kernel_ns"]))
+        beyond = exposed - gain if exposed > 2 * gain else 0  # overlap hides less than half of the copies
         return self.finding(
             f"device {r['device_id']}: {ms(exposed)} of host<->device copies ran with no kernel beside them "
             f"({pct(exposed, r['span_ns'], 0.0)}% of the device span); copies used {r['copy_streams']} stream(s), "
-            f"kernels {r['kernel_streams']}",
+            f"kernels {r['kernel_streams']}"
+            + (f"; overlap hides at most {ms(gain)} (the kernels' time): the other {ms(beyond)} need fewer bytes "
+               "moved" if beyond else ""),
             window=Window(device_id=int(r["device_id"]), start_ns=int(r["start_ns"]), end_ns=int(r["end_ns"])),
             evidence=[
                 Evidence("copies", int(r["n_copies"]), "count"),
@@ -127,14 +148,7 @@ class NoCopyComputeOverlap(Rule):
             gain_basis="min(exposed copy time, kernel busy time on the device, the kernels' own summed time): "
             "overlap can hide at most the shorter of the copies and the kernels (DtoD copies and memsets, "
             "counted as memory work on the timeline, are not compute to hide copies behind)",
-            fixes=(
-                Fix(
-                    "overlap copies with compute on a second stream",
-                    "chunk the data, double-buffer pinned host memory, issue copy(c+1) on one stream while "
-                    "kernel(c) runs on another, order them with events",
-                    "redesign",
-                ),
-            ),
+            fixes=(OVERLAP, FEWER_BYTES) if beyond else (OVERLAP,),
             location=f"device={r['device_id']}",
         )
 

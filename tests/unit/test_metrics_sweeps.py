@@ -235,8 +235,8 @@ def test_step_overlaps_match_keyed_join(run: Run, wins: list[tuple[int, int, int
                       least(g.end_ns, w.end_ns) AS end_ns, g.start_ns <= w.start_ns OR g.end_ns >= w.end_ns AS edge
                   FROM m_idle_claims g JOIN w ON w.device_id = g.device_id AND g.start_ns < w.end_ns
                    AND g.end_ns > w.start_ns)
-            SELECT c.device_id, c.cause, c.rule, c.edge, count(*), sum(c.end_ns - c.start_ns), max(c.end_ns - c.start_ns),
-                any_value(t.span_ns), any_value(t.n_windows), min(c.start_ns), max(c.end_ns)
+            SELECT c.device_id, c.cause, c.rule, c.edge, count(*), sum(c.end_ns - c.start_ns),
+                max(c.end_ns - c.start_ns), any_value(t.span_ns), any_value(t.n_windows), min(c.start_ns), max(c.end_ns)
             FROM c JOIN tot t USING (device_id) WHERE c.end_ns - c.start_ns >= 1 GROUP BY ALL"""),
         ("copies_in_steps", """
             SELECT m.device_id, sum(least(m.end_ns, w.end_ns) - greatest(m.start_ns, w.start_ns)),
