@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms
@@ -18,6 +19,13 @@ FIXES = {
     ),
     "launch": Fix(
         "cut launch overhead", "CUDA graphs / torch.compile(mode='reduce-overhead'), fewer larger kernels", "safe"
+    ),
+    "dispatch": Fix(
+        "capture the step in a CUDA graph",
+        "the host spends the gaps (each under 1 ms) dispatching the next op (Python, framework, launch calls) no "
+        "faster than the GPU runs it: torch.compile(mode='reduce-overhead') or torch.cuda.CUDAGraph replays the "
+        "step without that per-op work; a larger batch gives each op more work",
+        "safe",
     ),
     "host": Fix(
         "move host work off the critical path",
@@ -57,6 +65,16 @@ FIXES = {
         "safe",
     ),
 }
+GAIN_BASIS = (
+    "GPU idle time in gaps >= min_gap_us (inside the marked steps when the trace has them) while the host was "
+    "launching, running framework ops, waiting on the OS, in host-side communication or in a range that loads data "
+    "(metric idle_claims, rule ID001); idle a dedicated rule prices (DataLoader: IO005, file reads: IO003, syncs: "
+    "LA002/IO004, allocation: LA004, unified-memory faults: ME007, host-only time after syncs: LA002, between "
+    "torch.compile graphs: LA012) is left to it, and one-time start-up, compilation and idle with no recorded host "
+    "cause are priced by no rule; idle before a step's first GPU operation or after its last counts up to the GPU's "
+    "busy time in the steps (overlapping that host work hides it behind GPU work, no more); an upper bound reached "
+    "only if the host kept the GPU fed"
+)
 # Not a fix: what to capture so the unrecorded gaps can be attributed (evidence, never priced).
 CAPTURE_UNKNOWN = (
     "add NVTX ranges and trace OS runtime and CPU samples (nsys --trace=cuda,nvtx,osrt --sample=cpu; Kineto: "
@@ -81,6 +99,8 @@ NOT_PRICED = {
     "compile": "JIT compilation",
 }
 # idle classes in which LA002 may price host-only time after a sync (see blocking.overlappable_idle)
+# Python functions named in the finding: those the host was in for at least this share of the device's idle
+PYTHON_MIN_PCT = 5.0
 CLAIMABLE = ("idle_late", "idle_host", "idle_launch", "idle_wait", "idle_comm")
 
 
@@ -96,7 +116,9 @@ class GpuIdleGaps(Rule):
     one-time start-up (lazy module loading, context/handle creation, ranges named init/warm-up), JIT
     compilation (ranges named compile/NVRTC/autotune) or unknown (work already issued, or nothing
     recorded). The host ranges that name the gaps are listed ("inside host ranges: 'read_shard'
-    95.0% (x16)").
+    95.0% (x16)"), and so are the Python functions the host was in, where the trace recorded them
+    (Kineto with_stack=True; metric `idle_python`: "in Python: '...image_processing_videomae.py(235):
+    preprocess' 97.8% (x1)").
     When the trace marks its iterations (`ProfilerStep#N`, or ranges named `step`, `iteration`,
     `train_step`, ...) only idle inside those steps counts, as a share of their total time.
 
@@ -113,7 +135,10 @@ class GpuIdleGaps(Rule):
     `gpu_time_util` (50%) and HTA's idle-time breakdown report the same idle without the cause.
 
     ## How to fix
-    Depends on the dominant cause (the first fix listed follows it):
+    Depends on the dominant cause (the first fix listed follows it). Framework work whose idle lies
+    mostly in gaps under 1 ms between ops is the host dispatching the next op: a CUDA graph replay
+    (torch.compile mode="reduce-overhead") removes it, unless the kernels are replayed from graphs
+    already. Host work at the steps' edges is overlapped with the previous step instead.
 
     ```python
     # input: before  DataLoader(ds, batch_size=b)
@@ -174,14 +199,17 @@ class GpuIdleGaps(Rule):
             per.setdefault(int(r["device_id"]), []).append(r)
         after_sync = overlappable_idle(ctx, SYNC_CALLS, classes=CLAIMABLE)
         between_graphs = graph_gap_idle(ctx.run)
-        named: dict[int, list[dict[str, Any]]] = {}
-        for r in ctx.metric("idle_by_range", min_gap_ns=ctx.ns("min_gap_us")):
-            named.setdefault(int(r["device_id"]), []).append(r)
+        ranges, python = _by_device(ctx, "idle_by_range"), _by_device(ctx, "idle_python")
+        idle_of = {dev: sum(int(r["idle_ns"]) for r in rs) for dev, rs in per.items()}
+        python = {dev: [r for r in rs if 100 * int(r["idle_ns"]) >= PYTHON_MIN_PCT * idle_of.get(dev, 0)]
+                  for dev, rs in python.items()}
         filtered = any(r["filtered"] for r in ctx.metric("host_record"))
+        graphed = 2 * sum(int(r["kernels"]) for r in ctx.metric("graph_replays")) >= ctx.run.count("kernels")
         findings = [
             self._finding(
-                dev, causes, spans[dev], after_sync.get(dev, 0), between_graphs.get(dev, 0), named.get(dev, []),
-                filtered,
+                _Device(dev, causes, spans[dev], after_sync.get(dev, 0), between_graphs.get(dev, 0),
+                        ranges.get(dev, []), python.get(dev, [])),
+                filtered, graphed,
             )
             for dev, causes in sorted(per.items())
             if pct(sum(c["idle_ns"] for c in causes), spans[dev]["span_ns"], 0.0) >= float(ctx.opt("min_idle_pct"))
@@ -198,71 +226,79 @@ class GpuIdleGaps(Rule):
             ),
         )
 
-    def _finding(
-        self,
-        dev: int,
-        rows: list[dict[str, Any]],
-        span: dict[str, Any],
-        after_sync: int,
-        between_graphs: int,
-        named: list[dict[str, Any]],
-        filtered: bool,
-    ) -> Finding:
-        causes = _by_cause(rows)
+    def _finding(self, d: _Device, filtered: bool, graphed: bool) -> Finding:
+        causes = _by_cause(d.rows)
         idle = sum(causes.values())
-        priced = sum(int(r["idle_ns"]) for r in rows if r["rule"] == PRICED_BY)
-        edge = sum(int(r["idle_ns"]) for r in rows if r["rule"] == PRICED_BY and r.get("at_edge"))
+        priced = sum(int(r["idle_ns"]) for r in d.rows if r["rule"] == PRICED_BY)
+        edge = sum(int(r["idle_ns"]) for r in d.rows if r["rule"] == PRICED_BY and r.get("at_edge"))
         # host work at the steps' edges issues no GPU work: only overlap hides it, and behind at most the GPU's work
-        beyond_overlap = max(0, edge - int(span.get("busy_ns", edge)))
-        residual = max(0, priced - after_sync - between_graphs - beyond_overlap)
-        top = next(iter(causes))  # causes are ordered by idle time
-        of = str(span["of"])
-        n_gaps = sum(int(r["n_gaps"]) for r in rows)
+        beyond_overlap = max(0, edge - int(d.span.get("busy_ns", edge)))
+        residual = max(0, priced - d.after_sync - d.between_graphs - beyond_overlap)
+        of = str(d.span["of"])
+        n_gaps = sum(int(r["n_gaps"]) for r in d.rows)
         evidence = [
             Evidence("idle_time", idle, "ns"),
-            Evidence("idle_share", pct(idle, span["span_ns"], 0.0), "%", of),
+            Evidence("idle_share", pct(idle, d.span["span_ns"], 0.0), "%", of),
             Evidence("idle_gaps", n_gaps, "count"),
-            Evidence("top_cause", top, "cause"),
+            Evidence("top_cause", next(iter(causes)), "cause"),  # causes are ordered by idle time
             Evidence("idle_not_claimed", residual, "ns"),
-            Evidence("idle_after_syncs", after_sync, "ns"),
-            Evidence("idle_between_compiled_graphs", between_graphs, "ns"),
+            Evidence("idle_after_syncs", d.after_sync, "ns"),
+            Evidence("idle_between_compiled_graphs", d.between_graphs, "ns"),
             Evidence("idle_not_priced", sum(v for c, v in causes.items() if c in NOT_PRICED), "ns"),
         ]
         if edge:
             evidence += [
                 Evidence("idle_at_step_edges", edge, "ns"),
-                Evidence("gpu_busy", int(span["busy_ns"]), "ns", of),
+                Evidence("gpu_busy", int(d.span["busy_ns"]), "ns", of),
                 Evidence("idle_beyond_overlap", beyond_overlap, "ns"),
             ]
-        evidence += [
-            Evidence(f"idle_{c}", pct(v, idle, 0.0), "%", f"idle time in gaps on device {dev}")
-            for c, v in causes.items()
-        ]
-        evidence += [
-            Evidence(
-                f"idle_in_range:{r['range_name']}", pct(r["idle_ns"], idle, 0.0), "%", f"idle in gaps on device {dev}"
-            )
-            for r in named[:5]
-        ]
+        evidence += _shares_evidence(d, causes, idle)
         split = ", ".join(f"{c} {pct(v, idle, 0.0)}%" for c, v in causes.items())
+        host_short = sum(int(r["short_ns"]) for r in d.rows if r["cause"] == "host" and r["rule"] == PRICED_BY)
         return self.finding(
-            f"device {dev} idled {ms(idle)} ({pct(idle, span['span_ns'], 0.0)}% of the {of}) in {n_gaps} gaps; "
-            f"by host activity: {split}{_ranges_said(named, idle)}{_not_priced_said(causes, idle, filtered)}",
-            window=Window(device_id=dev, start_ns=int(span["start_ns"]), end_ns=int(span["end_ns"])),
+            f"device {d.dev} idled {ms(idle)} ({pct(idle, d.span['span_ns'], 0.0)}% of the {of}) in {n_gaps} gaps; "
+            f"by host activity: {split}{_names_said(d, idle)}{_not_priced_said(causes, idle, filtered)}",
+            window=Window(device_id=d.dev, start_ns=int(d.span["start_ns"]), end_ns=int(d.span["end_ns"])),
             evidence=evidence,
             est_gain_ns=residual,
-            gain_basis="GPU idle time in gaps >= min_gap_us (inside the marked steps when the trace has them) "
-            "while the host was launching, running framework ops, waiting on the OS, in host-side communication or "
-            "in a range that loads data (metric idle_claims, rule ID001); idle a dedicated rule prices (DataLoader: "
-            "IO005, file reads: IO003, syncs: LA002/IO004, allocation: LA004, unified-memory faults: ME007, host-only "
-            "time after syncs: LA002, "
-            "between torch.compile graphs: LA012) is left to it, and one-time start-up, compilation and idle with "
-            "no recorded host cause are priced by no rule; idle before a step's first GPU operation or after its "
-            "last counts up to the GPU's busy time in the steps (overlapping that host work hides it behind GPU work, "
-            "no more); an upper bound reached only if the host kept the GPU fed",
-            fixes=_fixes(causes, filtered, _mostly_at_edges(edge - beyond_overlap - after_sync, residual)),
-            location=f"device={dev}",
+            gain_basis=GAIN_BASIS,
+            fixes=_fixes(_dispatch(causes, host_short, graphed), filtered,
+                         _mostly_at_edges(edge - beyond_overlap - d.after_sync, residual)),
+            location=f"device={d.dev}",
         )
+
+
+@dataclass(frozen=True)
+class _Device:
+    """One device's idle rows by cause, the window they are a share of, the idle other rules claim, and what names
+    the host's work in the gaps (host ranges, Python functions)."""
+
+    dev: int
+    rows: list[dict[str, Any]]
+    span: dict[str, Any]
+    after_sync: int
+    between_graphs: int
+    ranges: list[dict[str, Any]]
+    python: list[dict[str, Any]]
+
+
+def _by_device(ctx: Context, metric: str) -> dict[int, list[dict[str, Any]]]:
+    out: dict[int, list[dict[str, Any]]] = {}
+    for r in ctx.metric(metric, min_gap_ns=ctx.ns("min_gap_us")):
+        out.setdefault(int(r["device_id"]), []).append(r)
+    return out
+
+
+def _shares_evidence(d: _Device, causes: dict[str, int], idle: int) -> list[Evidence]:
+    """Each cause's, host range's and Python function's share of the device's idle."""
+    of = f"idle time in gaps on device {d.dev}"
+    return [
+        *(Evidence(f"idle_{c}", pct(v, idle, 0.0), "%", of) for c, v in causes.items()),
+        *(Evidence(f"idle_in_range:{r['range_name']}", pct(r["idle_ns"], idle, 0.0), "%",
+                   f"idle in gaps on device {d.dev}") for r in d.ranges[:5]),
+        *(Evidence(f"idle_in_python:{r['function']}", min(100.0, pct(r["idle_ns"], idle, 0.0)), "%", of)
+          for r in d.python[:3]),
+    ]
 
 
 def _by_cause(rows: list[dict[str, Any]]) -> dict[str, int]:
@@ -271,6 +307,14 @@ def _by_cause(rows: list[dict[str, Any]]) -> dict[str, int]:
     for r in rows:
         out[str(r["cause"])] = out.get(str(r["cause"]), 0) + int(r["idle_ns"])
     return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _dispatch(causes: dict[str, int], host_short: int, graphed: bool) -> dict[str, int]:
+    """The causes with 'host' read as 'dispatch' where most of its idle is in gaps under 1 ms between ops (the host
+    dispatching the next op, which a graph replay removes) and the kernels are not replayed from graphs already."""
+    if graphed or 2 * host_short <= causes.get("host", 0):
+        return causes
+    return {("dispatch" if c == "host" else c): v for c, v in causes.items()}
 
 
 def _fixes(causes: dict[str, int], filtered: bool, at_edges: bool = False) -> tuple[Fix, ...]:
@@ -296,12 +340,18 @@ def _mostly_at_edges(edge_left: int, residual: int) -> bool:
     return residual > 0 and 2 * edge_left > residual
 
 
-def _ranges_said(named: list[dict[str, Any]], idle: int) -> str:
-    """'; inside host ranges: 'read_shard' 95.0% (x16)' for the ranges that name the gaps."""
-    if not named:
-        return ""
-    said = ", ".join(f"'{r['range_name']}' {pct(r['idle_ns'], idle, 0.0)}% (x{r['n_gaps']})" for r in named[:3])
-    return f"; inside host ranges: {said}"
+def _names_said(d: _Device, idle: int) -> str:
+    """'; inside host ranges: 'read_shard' 95.0% (x16)' for the ranges that name the gaps, and '; in Python: ...' for
+    the Python functions the host was in."""
+    out = ""
+    if d.ranges:
+        said = ", ".join(f"'{r['range_name']}' {pct(r['idle_ns'], idle, 0.0)}% (x{r['n_gaps']})" for r in d.ranges[:3])
+        out += f"; inside host ranges: {said}"
+    if d.python:
+        said = ", ".join(f"'{r['function']}' {min(100.0, pct(r['idle_ns'], idle, 0.0))}% (x{r['n_gaps']})"
+                         for r in d.python[:2])
+        out += f"; in Python: {said}"
+    return out
 
 
 def _not_priced_said(causes: dict[str, int], idle: int, filtered: bool) -> str:

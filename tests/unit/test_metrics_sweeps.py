@@ -236,6 +236,7 @@ def test_step_overlaps_match_keyed_join(run: Run, wins: list[tuple[int, int, int
                   FROM m_idle_claims g JOIN w ON w.device_id = g.device_id AND g.start_ns < w.end_ns
                    AND g.end_ns > w.start_ns)
             SELECT c.device_id, c.cause, c.rule, c.edge, count(*), sum(c.end_ns - c.start_ns),
+                coalesce(sum(c.end_ns - c.start_ns) FILTER (WHERE NOT c.edge AND c.end_ns - c.start_ns < 1000000), 0),
                 max(c.end_ns - c.start_ns), any_value(t.span_ns), any_value(t.n_windows), min(c.start_ns), max(c.end_ns)
             FROM c JOIN tot t USING (device_id) WHERE c.end_ns - c.start_ns >= 1 GROUP BY ALL"""),
         ("copies_in_steps", """
