@@ -14,9 +14,9 @@ WITH names AS (  -- the regexps run once per distinct kernel name, not once per 
 ),
 k AS (SELECT m.device_id, m.dur_ns, m.name, m.family, m.precision, n.library, n.arch
       FROM m_kernel_names m JOIN names n ON n.name = m.name),
-top AS (  -- the FP32 SIMT library kernel launched most often per device (ties: the first name, so every run says the same)
+top AS (  -- the FP32 SIMT library kernel with the most time per device (ties: the first name, so every run says the same)
     SELECT device_id, first(name ORDER BY n DESC, name) AS top_fp32_kernel
-    FROM (SELECT device_id, name, count(*) AS n FROM k WHERE family IN ('gemm', 'conv') AND precision = 'fp32' AND library
+    FROM (SELECT device_id, name, sum(dur_ns) AS n FROM k WHERE family IN ('gemm', 'conv') AND precision = 'fp32' AND library
           GROUP BY ALL)
     GROUP BY device_id
 )
