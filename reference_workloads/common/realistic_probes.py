@@ -18,10 +18,14 @@ was tuned on. Each writes one Kineto trace with probe_trace.profile_steps (3 act
   memory and weights back every step.
 - greedy_decode, channels_last_amp_cnn, embedding_recsys: batch-1 KV-cache decoding in eager mode; a conv net in
   bf16 channels_last; 8 large EmbeddingBag tables feeding an MLP (each function says more).
+- checkpoint_every_step, metrics_on_host, fp32_cnn_no_tf32, well_fed_loader, pageable_input, topp_sampling_decode,
+  grad_accum_item, small_encoder_infer_stack: a second round (each function says what it does; the last records
+  Python function events, with_stack=True).
 """
 
 import argparse
 import os
+import tempfile
 from collections.abc import Callable
 
 import numpy as np
@@ -242,9 +246,181 @@ def embedding_recsys() -> object:
     return _train(opt, loss)
 
 
+def _mlp(d: int, n: int) -> nn.Module:
+    return nn.Sequential(*(m for _ in range(n) for m in (nn.Linear(d, d), nn.GELU()))).cuda()
+
+
+def checkpoint_every_step() -> object:
+    """A 4-layer 2048-wide MLP trained in bf16 autocast on 16384 rows that saves its weights and AdamW state
+    (about 200 MB) with torch.save after every step: tensors copied to the host, then written to a file."""
+    net = _mlp(2048, 4)
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)
+    x = torch.randn(16384, 2048, device="cuda")
+    path = os.path.join(tempfile.mkdtemp(), "ckpt.pt")
+
+    def step(_: int) -> None:
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = net(x).float().pow(2).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        torch.save({"model": net.state_dict(), "opt": opt.state_dict()}, path)
+    return step
+
+
+def metrics_on_host() -> object:
+    """A 1000-class classifier (3 x 2048 MLP, batch 8192) whose per-step metrics run on the host: probabilities to
+    NumPy, top-1 and top-5 accuracy and a confusion matrix in NumPy."""
+    net = nn.Sequential(_mlp(2048, 3), nn.Linear(2048, 1000)).cuda()
+    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9, foreach=True)
+    x = torch.randn(8192, 2048, device="cuda")
+    y = torch.randint(0, 1000, (8192,), device="cuda")
+    y_np = y.cpu().numpy()
+
+    def step(_: int) -> None:
+        logits = net(x)
+        loss = F.cross_entropy(logits, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        probs = logits.detach().float().softmax(1).cpu().numpy()
+        top5 = np.argpartition(-probs, 5, axis=1)[:, :5]
+        cm = np.zeros((1000, 1000), dtype=np.int64)
+        np.add.at(cm, (y_np, probs.argmax(1)), 1)
+        _ = (np.trace(cm) / len(y_np), (top5 == y_np[:, None]).any(1).mean(), loss.item())
+    return step
+
+
+def fp32_cnn_no_tf32() -> object:
+    """A ResNet-style conv net trained in FP32 (NCHW, batch 64 x 3 x 224 x 224) with TF32 turned off for cuDNN and
+    cuBLAS, as code written for bitwise reproducibility does: convolutions on CUDA cores."""
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+
+    def block(c: int) -> nn.Module:
+        return nn.Sequential(nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c), nn.ReLU(inplace=True))
+    net = nn.Sequential(nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
+                        nn.MaxPool2d(3, 2, 1), block(64), nn.Conv2d(64, 128, 3, stride=2, padding=1), block(128),
+                        block(128), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(128, 1000)).cuda()
+    opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, foreach=True)
+    x = torch.randn(64, 3, 224, 224, device="cuda")
+    y = torch.randint(0, 1000, (64,), device="cuda")
+    return _train(opt, lambda: F.cross_entropy(net(x), y))
+
+
+class Stored(torch.utils.data.Dataset):  # type: ignore[type-arg]
+    """Decoded uint8 images held in memory: a cheap __getitem__."""
+    def __init__(self) -> None:
+        self.images = torch.randint(0, 255, (512, 3, 160, 160), dtype=torch.uint8)
+
+    def __len__(self) -> int:
+        return 1 << 16
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
+        return self.images[i % 512], i % 1000
+
+
+def well_fed_loader() -> object:
+    """A bf16 channels_last conv net fed by a DataLoader with 4 workers, pinned memory and non-blocking copies of
+    uint8 batches (128 x 3 x 160 x 160), normalised on the GPU: the input pipeline keeps up."""
+    net = nn.Sequential(nn.Conv2d(3, 128, 3, stride=2, padding=1), nn.ReLU(), nn.Conv2d(128, 256, 3, padding=1),
+                        nn.ReLU(), nn.Conv2d(256, 256, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+                        nn.Flatten(), nn.Linear(256, 1000)).cuda().to(memory_format=torch.channels_last)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, foreach=True)
+    it = iter(torch.utils.data.DataLoader(Stored(), batch_size=128, num_workers=4, pin_memory=True,
+                                          persistent_workers=True, prefetch_factor=4))
+
+    def step(_: int) -> None:
+        x, y = next(it)
+        x = x.cuda(non_blocking=True).to(memory_format=torch.channels_last).float().div_(255)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = F.cross_entropy(net(x), y.cuda(non_blocking=True))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return step
+
+
+def pageable_input() -> object:
+    """The conv net of fp32_cnn_no_tf32's shape in bf16, fed batches sliced from a dataset held in ordinary
+    (pageable) host memory and copied with .cuda(non_blocking=True), which a pageable source makes synchronous."""
+    net = nn.Sequential(nn.Conv2d(3, 64, 7, stride=2, padding=3), nn.ReLU(), nn.Conv2d(64, 128, 3, stride=2,
+                        padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(128, 1000)).cuda()
+    opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, foreach=True)
+    data = torch.randn(8 * 64, 3, 224, 224)
+    labels = torch.randint(0, 1000, (8 * 64,))
+
+    def step(i: int) -> None:
+        sl = slice((i % 8) * 64, (i % 8 + 1) * 64)
+        x, y = data[sl].cuda(non_blocking=True), labels[sl].cuda(non_blocking=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = F.cross_entropy(net(x), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return step
+
+
+def topp_sampling_decode() -> object:
+    """Batch-16 decoding of 32 tokens from a 2-layer model with a 128K-token vocabulary, nucleus (top-p) sampling by
+    a full sort of the logits each token, and an end-of-sequence check that reads a flag back every token."""
+    d, vocab = 1024, 131072
+    body = _mlp(d, 2).half().eval()
+    emb, head = nn.Embedding(vocab, d).cuda().half(), nn.Linear(d, vocab, bias=False).cuda().half()
+
+    @torch.no_grad()
+    def step(_: int) -> None:
+        tok = torch.zeros(16, dtype=torch.long, device="cuda")
+        for _t in range(32):
+            logits = head(body(emb(tok))).float()
+            probs, idx = torch.sort(logits.softmax(-1), descending=True)
+            keep = probs.cumsum(-1) - probs < 0.9
+            probs = probs * keep
+            pick = torch.multinomial(probs / probs.sum(-1, keepdim=True), 1)
+            tok = idx.gather(-1, pick).squeeze(-1)
+            if bool((tok == 2).all()):
+                break
+    return step
+
+
+def grad_accum_item() -> object:
+    """4 GPT blocks (d 1024) trained in bf16 autocast with 4 micro-batches per optimizer step, each micro-batch's
+    loss read back with .item() for logging."""
+    net = nn.Sequential(*(GptBlock(1024, 16) for _ in range(4))).cuda()
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)
+    xs = [torch.randn(8, 1024, 1024, device="cuda") for _ in range(4)]
+
+    def step(_: int) -> None:
+        opt.zero_grad(set_to_none=True)
+        total = 0.0
+        for x in xs:
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = net(x).float().pow(2).mean() / len(xs)
+            loss.backward()
+            total += loss.item()
+        opt.step()
+    return step
+
+
+def small_encoder_infer_stack() -> object:
+    """A 6-layer BERT-small-like encoder (d 512, 8 heads) answering batch-1, 128-token requests in eager mode, captured
+    with Python function events (with_stack=True) as TraceLens' and many users' captures are."""
+    layer = nn.TransformerEncoderLayer(512, 8, 2048, batch_first=True, norm_first=True)
+    net = nn.TransformerEncoder(layer, 6, enable_nested_tensor=False).cuda().eval()
+    x = torch.randn(1, 128, 512, device="cuda")
+
+    @torch.no_grad()
+    def step(_: int) -> None:
+        net(x).mean(1).cpu()
+    return step
+
+
 PROBES = {f.__name__: f for f in (
     loader_transform, bf16_mlp_train, graph_replay_infer, many_params_adamw, compiled_train, flash_attention_train,
-    amp_gradscaler_train, cpu_offload_optimizer, greedy_decode, channels_last_amp_cnn, embedding_recsys)}
+    amp_gradscaler_train, cpu_offload_optimizer, greedy_decode, channels_last_amp_cnn, embedding_recsys,
+    checkpoint_every_step, metrics_on_host, fp32_cnn_no_tf32, well_fed_loader, pageable_input, topp_sampling_decode,
+    grad_accum_item, small_encoder_infer_stack)}
+WITH_STACK = {"small_encoder_infer_stack"}
 
 
 def main() -> None:
@@ -254,7 +430,9 @@ def main() -> None:
     args = ap.parse_args()
     for name in args.names or list(PROBES):
         torch.manual_seed(0)
-        profile_steps(PROBES[name](), os.path.join(args.out, f"{name}.json.gz"))  # type: ignore[arg-type]
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = True, False  # PyTorch's defaults
+        profile_steps(PROBES[name](), os.path.join(args.out, f"{name}.json.gz"),  # type: ignore[arg-type]
+                      with_stack=name in WITH_STACK)
         torch.cuda.empty_cache()
         print(name, "ok", flush=True)
 

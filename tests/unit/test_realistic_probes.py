@@ -80,7 +80,8 @@ def test_cpu_offload_is_bound_by_pageable_copies() -> None:
 
 
 @pytest.mark.parametrize("name", ["bf16_mlp_train", "compiled_train", "flash_attention_train", "amp_gradscaler_train",
-                                  "cpu_offload_optimizer", "channels_last_amp_cnn", "embedding_recsys"])
+                                  "cpu_offload_optimizer", "channels_last_amp_cnn", "embedding_recsys",
+                                  "small_encoder_infer_stack", "well_fed_loader", "pageable_input", "metrics_on_host"])
 def test_probe_provenance_matches_the_trace(name: str) -> None:
     prov = json.loads((_probe(name).parent / "PROVENANCE.json").read_text())
     assert prov["files"][_probe(name).name]["bytes"] == _probe(name).stat().st_size
@@ -111,3 +112,62 @@ def test_a_small_channel_conv_net_waits_on_its_host_between_short_kernels() -> N
     assert top["code"] == "LA001" and ev["kernels"] == len(kernels) == 372
     assert ev["short_kernels"] == sum(1 for e in kernels if e["dur"] < 10.0) == 204  # under short_kernel_us
     assert sum(s["pct"] for s in doc["verdict"]["shares"]) == pytest.approx(100.0, abs=0.6)
+
+
+def _gpu_union_ns(events: list[dict[str, Any]], lo: int, hi: int) -> int:
+    iv = sorted((max(lo, round(e["ts"] * 1000)), min(hi, round((e["ts"] + e["dur"]) * 1000))) for e in events
+                if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
+    total, end = 0, lo
+    for s, e in iv:
+        if e > max(s, end):
+            total, end = total + e - max(s, end), e
+    return total
+
+
+def test_a_well_fed_input_pipeline_draws_no_input_or_host_finding() -> None:
+    """4 DataLoader workers, pinned memory, non-blocking copies: the GPU is busy over 95% of its steps' time (read
+    from the JSON), so no input-pipeline, idle or copy fix may be offered."""
+    events = _events("well_fed_loader")
+    doc = realkit.analyze(_probe("well_fed_loader")).doc
+    gpu = [s for s in realkit.gpu_side_steps(events)]
+    busy = sum(_gpu_union_ns(events, s[2], s[3]) for s in gpu)
+    assert busy > 0.95 * sum(s[3] - s[2] for s in gpu)
+    assert doc["verdict"]["class"] in ("compute", "memory", "mixed")
+    assert not {f["code"] for f in doc["findings"]} & {"IO005", "ID001", "IO001", "IO002", "LA001", "LA002"}
+
+
+def test_pageable_batches_are_bound_by_their_copies() -> None:
+    """Each step copies a 38.5 MB batch from pageable memory (115.6 MB over three steps, read from the JSON): pinning
+    it is the first fix, and overlap alone cannot hide copies longer than the kernels."""
+    events = _events("pageable_input")
+    htod = [e for e in events if e.get("cat") == "gpu_memcpy" and "Pageable -> Device" in str(e["name"])]
+    doc = realkit.analyze(_probe("pageable_input")).doc
+    top = doc["findings"][0]
+    ev = {e["name"]: e["value"] for e in top["evidence"]}
+    assert doc["verdict"]["class"] == "io" and top["code"] == "IO001"
+    assert ev["pageable_copies"] == len(htod) == 6
+    assert ev["pageable_bytes"] == sum(int(e["args"]["bytes"]) for e in htod) == 115_607_040
+
+
+def test_host_side_metrics_after_a_copy_back_leave_the_gpu_waiting() -> None:
+    """Probabilities (32.8 MB) copied to pageable memory each step, then top-5 and a confusion matrix in NumPy: the
+    GPU waits on host work the trace does not record, and the copies are pageable."""
+    events = _events("metrics_on_host")
+    dtoh = [e for e in events if e.get("cat") == "gpu_memcpy" and "Device -> Pageable" in str(e["name"])]
+    doc = realkit.analyze(_probe("metrics_on_host")).doc
+    codes = [f["code"] for f in doc["findings"]]
+    assert doc["verdict"]["class"] == "launch" and codes[0] == "ID001" and "IO001" in codes
+    assert {int(e["args"]["bytes"]) for e in dtoh} == {32_768_000}  # 8192 x 1000 fp32 each step
+    assert _shares(doc)["idle_late"] > 50.0
+
+
+def test_python_function_events_name_the_host_work_of_a_dispatch_bound_encoder() -> None:
+    """A batch-1 encoder in eager mode: the GPU idles between kernels while the host runs the encoder's Python; the
+    Python function events (with_stack=True) name it, and the first fix is a graph replay."""
+    events = _events("small_encoder_infer_stack")
+    assert sum(1 for e in events if e.get("cat") == "python_function") > 1000
+    doc = realkit.analyze(_probe("small_encoder_infer_stack")).doc
+    top = doc["findings"][0]
+    assert doc["verdict"]["class"] == "launch" and top["code"] == "ID001"
+    assert top["fixes"][0]["title"] == "capture the step in a CUDA graph"
+    assert "in Python: 'torch/nn/modules/transformer.py(" in top["message"]
