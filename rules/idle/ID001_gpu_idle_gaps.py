@@ -27,6 +27,13 @@ FIXES = {
         "step without that per-op work; a larger batch gives each op more work",
         "safe",
     ),
+    "autotune": Fix(
+        "stop cuDNN re-tuning every step",
+        "torch.backends.cudnn.benchmark = True times candidate convolution algorithms for every new input shape, "
+        "synchronising the host each time: keep the shapes fixed (pad or bucket the inputs to a few sizes) or set "
+        "torch.backends.cudnn.benchmark = False",
+        "safe",
+    ),
     "host": Fix(
         "move host work off the critical path",
         "framework/Python work between launches: overlap it, vectorize it, or capture the step in a graph",
@@ -99,8 +106,9 @@ NOT_PRICED = {
     "compile": "JIT compilation",
 }
 # idle classes in which LA002 may price host-only time after a sync (see blocking.overlappable_idle)
-# Python functions named in the finding: those the host was in for at least this share of the device's idle
-PYTHON_MIN_PCT = 5.0
+# Python functions and framework ops named in the finding: those the host was in for at least this share of the
+# device's idle
+CODE_MIN_PCT = 5.0
 CLAIMABLE = ("idle_late", "idle_host", "idle_launch", "idle_wait", "idle_comm")
 
 
@@ -116,9 +124,10 @@ class GpuIdleGaps(Rule):
     one-time start-up (lazy module loading, context/handle creation, ranges named init/warm-up), JIT
     compilation (ranges named compile/NVRTC/autotune) or unknown (work already issued, or nothing
     recorded). The host ranges that name the gaps are listed ("inside host ranges: 'read_shard'
-    95.0% (x16)"), and so are the Python functions the host was in, where the trace recorded them
-    (Kineto with_stack=True; metric `idle_python`: "in Python: '...image_processing_videomae.py(235):
-    preprocess' 97.8% (x1)").
+    95.0% (x16)"), and so are the framework ops and Python functions the host was in, where the
+    trace recorded them (metric `idle_code`; Python needs Kineto's with_stack=True): "in framework
+    ops: 'aten::unflatten_dense_tensors' 15.5% (x6)", "in Python:
+    '...image_processing_videomae.py(235): preprocess' 97.8% (x1)".
     When the trace marks its iterations (`ProfilerStep#N`, or ranges named `step`, `iteration`,
     `train_step`, ...) only idle inside those steps counts, as a share of their total time.
 
@@ -138,13 +147,17 @@ class GpuIdleGaps(Rule):
     Depends on the dominant cause (the first fix listed follows it). Framework work whose idle lies
     mostly in gaps under 1 ms between ops is the host dispatching the next op: a CUDA graph replay
     (torch.compile mode="reduce-overhead") removes it, unless the kernels are replayed from graphs
-    already. Host work at the steps' edges is overlapped with the previous step instead.
+    already. Host work at the steps' edges is overlapped with the previous step instead. Where the
+    host sat mostly inside convolutions that synchronise to time candidate algorithms for two or more
+    input shapes (metric `conv_autotune`: cudnn.benchmark re-tuning for every new shape), the first
+    fix is fixed input shapes or benchmark mode off.
 
     ```python
     # input: before  DataLoader(ds, batch_size=b)
     #        after   DataLoader(ds, batch_size=b, num_workers=8, pin_memory=True, prefetch_factor=4)
     # sync:  before  loss.item() every step      after  read it every N steps
     # launch/host: before eager loop of small ops  after  torch.compile(model, mode="reduce-overhead")
+    # autotune: before cudnn.benchmark = True with a new image size each step  after  pad/bucket the sizes
     ```
     Reference workload: no reference pair yet: see `reference_workloads/PENDING.md`.
 
@@ -199,16 +212,17 @@ class GpuIdleGaps(Rule):
             per.setdefault(int(r["device_id"]), []).append(r)
         after_sync = overlappable_idle(ctx, SYNC_CALLS, classes=CLAIMABLE)
         between_graphs = graph_gap_idle(ctx.run)
-        ranges, python = _by_device(ctx, "idle_by_range"), _by_device(ctx, "idle_python")
+        ranges, code = _by_device(ctx, "idle_by_range"), _by_device(ctx, "idle_code")
         idle_of = {dev: sum(int(r["idle_ns"]) for r in rs) for dev, rs in per.items()}
-        python = {dev: [r for r in rs if 100 * int(r["idle_ns"]) >= PYTHON_MIN_PCT * idle_of.get(dev, 0)]
-                  for dev, rs in python.items()}
+        code = {dev: [r for r in rs if 100 * int(r["idle_ns"]) >= CODE_MIN_PCT * idle_of.get(dev, 0)]
+                for dev, rs in code.items()}
         filtered = any(r["filtered"] for r in ctx.metric("host_record"))
         graphed = 2 * sum(int(r["kernels"]) for r in ctx.metric("graph_replays")) >= ctx.run.count("kernels")
+        tuned = {int(r["device_id"]): r for r in ctx.metric("conv_autotune")}
         findings = [
             self._finding(
                 _Device(dev, causes, spans[dev], after_sync.get(dev, 0), between_graphs.get(dev, 0),
-                        ranges.get(dev, []), python.get(dev, [])),
+                        ranges.get(dev, []), code.get(dev, []), tuned.get(dev)),
                 filtered, graphed,
             )
             for dev, causes in sorted(per.items())
@@ -253,6 +267,9 @@ class GpuIdleGaps(Rule):
                 Evidence("idle_beyond_overlap", beyond_overlap, "ns"),
             ]
         evidence += _shares_evidence(d, causes, idle)
+        if d.tuned:
+            evidence += [Evidence("conv_autotune_calls", int(d.tuned["calls"]), "count"),
+                         Evidence("conv_autotune_shapes", int(d.tuned["shapes"]), "count")]
         split = ", ".join(f"{c} {pct(v, idle, 0.0)}%" for c, v in causes.items())
         host_short = sum(int(r["short_ns"]) for r in d.rows if r["cause"] == "host" and r["rule"] == PRICED_BY)
         return self.finding(
@@ -263,7 +280,7 @@ class GpuIdleGaps(Rule):
             est_gain_ns=residual,
             gain_basis=GAIN_BASIS,
             fixes=_fixes(_dispatch(causes, host_short, graphed), filtered,
-                         _mostly_at_edges(edge - beyond_overlap - d.after_sync, residual)),
+                         _mostly_at_edges(edge - beyond_overlap - d.after_sync, residual), _retuned(d, idle)),
             location=f"device={d.dev}",
         )
 
@@ -271,7 +288,7 @@ class GpuIdleGaps(Rule):
 @dataclass(frozen=True)
 class _Device:
     """One device's idle rows by cause, the window they are a share of, the idle other rules claim, and what names
-    the host's work in the gaps (host ranges, Python functions)."""
+    the host's work in the gaps (host ranges; Python functions and framework ops, metric idle_code)."""
 
     dev: int
     rows: list[dict[str, Any]]
@@ -279,7 +296,11 @@ class _Device:
     after_sync: int
     between_graphs: int
     ranges: list[dict[str, Any]]
-    python: list[dict[str, Any]]
+    code: list[dict[str, Any]]
+    tuned: dict[str, Any] | None  # convolutions timing candidate algorithms (metric conv_autotune)
+
+    def named(self, kind: str) -> list[dict[str, Any]]:
+        return [r for r in self.code if r["kind"] == kind]
 
 
 def _by_device(ctx: Context, metric: str) -> dict[int, list[dict[str, Any]]]:
@@ -290,14 +311,14 @@ def _by_device(ctx: Context, metric: str) -> dict[int, list[dict[str, Any]]]:
 
 
 def _shares_evidence(d: _Device, causes: dict[str, int], idle: int) -> list[Evidence]:
-    """Each cause's, host range's and Python function's share of the device's idle."""
+    """Each cause's, host range's, Python function's and framework op's share of the device's idle."""
     of = f"idle time in gaps on device {d.dev}"
     return [
         *(Evidence(f"idle_{c}", pct(v, idle, 0.0), "%", of) for c, v in causes.items()),
         *(Evidence(f"idle_in_range:{r['range_name']}", pct(r["idle_ns"], idle, 0.0), "%",
                    f"idle in gaps on device {d.dev}") for r in d.ranges[:5]),
-        *(Evidence(f"idle_in_python:{r['function']}", min(100.0, pct(r["idle_ns"], idle, 0.0)), "%", of)
-          for r in d.python[:3]),
+        *(Evidence(f"idle_in_{kind}:{r['name']}", min(100.0, pct(r["idle_ns"], idle, 0.0)), "%", of)
+          for kind in ("python", "op") for r in d.named(kind)[:3]),
     ]
 
 
@@ -317,16 +338,28 @@ def _dispatch(causes: dict[str, int], host_short: int, graphed: bool) -> dict[st
     return {("dispatch" if c == "host" else c): v for c, v in causes.items()}
 
 
-def _fixes(causes: dict[str, int], filtered: bool, at_edges: bool = False) -> tuple[Fix, ...]:
+def _retuned(d: _Device, idle: int) -> bool:
+    """Whether convolutions re-tuned for new shapes (two or more) hold at least half of the idle: the host was inside
+    the tuned convolution ops (metric idle_code) for that much of it."""
+    if not d.tuned or int(d.tuned["shapes"]) < 2:
+        return False
+    names = set(d.tuned["names"])
+    return 2 * sum(int(r["idle_ns"]) for r in d.named("op") if r["name"] in names) >= idle
+
+
+def _fixes(causes: dict[str, int], filtered: bool, at_edges: bool = False, retuned: bool = False
+           ) -> tuple[Fix, ...]:
     """The fixes of the largest causes; overlapping the host's work with the GPU's first where most of the priced
-    idle is at the steps' edges."""
+    idle is at the steps' edges; stopping cuDNN's re-tuning first where tuned convolutions hold most of it."""
     titled: dict[str, Fix] = {}
     for c in causes:  # largest cause first; one fix per title
-        if c in FIXES and c != "edge":
+        if c in FIXES and c not in ("edge", "autotune"):
             titled.setdefault(FIXES[c].title, FIXES[c])
     fixes = tuple(titled.values())[:3]
     if at_edges:
         fixes = (FIXES["edge"], *fixes[:2])
+    if retuned:
+        fixes = (FIXES["autotune"], *fixes[:2])
     if not fixes and filtered:
         return (Fix("capture again without event sampling (capture advice, not a fix)", CAPTURE_FILTERED, "safe"),)
     if not fixes and "unknown" in causes:
@@ -341,16 +374,20 @@ def _mostly_at_edges(edge_left: int, residual: int) -> bool:
 
 
 def _names_said(d: _Device, idle: int) -> str:
-    """'; inside host ranges: 'read_shard' 95.0% (x16)' for the ranges that name the gaps, and '; in Python: ...' for
-    the Python functions the host was in."""
+    """'; inside host ranges: 'read_shard' 95.0% (x16)' for the ranges that name the gaps, and '; in Python: ...',
+    '; in framework ops: ...' for the Python functions and ops the host was in."""
     out = ""
     if d.ranges:
         said = ", ".join(f"'{r['range_name']}' {pct(r['idle_ns'], idle, 0.0)}% (x{r['n_gaps']})" for r in d.ranges[:3])
         out += f"; inside host ranges: {said}"
-    if d.python:
-        said = ", ".join(f"'{r['function']}' {min(100.0, pct(r['idle_ns'], idle, 0.0))}% (x{r['n_gaps']})"
-                         for r in d.python[:2])
-        out += f"; in Python: {said}"
+    for kind, where in (("python", "in Python"), ("op", "in framework ops")):
+        if rows := d.named(kind)[:2]:
+            said = ", ".join(f"'{r['name']}' {min(100.0, pct(r['idle_ns'], idle, 0.0))}% (x{r['n_gaps']})"
+                             for r in rows)
+            out += f"; {where}: {said}"
+    if d.tuned and int(d.tuned["shapes"]) >= 2:
+        out += (f"; {d.tuned['calls']} convolution calls timed candidate algorithms ({d.tuned['syncs']} host syncs) "
+                f"for {d.tuned['shapes']} input shapes")
     return out
 
 
