@@ -21,6 +21,8 @@ was tuned on. Each writes one Kineto trace with probe_trace.profile_steps (3 act
 - checkpoint_every_step, metrics_on_host, fp32_cnn_no_tf32, well_fed_loader, pageable_input, topp_sampling_decode,
   grad_accum_item, small_encoder_infer_stack: a second round (each function says what it does; the last records
   Python function events, with_stack=True).
+- boolean_mask_loss, compiled_reduce_overhead_train, python_layernorm, overlapped_copies, sync_timing_loop,
+  cudnn_benchmark_varshape: a third round (each function says what it does).
 """
 
 import argparse
@@ -415,11 +417,125 @@ def small_encoder_infer_stack() -> object:
     return step
 
 
+def boolean_mask_loss() -> object:
+    """4 GPT blocks (d 1024) in bf16 autocast whose loss keeps only the tokens a boolean mask selects (h[mask]): the
+    host waits for the GPU to count the mask before it can size the result, once per step, mid-forward."""
+    net = nn.Sequential(*(GptBlock(1024, 16) for _ in range(4))).cuda()
+    head = nn.Linear(1024, 32000).cuda()
+    opt = torch.optim.AdamW(list(net.parameters()) + list(head.parameters()), lr=1e-4, fused=True)
+    x = torch.randn(8, 512, 1024, device="cuda")
+    y = torch.randint(0, 32000, (8, 512), device="cuda")
+    mask = torch.rand(8, 512, device="cuda") > 0.3
+
+    def loss() -> torch.Tensor:
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            logits = head(net(x)[mask])
+        return F.cross_entropy(logits.float(), y[mask])
+    return _train(opt, loss)
+
+
+def compiled_reduce_overhead_train() -> object:
+    """4 GPT blocks (d 512) on 4 x 256 tokens under torch.compile(mode='reduce-overhead'), whose forward and backward
+    replay as CUDA graphs (cudagraph trees); bf16 autocast, fused AdamW outside the graphs."""
+    net = torch.compile(nn.Sequential(*(GptBlock(512, 8) for _ in range(4))).cuda(), mode="reduce-overhead")
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)
+    x = torch.randn(4, 256, 512, device="cuda")
+
+    def step(_: int) -> None:
+        torch.compiler.cudagraph_mark_step_begin()
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = net(x).float().pow(2).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return step
+
+
+class OpsLayerNorm(nn.Module):
+    """LayerNorm written out in tensor ops, as in older or ported model code: six kernels where one would do."""
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.w, self.b = nn.Parameter(torch.ones(d)), nn.Parameter(torch.zeros(d))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        mu = x.mean(-1, keepdim=True)
+        var = (x - mu).pow(2).mean(-1, keepdim=True)
+        return (x - mu) / torch.sqrt(var + 1e-5) * self.w + self.b
+
+
+def python_layernorm() -> object:
+    """A 6-layer MLP (d 4096, 8192 rows, bf16 weights and activations) normalising each layer's output with
+    OpsLayerNorm: the normalisation's elementwise and reduction kernels each read and write the activation."""
+    layers = [m for _ in range(6) for m in (nn.Linear(4096, 4096), OpsLayerNorm(4096), nn.GELU())]
+    net = nn.Sequential(*layers).cuda().to(torch.bfloat16)
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)
+    x = torch.randn(8192, 4096, device="cuda", dtype=torch.bfloat16)
+    return _train(opt, lambda: net(x).float().pow(2).mean())
+
+
+def overlapped_copies() -> object:
+    """A bf16 MLP (4 x 4096, 8192 rows) fed 128 MB batches from pinned host memory, each copied on a side stream
+    while the previous batch computes (double-buffered, ordered by events): the textbook overlap."""
+    net = _mlp(4096, 4).to(torch.bfloat16)
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)
+    host = [torch.randn(8192, 4096, dtype=torch.bfloat16).pin_memory() for _ in range(2)]
+    dev = [torch.empty(8192, 4096, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
+    side, ready = torch.cuda.Stream(), [torch.cuda.Event(), torch.cuda.Event()]
+    dev[0].copy_(host[0])
+
+    def step(i: int) -> None:
+        cur, nxt = i % 2, (i + 1) % 2
+        with torch.cuda.stream(side):
+            side.wait_stream(torch.cuda.current_stream())  # the buffer is free once the last step used it
+            dev[nxt].copy_(host[nxt], non_blocking=True)
+            ready[nxt].record(side)
+        torch.cuda.current_stream().wait_event(ready[cur])
+        loss = net(dev[cur]).float().pow(2).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    ready[0].record(torch.cuda.current_stream())
+    return step
+
+
+def sync_timing_loop() -> object:
+    """The bf16 GEMM-bound MLP of bf16_mlp_train (4 x 8192, 8192 rows), timed the benchmark way, with
+    torch.cuda.synchronize() after every step: the GPU is busy almost all of the step."""
+    inner = bf16_mlp_train()
+
+    def step(i: int) -> None:
+        inner(i)  # type: ignore[operator]
+        torch.cuda.synchronize()
+    return step
+
+
+def cudnn_benchmark_varshape() -> object:
+    """A conv net trained with torch.backends.cudnn.benchmark = True on batches whose image size changes every step
+    (160 to 224 px, as variable-resolution data or random-resized crops without padding give): cuDNN tries its
+    algorithms again for every new shape."""
+    torch.backends.cudnn.benchmark = True
+    net = nn.Sequential(nn.Conv2d(3, 64, 3, stride=2, padding=1), nn.ReLU(), nn.Conv2d(64, 128, 3, padding=1),
+                        nn.ReLU(), nn.Conv2d(128, 128, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+                        nn.Flatten(), nn.Linear(128, 1000)).cuda()
+    opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, foreach=True)
+    y = torch.randint(0, 1000, (32,), device="cuda")
+
+    def step(i: int) -> None:
+        x = torch.randn(32, 3, 160 + 8 * i, 160 + 8 * i, device="cuda")
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = F.cross_entropy(net(x), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return step
+
+
 PROBES = {f.__name__: f for f in (
     loader_transform, bf16_mlp_train, graph_replay_infer, many_params_adamw, compiled_train, flash_attention_train,
     amp_gradscaler_train, cpu_offload_optimizer, greedy_decode, channels_last_amp_cnn, embedding_recsys,
     checkpoint_every_step, metrics_on_host, fp32_cnn_no_tf32, well_fed_loader, pageable_input, topp_sampling_decode,
-    grad_accum_item, small_encoder_infer_stack)}
+    grad_accum_item, small_encoder_infer_stack, boolean_mask_loss, compiled_reduce_overhead_train, python_layernorm,
+    overlapped_copies, sync_timing_loop, cudnn_benchmark_varshape)}
 WITH_STACK = {"small_encoder_infer_stack"}
 
 
@@ -431,6 +547,7 @@ def main() -> None:
     for name in args.names or list(PROBES):
         torch.manual_seed(0)
         torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = True, False  # PyTorch's defaults
+        torch.backends.cudnn.benchmark = False
         profile_steps(PROBES[name](), os.path.join(args.out, f"{name}.json.gz"),  # type: ignore[arg-type]
                       with_stack=name in WITH_STACK)
         torch.cuda.empty_cache()

@@ -81,7 +81,9 @@ def test_cpu_offload_is_bound_by_pageable_copies() -> None:
 
 @pytest.mark.parametrize("name", ["bf16_mlp_train", "compiled_train", "flash_attention_train", "amp_gradscaler_train",
                                   "cpu_offload_optimizer", "channels_last_amp_cnn", "embedding_recsys",
-                                  "small_encoder_infer_stack", "well_fed_loader", "pageable_input", "metrics_on_host"])
+                                  "small_encoder_infer_stack", "well_fed_loader", "pageable_input", "metrics_on_host",
+                                  "cudnn_benchmark_varshape", "compiled_reduce_overhead_train", "overlapped_copies",
+                                  "python_layernorm", "sync_timing_loop"])
 def test_probe_provenance_matches_the_trace(name: str) -> None:
     prov = json.loads((_probe(name).parent / "PROVENANCE.json").read_text())
     assert prov["files"][_probe(name).name]["bytes"] == _probe(name).stat().st_size
@@ -171,3 +173,65 @@ def test_python_function_events_name_the_host_work_of_a_dispatch_bound_encoder()
     assert doc["verdict"]["class"] == "launch" and top["code"] == "ID001"
     assert top["fixes"][0]["title"] == "capture the step in a CUDA graph"
     assert "in Python: 'torch/nn/modules/transformer.py(" in top["message"]
+
+
+def test_cudnn_retuning_for_every_new_shape_is_named_first() -> None:
+    """cudnn.benchmark with a new image size each step: each convolution call times candidate algorithms, with host
+    syncs inside the op (21-42 per call in the JSON; a convolution running its chosen algorithm never syncs), while
+    the GPU idles over 90% of the steps. The first fix is to stop the re-tuning, not to overlap or graph the host."""
+    events = _events("cudnn_benchmark_varshape")
+    convs = [e for e in events if e.get("cat") == "cpu_op"
+             and e["name"] in ("aten::cudnn_convolution", "aten::convolution_backward")]
+    syncs = [e for e in events if e.get("cat") == "cuda_runtime" and "Synchronize" in e["name"]]
+    inside = [sum(1 for y in syncs if y["tid"] == c["tid"] and c["ts"] <= y["ts"] < c["ts"] + c["dur"]) for c in convs]
+    assert len(convs) == 18 and min(inside) >= 21
+    doc = realkit.analyze(_probe("cudnn_benchmark_varshape")).doc
+    top = doc["findings"][0]
+    ev = {e["name"]: e["value"] for e in top["evidence"]}
+    assert top["code"] == "ID001" and top["fixes"][0]["title"] == "stop cuDNN re-tuning every step"
+    assert ev["conv_autotune_calls"] == 18 and ev["conv_autotune_shapes"] == 18
+    assert f"({sum(inside)} host syncs)" in top["message"] and "in framework ops: 'aten::convolution_backward'" in top[
+        "message"]
+
+
+def test_untuned_convolutions_never_count_as_tuning() -> None:
+    for name in ("channels_last_amp_cnn", "well_fed_loader"):
+        doc = realkit.analyze(_probe(name)).doc
+        assert not any(e["name"].startswith("conv_autotune") for f in doc["findings"] for e in f["evidence"])
+
+
+def test_a_step_replayed_from_cuda_graphs_gets_no_graph_fix() -> None:
+    """torch.compile(mode='reduce-overhead'): 588 of 621 kernels replayed from 6 graph launches; the host still
+    leaves the GPU idle most of the step, but capturing a graph again is no fix."""
+    events = _events("compiled_reduce_overhead_train")
+    launches = [e for e in events if e.get("cat") == "cuda_runtime" and e["name"] == "cudaGraphLaunch"]
+    doc = realkit.analyze(_probe("compiled_reduce_overhead_train")).doc
+    assert len(launches) == 6 and doc["verdict"]["class"] == "launch"
+    assert all(f["fixes"][0]["title"] != "capture the step in a CUDA graph" for f in doc["findings"])
+
+
+def test_copies_hidden_behind_compute_draw_no_copy_finding() -> None:
+    """Double-buffered 128 MB copies on a side stream, ordered by events: the copies overlap the kernels (read from
+    the JSON: on another stream, inside the kernels' time), so IO002 stays clean."""
+    events = _events("overlapped_copies")
+    copies = [e for e in events if e.get("cat") == "gpu_memcpy" and "HtoD" in str(e["name"])]
+    kernel_streams = {e["args"]["stream"] for e in events if e.get("cat") == "kernel"}
+    assert copies and all(e["args"]["stream"] not in kernel_streams for e in copies)
+    doc = realkit.analyze(_probe("overlapped_copies")).doc
+    assert doc["verdict"]["class"] == "compute"
+    assert not {f["code"] for f in doc["findings"]} & {"IO001", "IO002", "ID001", "LA002"}
+
+
+def test_layer_norm_written_in_tensor_ops_is_memory_bound_chains() -> None:
+    doc = realkit.analyze(_probe("python_layernorm")).doc
+    top = doc["findings"][0]
+    assert doc["verdict"]["class"] == "memory" and top["code"] == "ME005" and top["gain_pct"] > 20.0
+
+
+def test_a_sync_per_step_in_a_gemm_bound_loop_is_not_a_finding() -> None:
+    """torch.cuda.synchronize() after each 20 ms GEMM-bound step: the GPU idles about 1% of the steps."""
+    events = _events("sync_timing_loop")
+    assert sum(1 for e in events if e.get("name") == "cudaDeviceSynchronize") >= 3
+    doc = realkit.analyze(_probe("sync_timing_loop")).doc
+    assert doc["verdict"]["class"] == "compute"
+    assert not {f["code"] for f in doc["findings"]} & {"LA002", "ID001", "LA001"}
