@@ -64,7 +64,8 @@ CLASS_OF: dict[str, VerdictClass] = {
 
 SHARE_TEXT = {
     "compute": "GEMM/conv/attention kernels running",
-    "memory": "elementwise/reduce/copy kernels, DtoD copies or memsets running (no GEMM-family kernel)",
+    "memory": "elementwise/reduce/copy kernels, GEMM/attention kernels built for a thin (decode-shaped) problem, DtoD "
+    "copies or memsets running (no other GEMM-family kernel)",
     "kernel_other": "kernels of no known family running",
     "comm": "communication with no other kernel running (exposed)",
     "comm_wait": "communication kernels waiting for peers (far longer than their bytes need), no other kernel running",

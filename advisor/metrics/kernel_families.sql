@@ -1,5 +1,5 @@
 -- metric: kernel_families
--- doc: One row per distinct kernel name, timeline kernels and Nsight Compute profiled launches alike (the speed-of-light reading expects a GEMM-like kernel to use the tensor pipe): its family read from the name (comm, attention, conv, gemm, reduce, copy, elementwise, other) and, for GEMM/convolution/attention kernels, the math precision the name shows (fp4: FP4 or MX block-scaled, fp8, int8, bf16, fp16, tf32, fp32: FP32 on CUDA cores/VALU without a tensor-core marker, fp32_mma: FP32 operands on AMD matrix cores, fp64; null: the name does not say). The single definition of both from names; kernel_names adds what launch context and streams show.
+-- doc: One row per distinct kernel name, timeline kernels and Nsight Compute profiled launches alike (the speed-of-light reading expects a GEMM-like kernel to use the tensor pipe): its family read from the name (comm, attention, conv, gemm, reduce, copy, elementwise, other) and, for GEMM/convolution/attention kernels, the math precision the name shows (fp4: FP4 or MX block-scaled, fp8, int8, bf16, fp16, tf32, fp32: FP32 on CUDA cores/VALU without a tensor-core marker, fp32_mma: FP32 operands on AMD matrix cores, fp64; null: the name does not say). thin: a GEMM or attention kernel whose name says it was built for a thin problem (a matrix-vector or decode kernel, or a tile edge of 16 or less): memory-bound whatever its family (see the column). The single definition of these from names; kernel_names adds what launch context and streams show.
 -- materialize: true
 WITH names AS (
     -- classify each distinct name once: a 10M-kernel trace has a few thousand names
@@ -108,5 +108,23 @@ SELECT string_id, name, family,
         WHEN (family = 'conv' OR regexp_matches(ln, 'gemm|gemv')) AND regexp_matches(ln, '<float|\(float')
             THEN 'fp32'
         ELSE NULL
-    END AS precision
+    END AS precision,
+    -- a GEMM or attention kernel built for a thin problem: a matrix-vector, K=1 or small-N cuBLAS kernel (gemv*,
+    -- gemmk1, gemmSN; not the GemvTensor template arguments other cuBLAS kernels carry), a split-KV / decode / paged
+    -- attention kernel, or a tile edge of 16 or less in the name (cuBLASLt nvjet 64x8, xmma tilesize64x8x64,
+    -- CUTLASS 64x16_64x4_tn, Tensile MT16x64x256, cuDNN SDPA 16x128x128_1x4x1_cga, Triton matmul_ogs 16x128x256x1).
+    -- Libraries pick such tiles only when a problem dimension is that small (a decode step's few rows), so each
+    -- weight or KV-cache byte read serves at most ~16 rows: arithmetic intensity far under any GPU's ridge point
+    -- (hundreds of FLOP/byte), memory-bound whatever its family. Read from the name alone, for kernels no op's
+    -- recorded shapes model (CUDA-graph replays, nsys traces).
+    family IN ('gemm', 'attention') AND (
+        regexp_matches(ln, 'gemvx::|gemv[0-9a-z]*_kernel|gemmk1_kernel|gemmsn_[nt][nt]_kernel|splitkv|split_kv|decode'
+            || '|paged_?attention')
+        OR regexp_matches(ln, 'nvjet_(sm[0-9]+_)?[a-z]+_([0-9]+x(1|2|4|8|16)|(1|2|4|8|16)x[0-9]+)_')
+        OR regexp_matches(ln, 'tilesize([0-9]+x(1|2|4|8|16)|(1|2|4|8|16)x[0-9]+)x[0-9]+')
+        OR regexp_matches(ln, '_mt([0-9]+x(1|2|4|8|16)|(1|2|4|8|16)x[0-9]+)x[0-9]+_')
+        OR regexp_matches(ln, 'cutlass.*_([0-9]+x(1|2|4|8|16)|(1|2|4|8|16)x[0-9]+)_[0-9]+x[0-9]+_(tn|nt|nn|tt)')
+        OR regexp_matches(ln, '_(1|2|4|8|16)x[0-9]+x[0-9]+_[0-9]+x[0-9]+x[0-9]+_cga')
+        OR regexp_matches(ln, 'matmul_ogs.*_(1|2|4|8|16)x[0-9]+x[0-9]+x[0-9]+')
+    ) AS thin
 FROM prec

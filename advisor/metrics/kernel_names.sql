@@ -1,5 +1,5 @@
 -- metric: kernel_names
--- doc: Kernels with name, duration, family, math precision (kernel_families) and verdict class (vclass: compute for gemm/conv/attention, memory for reduce/copy/elementwise, comm, other). The one definition of a communication kernel: its name (kernel_families), or a kernel of no known family launched under a communication op (Kineto record_param_comms, c10d::*, _c10d_functional::*, symm_mem::*, nccl:* ops; NCCL's own NVTX ranges such as ncclAllReduce / ncclGroupEnd) or running on a dedicated communication stream (at least 90% of its kernels communication and none of a known compute or memory family). family_basis says which (name, launch_op, comm_stream). The family is the fallback evidence when no ncu or FLOP data exist.
+-- doc: Kernels with name, duration, family, math precision (kernel_families) and verdict class (vclass: compute for gemm/conv/attention, memory for reduce/copy/elementwise and for GEMM or attention kernels built for a thin problem (kernel_families.thin), comm, other). The one definition of a communication kernel: its name (kernel_families), or a kernel of no known family launched under a communication op (Kineto record_param_comms, c10d::*, _c10d_functional::*, symm_mem::*, nccl:* ops; NCCL's own NVTX ranges such as ncclAllReduce / ncclGroupEnd) or running on a dedicated communication stream (at least 90% of its kernels communication and none of a known compute or memory family). family_basis says which (name, launch_op, comm_stream). The family is the fallback evidence when no ncu or FLOP data exist.
 -- materialize: true
 -- uses: kernel_families
 WITH ctx_names AS (  -- prefix tests, not regexps: NVTX traces of emit_nvtx hold millions of distinct strings
@@ -73,7 +73,7 @@ comm_streams AS (  -- dedicated: at least 90% of its kernels communication, none
     SELECT device_id, stream_id FROM streams WHERE n_comm >= 0.9 * n AND n_known = 0
 ),
 fam AS (
-    SELECT k.*, f.name, f.family AS name_family, f.precision,
+    SELECT k.*, f.name, f.family AS name_family, f.precision, f.thin,
         CASE WHEN b.device_id IS NOT NULL THEN 'launch_op'
             WHEN f.family = 'other' AND s.device_id IS NOT NULL THEN 'comm_stream' ELSE 'name' END AS family_basis
     FROM kernels k
@@ -90,6 +90,7 @@ SELECT
     CASE WHEN family_basis = 'name' THEN name_family ELSE 'comm' END AS family, family_basis, precision,
     CASE
         WHEN family_basis <> 'name' OR name_family = 'comm' THEN 'comm'
+        WHEN thin THEN 'memory'  -- a thin GEMM or attention kernel (kernel_families)
         WHEN name_family IN ('gemm', 'conv', 'attention') THEN 'compute'
         WHEN name_family IN ('reduce', 'elementwise', 'copy') THEN 'memory'
         ELSE 'other'

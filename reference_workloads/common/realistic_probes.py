@@ -23,6 +23,8 @@ was tuned on. Each writes one Kineto trace with probe_trace.profile_steps (3 act
   Python function events, with_stack=True).
 - boolean_mask_loss, compiled_reduce_overhead_train, python_layernorm, overlapped_copies, sync_timing_loop,
   cudnn_benchmark_varshape: a third round (each function says what it does).
+- decode_graph_replay, decode_eager: batch-8 decoding with a static KV cache, one token's forward captured in a CUDA
+  graph and replayed (as serving engines do), and the same forward run eagerly (shapes recorded).
 """
 
 import argparse
@@ -530,12 +532,87 @@ def cudnn_benchmark_varshape() -> object:
     return step
 
 
+class DecodeLayer(nn.Module):
+    """A pre-norm transformer layer decoding one token per sequence against a static KV cache (max_len positions)."""
+    def __init__(self, d: int, h: int, b: int, max_len: int) -> None:
+        super().__init__()
+        self.h, self.dh = h, d // h
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+        self.register_buffer("k", torch.zeros(b, h, max_len, d // h))
+        self.register_buffer("v", torch.zeros(b, h, max_len, d // h))
+
+    def forward(self, x: torch.Tensor, pos: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        b, _, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).view(b, 1, 3, self.h, self.dh).permute(2, 0, 3, 1, 4)
+        self.k.index_copy_(2, pos, k)
+        self.v.index_copy_(2, pos, v)
+        a = F.scaled_dot_product_attention(q, self.k, self.v, attn_mask=mask)
+        x = x + self.proj(a.transpose(1, 2).reshape(b, 1, d))
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
+def _decoder(b: int = 8, max_len: int = 512) -> tuple[Callable[[], torch.Tensor], torch.Tensor, torch.Tensor,
+                                                      torch.Tensor]:
+    """8 DecodeLayers (d 2048, 16 heads, about 400M parameters in bf16): each token reads all the weights."""
+    layers = nn.ModuleList(DecodeLayer(2048, 16, b, max_len) for _ in range(8)).cuda().to(torch.bfloat16).eval()
+    x = torch.randn(b, 1, 2048, device="cuda", dtype=torch.bfloat16)
+    pos = torch.zeros(1, dtype=torch.long, device="cuda")
+    mask = torch.zeros(1, 1, 1, max_len, dtype=torch.bool, device="cuda")
+
+    @torch.no_grad()
+    def token() -> torch.Tensor:
+        h = x
+        for layer in layers:
+            h = layer(h, pos, mask)
+        return h
+    return token, x, pos, mask
+
+
+def decode_graph_replay() -> object:
+    """64 tokens per step, each token's forward replayed from one CUDA graph (captured once, as vLLM and SGLang do);
+    the position and mask advance outside the graph. The replayed kernels have no op and no recorded shapes."""
+    token, x, pos, mask = _decoder()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            token()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = token()
+
+    def step(_: int) -> None:
+        mask.zero_()
+        for t in range(64):
+            pos.fill_(t)
+            mask[..., t] = True
+            g.replay()
+            x.copy_(out)
+    return step
+
+
+def decode_eager() -> object:
+    """decode_graph_replay's 64 tokens per step run eagerly: the same kernels, launched one by one, with shapes."""
+    token, x, pos, mask = _decoder()
+
+    def step(_: int) -> None:
+        mask.zero_()
+        for t in range(64):
+            pos.fill_(t)
+            mask[..., t] = True
+            x.copy_(token())
+    return step
+
+
 PROBES = {f.__name__: f for f in (
     loader_transform, bf16_mlp_train, graph_replay_infer, many_params_adamw, compiled_train, flash_attention_train,
     amp_gradscaler_train, cpu_offload_optimizer, greedy_decode, channels_last_amp_cnn, embedding_recsys,
     checkpoint_every_step, metrics_on_host, fp32_cnn_no_tf32, well_fed_loader, pageable_input, topp_sampling_decode,
     grad_accum_item, small_encoder_infer_stack, boolean_mask_loss, compiled_reduce_overhead_train, python_layernorm,
-    overlapped_copies, sync_timing_loop, cudnn_benchmark_varshape)}
+    overlapped_copies, sync_timing_loop, cudnn_benchmark_varshape, decode_graph_replay, decode_eager)}
 WITH_STACK = {"small_encoder_infer_stack"}
 
 

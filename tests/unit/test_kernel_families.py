@@ -352,3 +352,46 @@ def test_dedicated_communication_stream() -> None:
     assert got[13000] == ("other", "name", "other")
     assert got[21000] == ("other", "name", "other")
     assert got[0] == ("comm", "name", "comm")
+
+
+# GEMM and attention kernels built for a thin problem (a decode step's few rows): memory-bound whatever the family
+THIN = {
+    "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_bias_TNT": True,  # cuBLASLt tile 64x8 (our H200 decode capture)
+    "nvjet_sm90_tst_8x64_64x16_2x1_v_bz_bias_TNN": True,
+    "nvjet_hsh_128x256_64x4_2x1_v_bz_coopA_NTN": False,  # 128x256 tile; 64x4 is the K tile and stages
+    "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x8x64_warpgroupsize1x1x1_execute_segment_k_off_kernel": True,
+    "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize32x32x8_stage3_warpsize1x2x1_ffma_aligna4_alignc4": False,
+    "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize256x128x8_stage3_warpsize4x2x1_ffma": False,
+    "Cijk_Alik_Bljk_BBS_BH_Bias_HAS_SAV_UserArgs_MT16x16x256_MI16x16x1_SN_LDSB1_AFC1": True,  # Tensile macro tile
+    "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT256x32x64_MI16x16x1_SN_LDSB1_AFC1": False,
+    "void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_16x16_32x1_nn_align8>(Params)": True,
+    "void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x4_tn_align8>(Params)": False,
+    "cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_35_16x128x128_1x4x1_cga1x1x1_kernel0_0": True,
+    "_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1_swiglu": True,  # Triton MoE, BLOCK_M 16
+    "void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false, false, cublasGemvParams<"
+    "cublasGemvTensorStridedBatched<float const>, float> >(cublasGemvParams<float>, float, float)": True,
+    "std::enable_if<!(false), void>::type internal::gemvx::kernel<int, int, float, float, float, float, false, true, "
+    "true, false, 7, false, cublasGemvParamsEx<int, float> >(cublasGemvParamsEx<int, float>)": True,
+    # a GEMM whose template arguments name the Gemv tensor types is not thereby thin
+    "void cutlass::Kernel2<cutlass_80_simt_sgemm_128x256_8x4_nt_align1>(cublasGemvTensorStridedBatched<float>)": False,
+    "void flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, false, cutlass::bfloat16_t>>()":
+        True,
+    "void paged_attention_ll4mi_QKV_mfma16_kernel<0, __hip_bfloat16, __hip_bfloat16, 1, 128, 256, false, 4>()": True,
+    "void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t>>(Params)":
+        False,
+    "volta_sgemm_128x64_nn": False,
+}
+
+
+def test_thin_gemm_and_attention_kernels_are_memory_bound() -> None:
+    """A tile edge of 16 or less, a matrix-vector kernel or a decode/split-KV/paged attention kernel: libraries build
+    these only for a problem that thin, where each weight or cache byte serves at most ~16 rows, far under any GPU's
+    ridge point. kernel_names' verdict class follows (memory); the family stays what the name says."""
+    kernels = [{"device_id": 0, "stream_id": 7, "start_ns": 10 * i, "end_ns": 10 * i + 5, "name": n}
+               for i, n in enumerate(THIN)]
+    run = build_run({"kernels": kernels})
+    fams = {r["name"]: r for r in metrics.query(run, "kernel_families")}
+    assert {n: bool(fams[n]["thin"]) for n in THIN} == THIN
+    assert all(fams[n]["family"] in ("gemm", "attention") for n in THIN)
+    vclass = {r["name"]: r["vclass"] for r in metrics.query(run, "kernel_names")}
+    assert {n: vclass[n] == "memory" for n in THIN} == THIN

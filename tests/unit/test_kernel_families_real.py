@@ -102,7 +102,9 @@ def _comm_kernels(run: Run) -> dict[int, int]:
 
 
 def test_mi300x_qwen_hipblaslt_gemms_are_gemm(cache: Path) -> None:
-    """hipBLASLt/Tensile Cijk_* kernels are GEMMs (243, label), so the window is compute 48.0% / memory 43.5%."""
+    """hipBLASLt/Tensile Cijk_* kernels are GEMMs (243, label), so the window is compute 48.0% / memory 43.5% (the
+    label's split by family). One of them (27.3 us, macro tile MT16x16x128) is built for a thin problem and counts as
+    memory in the verdict's classes (kernel_families.thin): compute 47.9%, memory 43.6%."""
     rel = "tracelens/mi300x_qwen1.5-0.5b_inference.json.gz"
     cijk = [e for e in _events(real_path(rel)) if e.get("cat") == "kernel" and e["name"].startswith("Cijk_")]
     assert len(cijk) == 243
@@ -111,8 +113,11 @@ def test_mi300x_qwen_hipblaslt_gemms_are_gemm(cache: Path) -> None:
     fam = run.sql_rows("SELECT family, count(*) FROM m_kernel_names WHERE starts_with(name, 'Cijk_') GROUP BY ALL")
     assert fam == [("gemm", 243)]
     (w,) = metrics.shares(run, "windows_devices")
-    assert round(100 * w.ns["compute"] / w.span_ns, 1) == 48.0
-    assert round(100 * w.ns["memory"] / w.span_ns, 1) == 43.5
+    thin = [e["dur"] for e in cijk if "_MT16x16x" in e["name"]]
+    assert len(thin) == 1 and round(thin[0], 1) == 27.3
+    assert round(100 * (w.ns["compute"] + thin[0] * 1000) / w.span_ns, 1) == 48.0
+    assert round(100 * w.ns["compute"] / w.span_ns, 1) == 47.9
+    assert round(100 * w.ns["memory"] / w.span_ns, 1) == 43.6
     assert "kernel_other" not in w.ns
 
 

@@ -83,7 +83,7 @@ def test_cpu_offload_is_bound_by_pageable_copies() -> None:
                                   "cpu_offload_optimizer", "channels_last_amp_cnn", "embedding_recsys",
                                   "small_encoder_infer_stack", "well_fed_loader", "pageable_input", "metrics_on_host",
                                   "cudnn_benchmark_varshape", "compiled_reduce_overhead_train", "overlapped_copies",
-                                  "python_layernorm", "sync_timing_loop"])
+                                  "python_layernorm", "sync_timing_loop", "decode_graph_replay"])
 def test_probe_provenance_matches_the_trace(name: str) -> None:
     prov = json.loads((_probe(name).parent / "PROVENANCE.json").read_text())
     assert prov["files"][_probe(name).name]["bytes"] == _probe(name).stat().st_size
@@ -235,3 +235,20 @@ def test_a_sync_per_step_in_a_gemm_bound_loop_is_not_a_finding() -> None:
     doc = realkit.analyze(_probe("sync_timing_loop")).doc
     assert doc["verdict"]["class"] == "compute"
     assert not {f["code"] for f in doc["findings"]} & {"LA002", "ID001", "LA001"}
+
+
+def test_a_decode_step_replayed_from_a_cuda_graph_is_memory_bound() -> None:
+    """Batch-8 decoding, each token's forward replayed from a CUDA graph: the replayed kernels have no op and no
+    shapes, so no roofline models them. Their names say what they are: cuBLASLt GEMMs with a 64x8 tile and cuDNN
+    attention with a 16-row query tile, built for a thin problem: each weight byte serves 8 rows, about 8 FLOP per
+    byte against an H200 ridge in the hundreds. The step is memory-bound, not the 'compute' the GEMM family said."""
+    events = _events("decode_graph_replay")
+    kernels = [e for e in events if e.get("cat") == "kernel"]
+    launches = [e for e in events if e.get("cat") == "cuda_runtime" and e["name"] == "cudaGraphLaunch"]
+    gemm_ns = sum(e["dur"] for e in kernels if e["name"].startswith("nvjet_sm90_tst_64x8_"))
+    assert len(launches) == 192 and gemm_ns > 0.4 * sum(e["dur"] for e in kernels)
+    doc = realkit.analyze(_probe("decode_graph_replay")).doc
+    shares = _shares(doc)
+    assert doc["verdict"]["class"] == "memory" and shares["memory"] > 80.0  # was compute 61.7%, memory 27.9%
+    assert shares.get("compute", 0.0) < 5.0
+    assert {r["family"] for r in doc["families"] if r.get("family")} >= {"gemm"}  # the family is still GEMM
