@@ -1,5 +1,5 @@
 -- metric: gemm_precision
--- doc: Per device: GEMM/convolution kernel time, the part in FP32 SIMT library kernels (and apart, in hand-written FP32 GEMM kernels: handwritten_fp32_ns) (precision fp32 in kernel_families: FP32 math with no tensor-core marker, so never an FP8/FP4/MX, int8, bf16, fp16 or tf32 kernel, nor one whose only FP32 is its accumulator), the part in each other precision the names show, total kernel time, and the device's compute capability and name.
+-- doc: Per device: GEMM/convolution kernel time, the part in FP32 SIMT library kernels (of it fp32_thin_ns in kernels built for a thin problem, kernel_families.thin: memory-bound) (and apart, in hand-written FP32 GEMM kernels: handwritten_fp32_ns) (precision fp32 in kernel_families: FP32 math with no tensor-core marker, so never an FP8/FP4/MX, int8, bf16, fp16 or tf32 kernel, nor one whose only FP32 is its accumulator), the part in each other precision the names show, total kernel time, and the device's compute capability and name.
 -- uses: kernel_names
 -- A library GEMM/conv kernel (cuBLAS/cuBLASLt, CUTLASS, cuDNN, rocBLAS/hipBLASLt/Tensile, MIOpen, Triton, ATen) is what
 -- a framework switch (allow_tf32, autocast) moves to tensor cores; a hand-written one (sgemm_naive) needs a rewrite,
@@ -12,7 +12,7 @@ WITH names AS (  -- the regexps run once per distinct kernel name, not once per 
         regexp_extract(lower(name), '(^|[^a-z])(volta|turing|ampere|ada|hopper|sm[0-9]{2,3})_', 2) AS arch
     FROM (SELECT DISTINCT name FROM m_kernel_names)
 ),
-k AS (SELECT m.device_id, m.dur_ns, m.name, m.family, m.precision, n.library, n.arch
+k AS (SELECT m.device_id, m.dur_ns, m.name, m.family, m.precision, m.thin, n.library, n.arch
       FROM m_kernel_names m JOIN names n ON n.name = m.name),
 top AS (  -- the FP32 SIMT library kernel with the most time per device (ties: the first name, so every run says the same)
     SELECT device_id, first(name ORDER BY n DESC, name) AS top_fp32_kernel
@@ -25,6 +25,9 @@ SELECT k.device_id, any_value(d.compute_capability) AS compute_capability, any_v
     coalesce(sum(dur_ns) FILTER (WHERE family IN ('gemm', 'conv')), 0) AS gemm_ns,
     coalesce(sum(dur_ns) FILTER (WHERE family IN ('gemm', 'conv') AND precision = 'fp32' AND library), 0) AS fp32_ns,
     count(*) FILTER (WHERE family IN ('gemm', 'conv') AND precision = 'fp32' AND library) AS n_fp32,
+    -- the part built for a thin problem (kernel_families.thin): memory-bound, so half the bytes, not tensor cores
+    coalesce(sum(dur_ns) FILTER (WHERE family IN ('gemm', 'conv') AND precision = 'fp32' AND library AND thin), 0)
+        AS fp32_thin_ns,
     any_value(t.top_fp32_kernel) AS top_fp32_kernel,
     coalesce(sum(dur_ns) FILTER (WHERE family IN ('gemm', 'conv') AND precision = 'fp32' AND NOT library), 0)
         AS handwritten_fp32_ns,

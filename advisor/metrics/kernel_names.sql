@@ -1,5 +1,5 @@
 -- metric: kernel_names
--- doc: Kernels with name, duration, family, math precision (kernel_families) and verdict class (vclass: compute for gemm/conv/attention, memory for reduce/copy/elementwise and for GEMM or attention kernels built for a thin problem (kernel_families.thin), comm, other). The one definition of a communication kernel: its name (kernel_families), or a kernel of no known family launched under a communication op (Kineto record_param_comms, c10d::*, _c10d_functional::*, symm_mem::*, nccl:* ops; NCCL's own NVTX ranges such as ncclAllReduce / ncclGroupEnd) or running on a dedicated communication stream (at least 90% of its kernels communication and none of a known compute or memory family). family_basis says which (name, launch_op, comm_stream). The family is the fallback evidence when no ncu or FLOP data exist.
+-- doc: Kernels with name, duration, family, math precision (kernel_families) and verdict class (vclass: compute for gemm/conv/attention, memory for reduce/copy/elementwise and for GEMM or attention kernels built for a thin problem (thin, from kernel_families), comm, other). The one definition of a communication kernel: its name (kernel_families), or a kernel of no known family launched under a communication op (Kineto record_param_comms, c10d::*, _c10d_functional::*, symm_mem::*, nccl:* ops; NCCL's own NVTX ranges such as ncclAllReduce / ncclGroupEnd) or running on a dedicated communication stream (at least 90% of its kernels communication and none of a known compute or memory family). family_basis says which (name, launch_op, comm_stream). The family is the fallback evidence when no ncu or FLOP data exist.
 -- materialize: true
 -- uses: kernel_families
 WITH ctx_names AS (  -- prefix tests, not regexps: NVTX traces of emit_nvtx hold millions of distinct strings
@@ -88,6 +88,7 @@ SELECT
     correlation_id, external_id, graph_id, grid_x, grid_y, grid_z, block_x, block_y, block_z,
     registers_per_thread, coalesce(name, '') AS name,
     CASE WHEN family_basis = 'name' THEN name_family ELSE 'comm' END AS family, family_basis, precision,
+    coalesce(thin AND family_basis = 'name', false) AS thin,
     CASE
         WHEN family_basis <> 'name' OR name_family = 'comm' THEN 'comm'
         WHEN thin THEN 'memory'  -- a thin GEMM or attention kernel (kernel_families)

@@ -62,6 +62,12 @@ class Fp32GemmWithoutTensorCores(Rule):
     rocBLAS/Triton/ATen name) are not counted: no framework switch moves them to tensor cores, and a
     naive one is far below even its FP32 roof, which CP002 (with Nsight Compute) prices first.
 
+    ## Thin GEMMs
+    Kernels built for a thin problem (a matrix-vector kernel, or a tile edge of 16 or less: a decode
+    step's few rows; metric `kernel_families`, column `thin`) are memory-bound: tensor cores do not
+    speed them, half the bytes does. They are priced at half their time, and where they are at least
+    half of the FP32 GEMM time the first fix is to keep the weights in 16-bit.
+
     ## Options
     `min_share_pct` (FP32 GEMM time as % of kernel time), `expected_speedup` (speedup of
     the tensor-core path for the estimate; 0, the default, takes the device's TF32 tensor-core /
@@ -113,14 +119,19 @@ class Fp32GemmWithoutTensorCores(Rule):
                           handwritten_fp32_gemm_time=sum(int(r["handwritten_fp32_ns"]) for r in rows))
 
     def _finding(self, r: dict[str, Any], speedup: float, basis: str, device_name: str = "") -> Finding:
-        fp32, total = int(r["fp32_ns"]), int(r["kernel_ns"])
+        fp32, total, thin = int(r["fp32_ns"]), int(r["kernel_ns"]), int(r.get("fp32_thin_ns") or 0)
         top = str(r["top_fp32_kernel"] or "")
         # the cuBLAS/cuDNN architecture prefix of any GEMM/conv kernel (volta_, sm80_) names the GPU when the
         # trace records no compute capability; else the top FP32 kernel's name is all there is
         hint = f"{r['arch_prefix']}_" if r.get("arch_prefix") else top
+        remedy = tensor_core_remedy(r["compute_capability"], device_name, hint)
+        fixes = ((HALF_BYTES,) if thin >= fp32 else (HALF_BYTES, remedy) if 2 * thin >= fp32
+                 else (remedy, HALF_BYTES) if thin else (remedy,))
         return self.finding(
             f"device {r['device_id']}: {r['n_fp32']} FP32 SIMT GEMM/conv kernels took {ms(fp32)}, "
-            f"{pct(fp32, total, 0.0)}% of kernel time (most: {str(r['top_fp32_kernel'])[:80]})",
+            f"{pct(fp32, total, 0.0)}% of kernel time (most: {str(r['top_fp32_kernel'])[:80]})"
+            + (f"; {ms(thin)} of it in kernels built for a thin problem (matrix-vector, small tiles), memory-bound"
+               if thin else ""),
             window=Window(device_id=int(r["device_id"])),
             evidence=[
                 Evidence("fp32_gemm_kernels", int(r["n_fp32"]), "count"),
@@ -131,16 +142,27 @@ class Fp32GemmWithoutTensorCores(Rule):
                 Evidence("top_kernel", str(r["top_fp32_kernel"])[:200], "name"),
                 Evidence("tensor_core_speedup", round(speedup, 2), "x", basis),
                 Evidence("tensor_core_arch", tensor_core_arch(r["compute_capability"], device_name, hint), "name"),
+                *([Evidence("fp32_thin_gemm_time", thin, "ns")] if thin else []),
             ],
-            est_gain_ns=fp32 * (1 - 1 / speedup),
+            est_gain_ns=(fp32 - thin) * (1 - 1 / speedup) + thin / 2,
             gain_basis=f"FP32 SIMT GEMM/conv kernel time x (1 - 1/{speedup:.2f}): {basis}; an upper bound for "
-            "compute-bound GEMMs, small or memory-bound ones gain less",
-            fixes=(tensor_core_remedy(r["compute_capability"], device_name, hint),),
+            "compute-bound GEMMs, small or memory-bound ones gain less" + (
+                "; kernels built for a thin problem (kernel_families.thin: matrix-vector, tiles of 16 or less) are "
+                "memory-bound: half their time, what half the bytes (16-bit weights) saves" if thin else ""),
+            fixes=fixes,
             location=f"device={r['device_id']}",
         )
 
 
 _FALLBACK_SPEEDUP = 2.0
+
+# Thin GEMMs (a decode step's few rows) are memory-bound: tensor cores do not speed them, fewer bytes do.
+HALF_BYTES = Fix(
+    "keep the weights in 16-bit",
+    "the thin FP32 GEMMs (matrix-vector, small tiles) are memory-bound: tensor cores do not speed them, half the "
+    "bytes does: model.to(torch.bfloat16) (autocast alone still reads the FP32 weights and casts them each call)",
+    "changes-numerics",
+)
 
 # Volta (sm_70) and Turing (sm_75) tensor cores take FP16 (and int8) only: no TF32, no BF16. Where the trace
 # records no compute capability, the device name or the cuBLAS kernel prefix (volta_/turing_) tells.
