@@ -62,7 +62,6 @@ class Fp32GemmWithoutTensorCores(Rule):
     rocBLAS/Triton/ATen name) are not counted: no framework switch moves them to tensor cores, and a
     naive one is far below even its FP32 roof, which CP002 (with Nsight Compute) prices first.
 
-    ## Thin GEMMs
     Kernels built for a thin problem (a matrix-vector kernel, or a tile edge of 16 or less: a decode
     step's few rows; metric `kernel_families`, column `thin`) are memory-bound: tensor cores do not
     speed them, half the bytes does. They are priced at half their time, and where they are at least
