@@ -247,7 +247,9 @@ class GpuIdleGaps(Rule):
         edge = sum(int(r["idle_ns"]) for r in d.rows if r["rule"] == PRICED_BY and r.get("at_edge"))
         # host work at the steps' edges issues no GPU work: only overlap hides it, and behind at most the GPU's work
         beyond_overlap = max(0, edge - int(d.span.get("busy_ns", edge)))
-        residual = max(0, priced - d.after_sync - d.between_graphs - beyond_overlap)
+        # the idle after syncs (LA002's to price) and the edge idle beyond overlap's reach mostly lie in the same gaps
+        # (a sync ends a step, the next step's host work follows): the larger of the two comes off, not both
+        residual = max(0, priced - d.between_graphs - max(d.after_sync, beyond_overlap))
         of = str(d.span["of"])
         n_gaps = sum(int(r["n_gaps"]) for r in d.rows)
         evidence = [
@@ -280,7 +282,7 @@ class GpuIdleGaps(Rule):
             est_gain_ns=residual,
             gain_basis=GAIN_BASIS,
             fixes=_fixes(_dispatch(causes, host_short, graphed), filtered,
-                         _mostly_at_edges(edge - beyond_overlap - d.after_sync, residual), _retuned(d, idle)),
+                         _mostly_at_edges(edge - max(beyond_overlap, d.after_sync), residual), _retuned(d, idle)),
             location=f"device={d.dev}",
         )
 
