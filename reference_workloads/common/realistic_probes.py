@@ -25,6 +25,8 @@ was tuned on. Each writes one Kineto trace with probe_trace.profile_steps (3 act
   cudnn_benchmark_varshape: a third round (each function says what it does).
 - decode_graph_replay, decode_eager: batch-8 decoding with a static KV cache, one token's forward captured in a CUDA
   graph and replayed (as serving engines do), and the same forward run eagerly (shapes recorded).
+- slow_collate_workers, tokenize_then_infer, large_vocab_loss, resnet_infer_bs1: a fifth round (each function says
+  what it does).
 """
 
 import argparse
@@ -607,12 +609,104 @@ def decode_eager() -> object:
     return step
 
 
+class SlowAugmented(torch.utils.data.Dataset):  # type: ignore[type-arg]
+    """Samples augmented on the host in NumPy, about 8 ms each."""
+    def __len__(self) -> int:
+        return 1 << 16
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
+        img = np.random.default_rng(i).random((3, 128, 128), dtype=np.float32)
+        for _ in range(24):
+            img = (img + np.roll(img, 1, axis=1) + np.roll(img, 1, axis=2)) / 3.0
+        return torch.from_numpy(img[:, :112, :112].copy()), i % 100
+
+
+def slow_collate_workers() -> object:
+    """A small conv net fed by a DataLoader with 2 workers whose samples take about 8 ms each to augment (64 per
+    batch): the workers cannot keep up with the GPU."""
+    net = nn.Sequential(nn.Conv2d(3, 64, 3, padding=1), nn.ReLU(), nn.Conv2d(64, 64, 3, padding=1), nn.ReLU(),
+                        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 100)).cuda()
+    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9, foreach=True)
+    it = iter(torch.utils.data.DataLoader(SlowAugmented(), batch_size=64, num_workers=2, pin_memory=True,
+                                          persistent_workers=True))
+
+    def step(_: int) -> None:
+        x, y = next(it)
+        loss = F.cross_entropy(net(x.cuda(non_blocking=True)), y.cuda(non_blocking=True))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return step
+
+
+def tokenize_then_infer() -> object:
+    """Inference on 64 text requests per step, tokenized in Python on the host (split, vocabulary lookup, padding)
+    before 4 GPT blocks (d 1024) run on the batch in bf16: the host prepares each batch while the GPU waits."""
+    net = nn.Sequential(*(GptBlock(1024, 16) for _ in range(4))).cuda().to(torch.bfloat16).eval()
+    emb = nn.Embedding(32000, 1024).cuda().to(torch.bfloat16)
+    words = [f"w{i}" for i in range(5000)]
+    vocab = {w: i for i, w in enumerate(words)}
+    rng = np.random.default_rng(0)
+    texts = [" ".join(rng.choice(words, 256)) for _ in range(64)]
+
+    @torch.no_grad()
+    def step(_: int) -> None:
+        ids = [[vocab.get(w.lower().strip(".,"), 0) for w in t.split()][:256] for t in texts * 4][:64]
+        batch = torch.tensor([row + [0] * (256 - len(row)) for row in ids]).cuda()
+        net(emb(batch)).float().mean().item()
+    return step
+
+
+def large_vocab_loss() -> object:
+    """A language-model head over a 128K vocabulary on 8 x 1024 tokens in bf16 autocast, with the full logits
+    (4 GB in FP32) materialised for cross-entropy: softmax and loss kernels stream them."""
+    body = nn.Sequential(*(GptBlock(1024, 16) for _ in range(2))).cuda()
+    head = nn.Linear(1024, 131072, bias=False).cuda()
+    opt = torch.optim.AdamW(list(body.parameters()) + list(head.parameters()), lr=1e-4, fused=True)
+    x = torch.randn(8, 1024, 1024, device="cuda")
+    y = torch.randint(0, 131072, (8 * 1024,), device="cuda")
+
+    def loss() -> torch.Tensor:
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            logits = head(body(x))
+        return F.cross_entropy(logits.float().view(-1, 131072), y)
+    return _train(opt, loss)
+
+
+class Bottleneck(nn.Module):
+    def __init__(self, c: int) -> None:
+        super().__init__()
+        self.c1, self.c2, self.c3 = nn.Conv2d(c, c // 4, 1), nn.Conv2d(c // 4, c // 4, 3, padding=1), nn.Conv2d(
+            c // 4, c, 1)
+        self.b1, self.b2, self.b3 = nn.BatchNorm2d(c // 4), nn.BatchNorm2d(c // 4), nn.BatchNorm2d(c)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = F.relu(self.b1(self.c1(x)))
+        h = F.relu(self.b2(self.c2(h)))
+        return F.relu(x + self.b3(self.c3(h)))
+
+
+def resnet_infer_bs1() -> object:
+    """A ResNet-50-like stack of 16 bottleneck blocks answering batch-1 224 x 224 requests eagerly in FP16:
+    about 160 small kernels per image."""
+    net = nn.Sequential(nn.Conv2d(3, 256, 7, stride=4, padding=3), *(Bottleneck(256) for _ in range(16)),
+                        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(256, 1000)).cuda().half().eval()
+    x = torch.randn(1, 3, 224, 224, device="cuda", dtype=torch.half)
+
+    @torch.no_grad()
+    def step(_: int) -> None:
+        for _r in range(8):
+            net(x).argmax(1).cpu()
+    return step
+
+
 PROBES = {f.__name__: f for f in (
     loader_transform, bf16_mlp_train, graph_replay_infer, many_params_adamw, compiled_train, flash_attention_train,
     amp_gradscaler_train, cpu_offload_optimizer, greedy_decode, channels_last_amp_cnn, embedding_recsys,
     checkpoint_every_step, metrics_on_host, fp32_cnn_no_tf32, well_fed_loader, pageable_input, topp_sampling_decode,
     grad_accum_item, small_encoder_infer_stack, boolean_mask_loss, compiled_reduce_overhead_train, python_layernorm,
-    overlapped_copies, sync_timing_loop, cudnn_benchmark_varshape, decode_graph_replay, decode_eager)}
+    overlapped_copies, sync_timing_loop, cudnn_benchmark_varshape, decode_graph_replay, decode_eager,
+    slow_collate_workers, tokenize_then_infer, large_vocab_loss, resnet_infer_bs1)}
 WITH_STACK = {"small_encoder_infer_stack"}
 
 
