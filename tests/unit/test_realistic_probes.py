@@ -84,7 +84,7 @@ def test_cpu_offload_is_bound_by_pageable_copies() -> None:
                                   "small_encoder_infer_stack", "well_fed_loader", "pageable_input", "metrics_on_host",
                                   "cudnn_benchmark_varshape", "compiled_reduce_overhead_train", "overlapped_copies",
                                   "python_layernorm", "sync_timing_loop", "decode_graph_replay",
-                                  "tokenize_then_infer", "slow_collate_workers"])
+                                  "tokenize_then_infer", "slow_collate_workers", "large_vocab_loss"])
 def test_probe_provenance_matches_the_trace(name: str) -> None:
     prov = json.loads((_probe(name).parent / "PROVENANCE.json").read_text())
     assert prov["files"][_probe(name).name]["bytes"] == _probe(name).stat().st_size
@@ -280,3 +280,24 @@ def test_workers_that_cannot_keep_up_leave_the_step_input_bound() -> None:
     doc = realkit.analyze(_probe("slow_collate_workers")).doc
     top = doc["findings"][0]
     assert doc["verdict"]["class"] == "io" and top["code"] == "IO005" and _shares(doc)["idle_input"] > 90.0
+
+
+def test_a_loss_over_materialised_logits_is_priced_first() -> None:
+    """A 128K-vocabulary head on 8192 tokens: the FP32 cast, log-softmax, NLL, the zero-filled gradient, the
+    log-softmax backward and the cast back each stream the 1G-value logits. Those kernels, found from the ops' Input
+    Dims in the JSON (a first input [.., 131072] of 1G values, GEMMs left out), take 41.4 ms, 30% of the kernel time;
+    a fused linear + cross-entropy never runs them. ME005 (4%) was the only fix offered."""
+    events = _events("large_vocab_loss")
+    ops = {e["args"]["External id"]: e for e in events if e.get("cat") == "cpu_op" and "External id" in e["args"]
+           and e["args"].get("Input Dims") and isinstance(e["args"]["Input Dims"][0], list)
+           and len(e["args"]["Input Dims"][0]) >= 2 and e["args"]["Input Dims"][0][-1] == 131072
+           and not e["name"].startswith(("aten::mm", "aten::addmm", "aten::matmul", "aten::linear"))}
+    kernels = [e for e in events if e.get("cat") == "kernel"]
+    passes = sum(e["dur"] for e in kernels if e["args"].get("External id") in ops) * 1000
+    doc = realkit.analyze(_probe("large_vocab_loss")).doc
+    top = doc["findings"][0]
+    ev = {e["name"]: e["value"] for e in top["evidence"]}
+    assert top["code"] == "ME010" and top["fixes"][0]["title"] == "compute the loss without materialising the logits"
+    assert ev["vocabulary"] == 131072 and ev["logits_elements"] == 8192 * 131072
+    assert top["est_gain_ns"] == pytest.approx(passes, rel=1e-3)
+    assert passes > 0.25 * sum(e["dur"] for e in kernels) * 1000
