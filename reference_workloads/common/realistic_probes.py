@@ -44,25 +44,50 @@ from probe_trace import profile_steps
 
 def _train(opt: torch.optim.Optimizer, loss_of: Callable[[], torch.Tensor]) -> Callable[[int], None]:
     """A training step: the loss `loss_of` computes, backward, the optimizer step."""
-    def step(_: int) -> None:
-        loss = loss_of()
+    return _train_at(opt, lambda _: loss_of())
+
+
+def _train_at(opt: torch.optim.Optimizer, loss_at: Callable[[int], torch.Tensor]) -> Callable[[int], None]:
+    """A training step: the loss `loss_at` computes for step i, backward, the optimizer step."""
+    def step(i: int) -> None:
+        loss = loss_at(i)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
     return step
 
 
+def _bf16_square_loss(net: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """A stand-in loss for a model run under bf16 autocast: the mean square of its output, in FP32."""
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        return net(x).float().pow(2).mean()
+
+
 class Augmented(torch.utils.data.Dataset):  # type: ignore[type-arg]
+    """Samples made and augmented on the host in NumPy: `rounds` blur passes over a size x size image (each with a
+    jitter and clip, and a normalisation at the end, where `clip`), cropped to crop[0]:crop[1] on both axes."""
+    def __init__(self, size: int = 96, rounds: int = 6, clip: bool = True, crop: tuple[int, int] = (16, 80),
+                 classes: int = 10) -> None:
+        self.size, self.rounds, self.clip, self.crop, self.classes = size, rounds, clip, crop, classes
+
     def __len__(self) -> int:
         return 1 << 16
 
     def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
-        img = np.random.default_rng(i).random((3, 96, 96), dtype=np.float32)
-        for _ in range(6):  # blur, jitter and normalize on the host
+        img = np.random.default_rng(i).random((3, self.size, self.size), dtype=np.float32)
+        for _ in range(self.rounds):  # blur, jitter and normalize on the host
             img = (img + np.roll(img, 1, axis=1) + np.roll(img, 1, axis=2)) / 3.0
-            img = np.clip(img * 1.1 - 0.05, 0.0, 1.0)
-        img = (img - img.mean()) / (img.std() + 1e-6)
-        return torch.from_numpy(img[:, 16:80, 16:80].copy()), i % 10
+            if self.clip:
+                img = np.clip(img * 1.1 - 0.05, 0.0, 1.0)
+        if self.clip:
+            img = (img - img.mean()) / (img.std() + 1e-6)
+        a, b = self.crop
+        return torch.from_numpy(img[:, a:b, a:b].copy()), i % self.classes
+
+
+def _ce(net: nn.Module, x: torch.Tensor, y: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
+    """Cross-entropy of a host batch copied to the GPU."""
+    return F.cross_entropy(net(x.cuda(non_blocking=non_blocking)), y.cuda(non_blocking=non_blocking))
 
 
 def loader_transform() -> object:
@@ -70,14 +95,7 @@ def loader_transform() -> object:
                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(128, 10)).cuda()
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
     it = iter(torch.utils.data.DataLoader(Augmented(), batch_size=32, shuffle=True, num_workers=0))
-
-    def step(_: int) -> None:
-        x, y = next(it)
-        loss = F.cross_entropy(net(x.cuda()), y.cuda())
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-    return step
+    return _train(opt, lambda: _ce(net, *next(it)))
 
 
 def bf16_mlp_train() -> object:
@@ -135,14 +153,7 @@ def compiled_train() -> object:
     net = torch.compile(nn.Sequential(*(GptBlock(1024, 16) for _ in range(4))).cuda())
     opt = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)
     x = torch.randn(8, 1024, 1024, device="cuda")
-
-    def step(_: int) -> None:
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = net(x).float().pow(2).mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-    return step
+    return _train(opt, lambda: _bf16_square_loss(net, x))
 
 
 def flash_attention_train() -> object:
@@ -263,13 +274,10 @@ def checkpoint_every_step() -> object:
     opt = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)
     x = torch.randn(16384, 2048, device="cuda")
     path = os.path.join(tempfile.mkdtemp(), "ckpt.pt")
+    train = _train(opt, lambda: _bf16_square_loss(net, x))
 
-    def step(_: int) -> None:
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = net(x).float().pow(2).mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+    def step(i: int) -> None:
+        train(i)
         torch.save({"model": net.state_dict(), "opt": opt.state_dict()}, path)
     return step
 
@@ -356,15 +364,12 @@ def pageable_input() -> object:
     data = torch.randn(8 * 64, 3, 224, 224)
     labels = torch.randint(0, 1000, (8 * 64,))
 
-    def step(i: int) -> None:
+    def loss_at(i: int) -> torch.Tensor:
         sl = slice((i % 8) * 64, (i % 8 + 1) * 64)
         x, y = data[sl].cuda(non_blocking=True), labels[sl].cuda(non_blocking=True)
         with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = F.cross_entropy(net(x), y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-    return step
+            return F.cross_entropy(net(x), y)
+    return _train_at(opt, loss_at)
 
 
 def topp_sampling_decode() -> object:
@@ -524,14 +529,11 @@ def cudnn_benchmark_varshape() -> object:
     opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, foreach=True)
     y = torch.randint(0, 1000, (32,), device="cuda")
 
-    def step(i: int) -> None:
+    def loss_at(i: int) -> torch.Tensor:
         x = torch.randn(32, 3, 160 + 8 * i, 160 + 8 * i, device="cuda")
         with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = F.cross_entropy(net(x), y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-    return step
+            return F.cross_entropy(net(x), y)
+    return _train_at(opt, loss_at)
 
 
 class DecodeLayer(nn.Module):
@@ -586,20 +588,20 @@ def decode_graph_replay() -> object:
     with torch.cuda.graph(g):
         out = token()
 
-    def step(_: int) -> None:
-        mask.zero_()
-        for t in range(64):
-            pos.fill_(t)
-            mask[..., t] = True
-            g.replay()
-            x.copy_(out)
-    return step
+    def replay() -> torch.Tensor:
+        g.replay()
+        return out
+    return _decode_steps(replay, x, pos, mask)
 
 
 def decode_eager() -> object:
     """decode_graph_replay's 64 tokens per step run eagerly: the same kernels, launched one by one, with shapes."""
-    token, x, pos, mask = _decoder()
+    return _decode_steps(*_decoder())
 
+
+def _decode_steps(token: Callable[[], torch.Tensor], x: torch.Tensor, pos: torch.Tensor, mask: torch.Tensor
+                  ) -> Callable[[int], None]:
+    """A step of 64 tokens: advance the position and the mask, run the token's forward, feed its output back."""
     def step(_: int) -> None:
         mask.zero_()
         for t in range(64):
@@ -609,34 +611,16 @@ def decode_eager() -> object:
     return step
 
 
-class SlowAugmented(torch.utils.data.Dataset):  # type: ignore[type-arg]
-    """Samples augmented on the host in NumPy, about 8 ms each."""
-    def __len__(self) -> int:
-        return 1 << 16
-
-    def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
-        img = np.random.default_rng(i).random((3, 128, 128), dtype=np.float32)
-        for _ in range(24):
-            img = (img + np.roll(img, 1, axis=1) + np.roll(img, 1, axis=2)) / 3.0
-        return torch.from_numpy(img[:, :112, :112].copy()), i % 100
-
-
 def slow_collate_workers() -> object:
     """A small conv net fed by a DataLoader with 2 workers whose samples take about 8 ms each to augment (64 per
     batch): the workers cannot keep up with the GPU."""
     net = nn.Sequential(nn.Conv2d(3, 64, 3, padding=1), nn.ReLU(), nn.Conv2d(64, 64, 3, padding=1), nn.ReLU(),
                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 100)).cuda()
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9, foreach=True)
-    it = iter(torch.utils.data.DataLoader(SlowAugmented(), batch_size=64, num_workers=2, pin_memory=True,
+    slow = Augmented(size=128, rounds=24, clip=False, crop=(0, 112), classes=100)  # about 8 ms a sample
+    it = iter(torch.utils.data.DataLoader(slow, batch_size=64, num_workers=2, pin_memory=True,
                                           persistent_workers=True))
-
-    def step(_: int) -> None:
-        x, y = next(it)
-        loss = F.cross_entropy(net(x.cuda(non_blocking=True)), y.cuda(non_blocking=True))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-    return step
+    return _train(opt, lambda: _ce(net, *next(it), non_blocking=True))
 
 
 def tokenize_then_infer() -> object:
