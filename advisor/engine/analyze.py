@@ -86,7 +86,8 @@ def assemble(run: Run, facts: Mapping[str, Any], sections: Sections, outcomes: O
     report, verdict = outcomes if outcomes is not None else (None, None)
     top = report.headline() if report is not None else None
     line = headline(verdict.run, top) if verdict is not None and top is not None else None
-    note = headline_note(verdict.run, report.findings) if report is not None and verdict and line == top else None
+    note = (headline_note(verdict.run, report.findings)
+            if report is not None and verdict and line == top and report.has_first_fix() else None)
     profile = None
     if run.count("ncu_kernels"):  # an Nsight Compute report's launches, with the findings about each
         from advisor.engine.ncu_profile import profile_section

@@ -132,6 +132,10 @@ class RuleReport:
                 return r
         raise KeyError(code)
 
+    def has_first_fix(self) -> bool:
+        """Whether the headline names a fix to do first: the top finding saves HEADLINE_MIN_PCT of the span."""
+        return bool(self.findings) and pct(self.findings[0].est_gain_ns, self.span_ns, 0.0) >= HEADLINE_MIN_PCT
+
     def headline(self) -> str:
         """'do this first, expected to save X ms of Y ms (Z% of <denominator>)', or why there is none."""
         if not self.findings:

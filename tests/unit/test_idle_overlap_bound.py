@@ -113,3 +113,13 @@ def test_framework_ops_name_the_idle_without_python_events() -> None:
     assert "in Python" not in f["message"] and not any(k.startswith("idle_in_python") for k in f["ev"])
     assert "'aten::unflatten_dense_tensors' 15.5% (x6)" in f["message"]
     assert f["ev"]["idle_in_op:aten::unflatten_dense_tensors"] == 15.5
+
+
+def test_no_note_on_a_fix_the_headline_does_not_name() -> None:
+    """SGLang's eager prefill: the only finding (ID001, 0.6 ms of 988 ms) saves under 1% of the span, so the headline
+    names no fix to do first, and no line explains why that fix addresses another class than the verdict's (it said
+    'why a launch fix first on a compute verdict' under 'no fix to do first')."""
+    rel = "tracelens/serving/mi300x_sglang_prefill/sglang_Qwen3-8B_prefilldecode.json.gz"
+    doc = realkit.analyze(real_path(rel)).doc
+    assert doc["headline"].startswith("no fix to do first") and doc["verdict"]["class"] == "compute"
+    assert doc["headline_note"] is None
