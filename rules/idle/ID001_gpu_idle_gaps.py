@@ -34,6 +34,13 @@ FIXES = {
         "torch.backends.cudnn.benchmark = False",
         "safe",
     ),
+    "between_graphs": Fix(
+        "bring the work between graph replays into them",
+        "most kernels already replay from CUDA graphs, so the idle is host work between the replays (the optimizer "
+        "step, Python, the graph runtime's bookkeeping): compile or capture the optimizer step and the rest of the "
+        "step too (torch.compile the whole training step), or give each replay more work (a larger batch)",
+        "redesign",
+    ),
     "host": Fix(
         "move host work off the critical path",
         "framework/Python work between launches: overlap it, vectorize it, or capture the step in a graph",
@@ -146,8 +153,8 @@ class GpuIdleGaps(Rule):
     ## How to fix
     Depends on the dominant cause (the first fix listed follows it). Framework work whose idle lies
     mostly in gaps under 1 ms between ops is the host dispatching the next op: a CUDA graph replay
-    (torch.compile mode="reduce-overhead") removes it, unless the kernels are replayed from graphs
-    already. Host work at the steps' edges is overlapped with the previous step instead. Where the
+    (torch.compile mode="reduce-overhead") removes it; where the kernels are replayed from graphs
+    already, the fix brings the host work between the replays into them. Host work at the steps' edges is overlapped with the previous step instead. Where the
     host sat mostly inside convolutions that synchronise to time candidate algorithms for two or more
     input shapes (metric `conv_autotune`: cudnn.benchmark re-tuning for every new shape), the first
     fix is fixed input shapes or benchmark mode off.
@@ -334,10 +341,21 @@ def _by_cause(rows: list[dict[str, Any]]) -> dict[str, int]:
 
 def _dispatch(causes: dict[str, int], host_short: int, graphed: bool) -> dict[str, int]:
     """The causes with 'host' read as 'dispatch' where most of its idle is in gaps under 1 ms between ops (the host
-    dispatching the next op, which a graph replay removes) and the kernels are not replayed from graphs already."""
-    if graphed or 2 * host_short <= causes.get("host", 0):
+    dispatching the next op, which a graph replay removes) and the kernels are not replayed from graphs already; where
+    they are, the host and late idle is the work between the replays ('between_graphs')."""
+    if graphed:
+        return _renamed(causes, ("host", "late"), "between_graphs")
+    if 2 * host_short <= causes.get("host", 0):
         return causes
-    return {("dispatch" if c == "host" else c): v for c, v in causes.items()}
+    return _renamed(causes, ("host",), "dispatch")
+
+
+def _renamed(causes: dict[str, int], names: tuple[str, ...], to: str) -> dict[str, int]:
+    """The causes with `names` read as `to` (their idle added up), largest first."""
+    out: dict[str, int] = {}
+    for c, v in causes.items():
+        out[to if c in names else c] = out.get(to if c in names else c, 0) + v
+    return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _retuned(d: _Device, idle: int) -> bool:

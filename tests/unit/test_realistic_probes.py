@@ -209,6 +209,8 @@ def test_a_step_replayed_from_cuda_graphs_gets_no_graph_fix() -> None:
     doc = realkit.analyze(_probe("compiled_reduce_overhead_train")).doc
     assert len(launches) == 6 and doc["verdict"]["class"] == "launch"
     assert all(f["fixes"][0]["title"] != "capture the step in a CUDA graph" for f in doc["findings"])
+    top = doc["findings"][0]  # the host work between the replays: the optimizer step, Python, the graph runtime
+    assert top["code"] == "ID001" and top["fixes"][0]["title"] == "bring the work between graph replays into them"
 
 
 def test_copies_hidden_behind_compute_draw_no_copy_finding() -> None:
