@@ -154,10 +154,11 @@ class GpuIdleGaps(Rule):
     Depends on the dominant cause (the first fix listed follows it). Framework work whose idle lies
     mostly in gaps under 1 ms between ops is the host dispatching the next op: a CUDA graph replay
     (torch.compile mode="reduce-overhead") removes it; where the kernels are replayed from graphs
-    already, the fix brings the host work between the replays into them. Host work at the steps' edges is overlapped with the previous step instead. Where the
-    host sat mostly inside convolutions that synchronise to time candidate algorithms for two or more
-    input shapes (metric `conv_autotune`: cudnn.benchmark re-tuning for every new shape), the first
-    fix is fixed input shapes or benchmark mode off.
+    already, the fix brings the host work between the replays into them. Host work at the steps'
+    edges is overlapped with the previous step instead. Where the host sat mostly inside
+    convolutions that synchronise to time candidate algorithms for two or more input shapes (metric
+    `conv_autotune`: cudnn.benchmark re-tuning for every new shape), the first fix is fixed input
+    shapes or benchmark mode off.
 
     ```python
     # input: before  DataLoader(ds, batch_size=b)

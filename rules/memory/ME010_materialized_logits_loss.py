@@ -91,7 +91,7 @@ class MaterializedLogitsLoss(Rule):
         return f"passes of a loss over materialised logits: {ms(values['logits_pass_time'])}"
 
     def applies(self, ctx: Context) -> NotApplicable | None:
-        if ctx.metric("op_input_shapes"):
+        if ctx.metric("shapes_recorded")[0]["recorded"]:
             return None
         return NotApplicable("the trace recorded no op shapes, so no input is known to be vocabulary-sized",
                              "Kineto: torch.profiler.profile(record_shapes=True)")
