@@ -12,12 +12,13 @@ WITH gaps AS (
 threads AS (  -- threads that issued GPU work (runtime or driver calls): the loop's, not a monitor's or a worker's
     SELECT DISTINCT pid, tid FROM api_calls WHERE api IN ('cuda_runtime', 'cuda_driver', 'hip_runtime')
 ),
-code AS (
+code AS (  -- only code at least half as long as the shortest gap can cover half of one
     SELECT CASE WHEN c.category = 'python_function' THEN 'python' ELSE 'op' END AS kind, c.depth, c.name_id,
         c.start_ns, c.end_ns, (c.pid::HUGEINT << 64) + c.start_ns AS ks, (c.pid::HUGEINT << 64) + c.end_ns AS ke
     FROM cpu_ops c JOIN threads t ON t.pid = c.pid AND t.tid = c.tid
     JOIN strings s ON s.string_id = c.name_id
-    WHERE c.category IN ('python_function', 'cpu_op') AND NOT starts_with(s.value, '<')
+    WHERE c.category IN ('python_function', 'cpu_op') AND 2 * (c.end_ns - c.start_ns) >= $min_gap_ns
+      AND NOT starts_with(s.value, '<')
 ),
 inside AS (  -- per gap and kind, the deepest code covering at least half of the gap
     SELECT g.device_id, g.start_ns, p.kind, any_value(g.gap_ns) AS gap_ns, arg_max(p.name_id, p.depth) AS name_id
