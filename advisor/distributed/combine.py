@@ -110,7 +110,7 @@ def combine(fold: Fold, seeds: Path, options: Mapping[str, Mapping[str, Any]] | 
     report = RuleReport(tuple(results), tuple(findings), fold.span_ns, SPAN_OF)
     top = report.headline()
     line = headline(verdict.run, top)
-    note = headline_note(verdict.run, report.findings) if line == top and report.has_first_fix() else None
+    note = headline_note(verdict.run, report) if line == top else None
     return RanksAnalysis(Analysis(_input(fold, directory), summary, verdict, report, line, note, _sections(fold)))
 
 

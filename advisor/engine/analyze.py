@@ -86,8 +86,7 @@ def assemble(run: Run, facts: Mapping[str, Any], sections: Sections, outcomes: O
     report, verdict = outcomes if outcomes is not None else (None, None)
     top = report.headline() if report is not None else None
     line = headline(verdict.run, top) if verdict is not None and top is not None else None
-    note = (headline_note(verdict.run, report.findings)
-            if report is not None and verdict and line == top and report.has_first_fix() else None)
+    note = headline_note(verdict.run, report) if report is not None and verdict and line == top else None
     profile = None
     if run.count("ncu_kernels"):  # an Nsight Compute report's launches, with the findings about each
         from advisor.engine.ncu_profile import profile_section
@@ -122,10 +121,12 @@ def headline(verdict: Verdict, ranked: str) -> str:
             "priorities)")
 
 
-def headline_note(verdict: Verdict, findings: tuple[Finding, ...]) -> str | None:
-    """One line saying why the first fix addresses another class than the verdict's, or None when they agree."""
+def headline_note(verdict: Verdict, report: RuleReport) -> str | None:
+    """One line saying why the first fix addresses another class than the verdict's, or None when they agree or the
+    headline names no fix to do first."""
     named = [str(c) for c in verdict.classes]
-    if not findings or not named or not findings[0].est_gain_ns:
+    findings = report.findings
+    if not report.has_first_fix() or not named or not findings[0].est_gain_ns:
         return None
     top = findings[0]
     fix_class = _fix_class(top)

@@ -112,10 +112,10 @@ NOT_PRICED = {
     "startup": "one-time start-up",
     "compile": "JIT compilation",
 }
-# idle classes in which LA002 may price host-only time after a sync (see blocking.overlappable_idle)
 # Python functions and framework ops named in the finding: those the host was in for at least this share of the
 # device's idle
 CODE_MIN_PCT = 5.0
+# idle classes in which LA002 may price host-only time after a sync (see blocking.overlappable_idle)
 CLAIMABLE = ("idle_late", "idle_host", "idle_launch", "idle_wait", "idle_comm")
 
 
@@ -221,9 +221,6 @@ class GpuIdleGaps(Rule):
         after_sync = overlappable_idle(ctx, SYNC_CALLS, classes=CLAIMABLE)
         between_graphs = graph_gap_idle(ctx.run)
         ranges, code = _by_device(ctx, "idle_by_range"), _by_device(ctx, "idle_code")
-        idle_of = {dev: sum(int(r["idle_ns"]) for r in rs) for dev, rs in per.items()}
-        code = {dev: [r for r in rs if 100 * int(r["idle_ns"]) >= CODE_MIN_PCT * idle_of.get(dev, 0)]
-                for dev, rs in code.items()}
         filtered = any(r["filtered"] for r in ctx.metric("host_record"))
         graphed = 2 * sum(int(r["kernels"]) for r in ctx.metric("graph_replays")) >= ctx.run.count("kernels")
         tuned = {int(r["device_id"]): r for r in ctx.metric("conv_autotune")}
@@ -257,7 +254,8 @@ class GpuIdleGaps(Rule):
         beyond_overlap = max(0, edge - int(d.span.get("busy_ns", edge)))
         # the idle after syncs (LA002's to price) and the edge idle beyond overlap's reach mostly lie in the same gaps
         # (a sync ends a step, the next step's host work follows): the larger of the two comes off, not both
-        residual = max(0, priced - d.between_graphs - max(d.after_sync, beyond_overlap))
+        taken = max(d.after_sync, beyond_overlap)
+        residual = max(0, priced - d.between_graphs - taken)
         of = str(d.span["of"])
         n_gaps = sum(int(r["n_gaps"]) for r in d.rows)
         evidence = [
@@ -290,7 +288,7 @@ class GpuIdleGaps(Rule):
             est_gain_ns=residual,
             gain_basis=GAIN_BASIS,
             fixes=_fixes(_dispatch(causes, host_short, graphed), filtered,
-                         _mostly_at_edges(edge - max(beyond_overlap, d.after_sync), residual), _retuned(d, idle)),
+                         _mostly_at_edges(edge - taken, residual), _retuned(d, idle)),
             location=f"device={d.dev}",
         )
 
@@ -309,8 +307,9 @@ class _Device:
     code: list[dict[str, Any]]
     tuned: dict[str, Any] | None  # convolutions timing candidate algorithms (metric conv_autotune)
 
-    def named(self, kind: str) -> list[dict[str, Any]]:
-        return [r for r in self.code if r["kind"] == kind]
+    def named(self, kind: str, idle: int) -> list[dict[str, Any]]:
+        """The code of `kind` ('python', 'op') the host was in for at least CODE_MIN_PCT of the device's idle."""
+        return [r for r in self.code if r["kind"] == kind and 100 * int(r["idle_ns"]) >= CODE_MIN_PCT * idle]
 
 
 def _by_device(ctx: Context, metric: str) -> dict[int, list[dict[str, Any]]]:
@@ -328,7 +327,7 @@ def _shares_evidence(d: _Device, causes: dict[str, int], idle: int) -> list[Evid
         *(Evidence(f"idle_in_range:{r['range_name']}", pct(r["idle_ns"], idle, 0.0), "%",
                    f"idle in gaps on device {d.dev}") for r in d.ranges[:5]),
         *(Evidence(f"idle_in_{kind}:{r['name']}", min(100.0, pct(r["idle_ns"], idle, 0.0)), "%", of)
-          for kind in ("python", "op") for r in d.named(kind)[:3]),
+          for kind in ("python", "op") for r in d.named(kind, idle)[:3]),
     ]
 
 
@@ -353,10 +352,7 @@ def _dispatch(causes: dict[str, int], host_short: int, graphed: bool) -> dict[st
 
 def _renamed(causes: dict[str, int], names: tuple[str, ...], to: str) -> dict[str, int]:
     """The causes with `names` read as `to` (their idle added up), largest first."""
-    out: dict[str, int] = {}
-    for c, v in causes.items():
-        out[to if c in names else c] = out.get(to if c in names else c, 0) + v
-    return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
+    return _by_cause([{"cause": to if c in names else c, "idle_ns": v} for c, v in causes.items()])
 
 
 def _retuned(d: _Device, idle: int) -> bool:
@@ -365,7 +361,7 @@ def _retuned(d: _Device, idle: int) -> bool:
     if not d.tuned or int(d.tuned["shapes"]) < 2:
         return False
     names = set(d.tuned["names"])
-    return 2 * sum(int(r["idle_ns"]) for r in d.named("op") if r["name"] in names) >= idle
+    return 2 * sum(int(r["idle_ns"]) for r in d.named("op", idle) if r["name"] in names) >= idle
 
 
 def _fixes(causes: dict[str, int], filtered: bool, at_edges: bool = False, retuned: bool = False
@@ -402,7 +398,7 @@ def _names_said(d: _Device, idle: int) -> str:
         said = ", ".join(f"'{r['range_name']}' {pct(r['idle_ns'], idle, 0.0)}% (x{r['n_gaps']})" for r in d.ranges[:3])
         out += f"; inside host ranges: {said}"
     for kind, where in (("python", "in Python"), ("op", "in framework ops")):
-        if rows := d.named(kind)[:2]:
+        if rows := d.named(kind, idle)[:2]:
             said = ", ".join(f"'{r['name']}' {min(100.0, pct(r['idle_ns'], idle, 0.0))}% (x{r['n_gaps']})"
                              for r in rows)
             out += f"; {where}: {said}"
