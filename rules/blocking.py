@@ -116,6 +116,25 @@ PRICED_ELSEWHERE = ("idle_io", "idle_input")
 NO_CAP_NS = 1 << 60
 
 
+# where the step itself waits on the GPU part-way through, a CUDA graph cannot capture it as it is
+SYNCED_GRAPH = Fix(
+    "remove the syncs inside the step, then capture it in a CUDA graph",
+    "the host waits on the GPU part-way through each step (cudaStreamSynchronize behind data-dependent shapes: "
+    "torch.nonzero / torch.where with one argument, boolean indexing, .item(), .tolist()), and a CUDA graph cannot "
+    "capture a sync: give the ops static shapes (padding, capacity-based routing, one grouped kernel instead of a "
+    "Python loop over groups or experts) so the host never waits mid-step, then graph the step",
+    "redesign",
+)
+
+
+def synced_steps(ctx: Context) -> set[int]:
+    """The devices whose marked steps wait on the GPU part-way through, at least once per step on average (metric
+    mid_step_syncs: a sync between the step's first and last kernel launch), so a CUDA graph cannot capture the
+    steps as they are."""
+    return {int(r["device_id"]) for r in ctx.metric("mid_step_syncs", pattern=SYNC_CALLS)
+            if int(r["n_syncs"]) >= int(r["n_steps"]) > 0}
+
+
 def overlappable_idle(
     ctx: Context, pattern: str, exclude: str = "^$", classes: tuple[str, ...] | None = None
 ) -> dict[int, int]:

@@ -1,5 +1,5 @@
 -- metric: attention_chains
--- doc: Per device: unfused attention, i.e. a softmax kernel between two GEMM-family kernels on one stream with at most $max_between kernels between the GEMMs and no gap inside longer than $max_gap_ns (scores = Q K^T, softmax over the S x S scores, then P V), counted only where the trace shows attention and not just any GEMM-softmax-GEMM chain (an MoE router's gate GEMM > softmax > topk > expert GEMM, or a classifier head, is not attention). A chain's evidence, from the framework ops that launched its kernels (kernels.external_id = cpu_ops.external_id, innermost op): 'shapes' when both GEMMs are batched (bmm/baddbmm/matmul over 3+-d inputs) with the same batch (x heads) and the second one's first input is the first one's M x N output (what the softmax produced); 'module' when the softmax op lies inside an op or module named *attention*/*attn* (HF attention modules, aten::scaled_dot_product_attention's math path) and the GEMM ops, where linked, are batched; 'ops' when shapes were not recorded but both GEMM ops are bmm/baddbmm; 'batched_kernels' when no op is linked (nsys without framework ops) and both GEMM kernels run the same batch in gridDim.z > 1. scores_ns is the time of the kernels between the two GEMMs (softmax, scale, mask, dropout: passes over the materialized scores), gemm_ns the two GEMMs; n_candidates counts every GEMM > softmax > GEMM chain, attention or not; n_sdpa_math counts attention chains inside aten::scaled_dot_product_attention (SDPA fell back to its math path); fused_kernels counts attention-family kernels (flash / memory-efficient / cuDNN SDPA) on the device.
+-- doc: Per device: unfused attention, i.e. a softmax kernel between two GEMM-family kernels on one stream with at most $max_between kernels between the GEMMs and no gap inside longer than $max_gap_ns unless the shapes or an attention scope show attention ('shapes' or 'module' evidence: the host may allocate the scores' buffers between the chain's kernels) (scores = Q K^T, softmax over the S x S scores, then P V), counted only where the trace shows attention and not just any GEMM-softmax-GEMM chain (an MoE router's gate GEMM > softmax > topk > expert GEMM, or a classifier head, is not attention). A chain's evidence, from the framework ops that launched its kernels (kernels.external_id = cpu_ops.external_id, innermost op): 'shapes' when both GEMMs are batched (bmm/baddbmm/matmul over 3+-d inputs) with the same batch (x heads) and the second one takes the first one's M x N output (what the softmax produced) as an input, either way round (the backward's gradient GEMMs take the scores' gradient as either input); 'module' when the softmax op lies inside an op or module named *attention*/*attn* (HF attention modules, aten::scaled_dot_product_attention's math path) and the GEMM ops, where linked, are batched; 'ops' when shapes were not recorded but both GEMM ops are bmm/baddbmm; 'batched_kernels' when no op is linked (nsys without framework ops) and both GEMM kernels run the same batch in gridDim.z > 1. scores_ns is the time of the kernels between the two GEMMs (softmax, scale, mask, dropout: passes over the materialized scores), gemm_ns the two GEMMs; n_candidates counts every GEMM > softmax > GEMM chain, attention or not; n_sdpa_math counts attention chains inside aten::scaled_dot_product_attention (SDPA fell back to its math path); fused_kernels counts attention-family kernels (flash / memory-efficient / cuDNN SDPA) on the device.
 -- uses: kernel_names
 WITH softmax_names AS (SELECT value FROM strings WHERE regexp_matches(lower(value), 'softmax')),
 k AS (  -- kernels numbered in (device, stream, start, end) order: a stream's numbers are consecutive, and only
@@ -93,11 +93,14 @@ scope AS (  -- the softmax op and its enclosing ops / modules, up to 64 levels
     FROM up JOIN cpu_ops o ON o.op_id = up.op_id JOIN strings s ON s.string_id = o.name_id
     GROUP BY up.root
 ),
-judged AS (
+judged_all AS (
     SELECT c.*,
         CASE
             WHEN g1.batched AND g2.batched AND g1.batch IS NOT NULL AND g1.batch = g2.batch
-                 AND g2.m = g1.m AND g2.k_dim = g1.n THEN 'shapes'
+                 AND (g2.m = g1.m AND g2.k_dim = g1.n  -- P V: the scores are the first input
+                      -- the backward's gradient GEMMs take the scores' gradient either side, either way round
+                      OR list_contains([g2.a[len(g2.a) - 1:], g2.b[len(g2.b) - 1:]], [g1.m, g1.n])
+                      OR list_contains([g2.a[len(g2.a) - 1:], g2.b[len(g2.b) - 1:]], [g1.n, g1.m])) THEN 'shapes'
             WHEN coalesce(sc.in_attention, FALSE) AND (g1.op_id IS NULL OR g1.batched)
                  AND (g2.op_id IS NULL OR g2.batched) THEN 'module'
             WHEN g1.batched AND g2.batched AND (g1.a IS NULL OR g2.a IS NULL)
@@ -111,7 +114,10 @@ judged AS (
     LEFT JOIN shaped g2 ON g2.external_id = c.g2_ext AND g2.pid IS NOT DISTINCT FROM c.pid
     LEFT JOIN shaped sm ON sm.external_id = c.sm_ext AND sm.pid IS NOT DISTINCT FROM c.pid
     LEFT JOIN scope sc ON sc.root = sm.op_id
-    WHERE c.max_gap_ns <= $max_gap_ns
+),
+judged AS (  -- a long idle gap inside a chain (the host allocating the scores' buffers between its kernels) keeps
+             -- it only where the shapes or an attention scope prove it attention
+    SELECT * FROM judged_all WHERE max_gap_ns <= $max_gap_ns OR evidence IN ('shapes', 'module')
 ),
 fused AS (SELECT device_id, count(*) AS fused_kernels FROM m_kernel_names WHERE family = 'attention' GROUP BY ALL),
 dev AS (SELECT DISTINCT device_id FROM judged)

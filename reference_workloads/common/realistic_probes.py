@@ -27,6 +27,9 @@ was tuned on. Each writes one Kineto trace with probe_trace.profile_steps (3 act
   graph and replayed (as serving engines do), and the same forward run eagerly (shapes recorded).
 - slow_collate_workers, tokenize_then_infer, large_vocab_loss, resnet_infer_bs1: a fifth round (each function says
   what it does).
+- moe_python_loop, math_attention_train, gpt2_vocab_50257 and gpt2_vocab_50304 (its fix), grad_checkpoint_train,
+  gnn_message_passing, lstm_train, fp32_gpt_train, sdpa_attention_train (math_attention_train's fix): a sixth round
+  (each function says what it does).
 """
 
 import argparse
@@ -38,6 +41,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from host_dispatch_probe import GPT
 from host_dispatch_probe import Block as GptBlock  # the same GPT block (SDPA attention, GELU MLP)
 from probe_trace import profile_steps
 
@@ -684,13 +688,163 @@ def resnet_infer_bs1() -> object:
     return step
 
 
+class MoeLayer(nn.Module):
+    """A Mixtral-style mixture-of-experts MLP (top-2 of `e` experts) routed by a Python loop over the experts, as in
+    reference implementations: each expert finds its tokens with torch.where (nonzero: a host sync), gathers them, runs
+    its MLP and scatter-adds the weighted result back."""
+    def __init__(self, d: int, e: int) -> None:
+        super().__init__()
+        self.ln, self.gate = nn.LayerNorm(d), nn.Linear(d, e, bias=False)
+        self.w1 = nn.ModuleList(nn.Linear(d, 2 * d) for _ in range(e))
+        self.w2 = nn.ModuleList(nn.Linear(2 * d, d) for _ in range(e))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.ln(x).view(-1, x.shape[-1])
+        w, idx = torch.topk(self.gate(h).softmax(-1), 2, dim=-1)
+        out = torch.zeros_like(h)
+        for e, (w1, w2) in enumerate(zip(self.w1, self.w2, strict=True)):
+            rows, slot = torch.where(idx == e)
+            y = w2(F.silu(w1(h[rows]))) * w[rows, slot, None]
+            out = out.index_add(0, rows, y.to(out.dtype))
+        return x + out.view_as(x)
+
+
+def moe_python_loop() -> object:
+    """4 MoE layers (d 1024, 8 experts, top-2) on 8 x 512 tokens trained in bf16 autocast with fused AdamW, routed by
+    the Python loop of MoeLayer: 32 host syncs per forward and about 1,000 tokens per expert GEMM."""
+    net = nn.Sequential(*(MoeLayer(1024, 8) for _ in range(4))).cuda()
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)
+    x = torch.randn(8, 512, 1024, device="cuda")
+    return _train(opt, lambda: _bf16_square_loss(net, x))
+
+
+class MathAttnBlock(GptBlock):
+    """The GPT block with attention written out as in nanoGPT's slow path: scores, causal mask, softmax, dropout,
+    scores times values; the T x T score matrix is written to memory several times."""
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, self.h, d // self.h).permute(2, 0, 3, 1, 4)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / (d // self.h) ** 0.5)
+        att = att.masked_fill(torch.ones(t, t, device=x.device, dtype=torch.bool).tril().logical_not(), float("-inf"))
+        att = F.dropout(F.softmax(att, dim=-1), 0.1, self.training)
+        x = x + self.proj((att @ v).transpose(1, 2).reshape(b, t, d))
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
+def math_attention_train() -> object:
+    """4 MathAttnBlocks (d 1024, 16 heads) trained on 4 x 2048 tokens in bf16 autocast with fused AdamW."""
+    net = nn.Sequential(*(MathAttnBlock(1024, 16) for _ in range(4))).cuda()
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)
+    x = torch.randn(4, 2048, 1024, device="cuda")
+    return _train(opt, lambda: _bf16_square_loss(net, x))
+
+
+class SdpaDropoutBlock(GptBlock):
+    """MathAttnBlock's fix: the same attention (causal, dropout 0.1) in one scaled_dot_product_attention call."""
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, self.h, d // self.h).permute(2, 0, 3, 1, 4)
+        a = F.scaled_dot_product_attention(q, k, v, dropout_p=0.1 if self.training else 0.0, is_causal=True)
+        x = x + self.proj(a.transpose(1, 2).reshape(b, t, d))
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
+def sdpa_attention_train() -> object:
+    """math_attention_train with SdpaDropoutBlock: the measured fix of its unfused attention."""
+    net = nn.Sequential(*(SdpaDropoutBlock(1024, 16) for _ in range(4))).cuda()
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)
+    x = torch.randn(4, 2048, 1024, device="cuda")
+    return _train(opt, lambda: _bf16_square_loss(net, x))
+
+
+def _gpt2_train(vocab: int) -> object:
+    """A GPT-2-small-like model (6 blocks, d 768, 12 heads) with a `vocab`-token head trained on 8 x 1024 tokens in
+    bf16 autocast with fused AdamW and cross-entropy."""
+    net = GPT(vocab=vocab, d=768, h=12, n=6).cuda()
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)
+    idx = torch.randint(0, 50257, (8, 1024), device="cuda")
+
+    def loss() -> torch.Tensor:
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            logits = net(idx)
+        return F.cross_entropy(logits.float().view(-1, vocab), idx.view(-1))
+    return _train(opt, loss)
+
+
+def gpt2_vocab_50257() -> object:
+    """_gpt2_train with GPT-2's 50,257-token vocabulary: the head's GEMMs have an odd dimension."""
+    return _gpt2_train(50257)
+
+
+def gpt2_vocab_50304() -> object:
+    """_gpt2_train with the vocabulary padded to 50,304 (a multiple of 64), as nanoGPT does: gpt2_vocab_50257's fix."""
+    return _gpt2_train(50304)
+
+
+def grad_checkpoint_train() -> object:
+    """8 GPT blocks (d 1024) trained on 8 x 1024 tokens in bf16 autocast with activation checkpointing per block
+    (torch.utils.checkpoint, non-reentrant): each block's forward runs again in the backward."""
+    from torch.utils.checkpoint import checkpoint
+    blocks = nn.ModuleList(GptBlock(1024, 16) for _ in range(8)).cuda()
+    opt = torch.optim.AdamW(blocks.parameters(), lr=1e-4, fused=True)
+    x = torch.randn(8, 1024, 1024, device="cuda")
+
+    def loss() -> torch.Tensor:
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            h = x
+            for blk in blocks:
+                h = checkpoint(blk, h, use_reentrant=False)
+            return h.float().pow(2).mean()
+    return _train(opt, loss)
+
+
+def gnn_message_passing() -> object:
+    """A 3-layer GCN-style network in FP32 on a random graph of 500K nodes and 8M edges (width 128): each layer
+    gathers source features per edge (index_select) and scatter-adds them into the destination nodes (index_add_),
+    as message passing without sparse kernels does."""
+    n, m = 500_000, 8_000_000
+    src, dst = torch.randint(0, n, (m,), device="cuda"), torch.randint(0, n, (m,), device="cuda")
+    lins = nn.ModuleList(nn.Linear(128, 128) for _ in range(3)).cuda()
+    opt = torch.optim.Adam(lins.parameters(), lr=1e-3, fused=True)
+    x = torch.randn(n, 128, device="cuda")
+    y = torch.randint(0, 128, (n,), device="cuda")
+
+    def loss() -> torch.Tensor:
+        h = x
+        for lin in lins:
+            h = F.relu(lin(torch.zeros_like(h).index_add_(0, dst, h.index_select(0, src))))
+        return F.cross_entropy(h, y)
+    return _train(opt, loss)
+
+
+def lstm_train() -> object:
+    """A 2-layer LSTM language model (hidden 1024, 32K vocabulary) trained in FP32 on 64 sequences of 256 tokens
+    (cuDNN's RNN kernels, TF32 allowed for cuDNN by default)."""
+    emb, rnn = nn.Embedding(32000, 1024).cuda(), nn.LSTM(1024, 1024, 2, batch_first=True).cuda()
+    head = nn.Linear(1024, 32000).cuda()
+    opt = torch.optim.Adam([*emb.parameters(), *rnn.parameters(), *head.parameters()], lr=1e-3, foreach=True)
+    idx = torch.randint(0, 32000, (64, 256), device="cuda")
+    return _train(opt, lambda: F.cross_entropy(head(rnn(emb(idx))[0]).view(-1, 32000), idx.view(-1)))
+
+
+def fp32_gpt_train() -> object:
+    """4 GPT blocks (d 1024) trained in plain FP32 on 8 x 1024 tokens with PyTorch's defaults (TF32 off for matmul),
+    fused AdamW: no autocast."""
+    net = nn.Sequential(*(GptBlock(1024, 16) for _ in range(4))).cuda()
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)
+    x = torch.randn(8, 1024, 1024, device="cuda")
+    return _train(opt, lambda: net(x).pow(2).mean())
+
+
 PROBES = {f.__name__: f for f in (
     loader_transform, bf16_mlp_train, graph_replay_infer, many_params_adamw, compiled_train, flash_attention_train,
     amp_gradscaler_train, cpu_offload_optimizer, greedy_decode, channels_last_amp_cnn, embedding_recsys,
     checkpoint_every_step, metrics_on_host, fp32_cnn_no_tf32, well_fed_loader, pageable_input, topp_sampling_decode,
     grad_accum_item, small_encoder_infer_stack, boolean_mask_loss, compiled_reduce_overhead_train, python_layernorm,
     overlapped_copies, sync_timing_loop, cudnn_benchmark_varshape, decode_graph_replay, decode_eager,
-    slow_collate_workers, tokenize_then_infer, large_vocab_loss, resnet_infer_bs1)}
+    slow_collate_workers, tokenize_then_infer, large_vocab_loss, resnet_infer_bs1, moe_python_loop,
+    math_attention_train, gpt2_vocab_50257, gpt2_vocab_50304, grad_checkpoint_train, gnn_message_passing, lstm_train,
+    fp32_gpt_train, sdpa_attention_train)}
 WITH_STACK = {"small_encoder_infer_stack"}
 
 

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms
-from advisor.rules.blocking import SYNC_CALLS, overlappable_idle
+from advisor.rules.blocking import SYNC_CALLS, SYNCED_GRAPH, overlappable_idle, synced_steps
 from advisor.rules.compile_graphs import graph_gap_idle
 from advisor.rules.steps import step_totals
 from advisor.vocab import device_span_of, pct
@@ -154,7 +154,9 @@ class GpuIdleGaps(Rule):
     Depends on the dominant cause (the first fix listed follows it). Framework work whose idle lies
     mostly in gaps under 1 ms between ops is the host dispatching the next op: a CUDA graph replay
     (torch.compile mode="reduce-overhead") removes it; where the kernels are replayed from graphs
-    already, the fix brings the host work between the replays into them. Host work at the steps'
+    already, the fix brings the host work between the replays into them; where the steps sync the
+    host two or more times each, the graph fix says to remove those syncs first (a graph cannot
+    capture a sync). Host work at the steps'
     edges is overlapped with the previous step instead. Where the host sat mostly inside
     convolutions that synchronise to time candidate algorithms for two or more input shapes (metric
     `conv_autotune`: cudnn.benchmark re-tuning for every new shape), the first fix is fixed input
@@ -224,10 +226,11 @@ class GpuIdleGaps(Rule):
         filtered = any(r["filtered"] for r in ctx.metric("host_record"))
         graphed = 2 * sum(int(r["kernels"]) for r in ctx.metric("graph_replays")) >= ctx.run.count("kernels")
         tuned = {int(r["device_id"]): r for r in ctx.metric("conv_autotune")}
+        synced = synced_steps(ctx) if per else set()
         findings = [
             self._finding(
                 _Device(dev, causes, spans[dev], after_sync.get(dev, 0), between_graphs.get(dev, 0),
-                        ranges.get(dev, []), code.get(dev, []), tuned.get(dev)),
+                        ranges.get(dev, []), code.get(dev, []), tuned.get(dev), dev in synced),
                 filtered, graphed,
             )
             for dev, causes in sorted(per.items())
@@ -288,7 +291,7 @@ class GpuIdleGaps(Rule):
             est_gain_ns=residual,
             gain_basis=GAIN_BASIS,
             fixes=_fixes(_dispatch(causes, host_short, graphed), filtered,
-                         _mostly_at_edges(edge - taken, residual), _retuned(d, idle)),
+                         _mostly_at_edges(edge - taken, residual), _retuned(d, idle), d.synced),
             location=f"device={d.dev}",
         )
 
@@ -306,6 +309,7 @@ class _Device:
     ranges: list[dict[str, Any]]
     code: list[dict[str, Any]]
     tuned: dict[str, Any] | None  # convolutions timing candidate algorithms (metric conv_autotune)
+    synced: bool = False  # the steps wait on the GPU part-way (rules.blocking.synced_steps): no graph as they are
 
     def named(self, kind: str, idle: int) -> list[dict[str, Any]]:
         """The code of `kind` ('python', 'op') the host was in for at least CODE_MIN_PCT of the device's idle."""
@@ -364,14 +368,16 @@ def _retuned(d: _Device, idle: int) -> bool:
     return 2 * sum(int(r["idle_ns"]) for r in d.named("op", idle) if r["name"] in names) >= idle
 
 
-def _fixes(causes: dict[str, int], filtered: bool, at_edges: bool = False, retuned: bool = False
-           ) -> tuple[Fix, ...]:
+def _fixes(causes: dict[str, int], filtered: bool, at_edges: bool = False, retuned: bool = False,
+           synced: bool = False) -> tuple[Fix, ...]:
     """The fixes of the largest causes; overlapping the host's work with the GPU's first where most of the priced
-    idle is at the steps' edges; stopping cuDNN's re-tuning first where tuned convolutions hold most of it."""
+    idle is at the steps' edges; stopping cuDNN's re-tuning first where tuned convolutions hold most of it; the
+    graph fix reads 'remove the syncs inside the step' first where the steps wait on the GPU part-way (`synced`)."""
     titled: dict[str, Fix] = {}
     for c in causes:  # largest cause first; one fix per title
         if c in FIXES and c not in ("edge", "autotune"):
-            titled.setdefault(FIXES[c].title, FIXES[c])
+            fix = SYNCED_GRAPH if synced and c == "dispatch" else FIXES[c]
+            titled.setdefault(fix.title, fix)
     fixes = tuple(titled.values())[:3]
     if at_edges:
         fixes = (FIXES["edge"], *fixes[:2])

@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms
+from advisor.rules.blocking import SYNCED_GRAPH, synced_steps
 from advisor.vocab import device_span_of, pct
 
 # the first fix of both forms of the finding: replaying the step removes the per-op host cost
@@ -52,7 +53,10 @@ class SmallKernelStorm(Rule):
 
     ## How to fix
     Launch fewer, larger kernels: capture the steady-state step in a CUDA graph, fuse elementwise
-    chains, or batch the per-item work.
+    chains, or batch the per-item work. Where the marked steps sync the host two or more times each
+    (data-dependent shapes: torch.nonzero, boolean indexing, .item(); a graph cannot capture a sync),
+    the first fix says to remove those syncs first (static shapes, one grouped kernel instead of a
+    Python loop over groups), then graph the step.
 
     ```python
     # before
@@ -123,9 +127,10 @@ class SmallKernelStorm(Rule):
         )
         storms = [r for r in rows if self._fires(ctx, r)]
         stormed = {int(r["device_id"]) for r in storms}
-        fired = [self._finding(r) for r in storms] + [
-            self._dispatch_finding(r, ctx.ns("max_gap_us")) for r in self._dispatch_rows(ctx)
-            if int(r["device_id"]) not in stormed]
+        dispatch = [r for r in self._dispatch_rows(ctx) if int(r["device_id"]) not in stormed]
+        synced = synced_steps(ctx) if storms or dispatch else set()  # steps a CUDA graph cannot capture as they are
+        fired = [self._finding(r, int(r["device_id"]) in synced) for r in storms] + [
+            self._dispatch_finding(r, ctx.ns("max_gap_us"), int(r["device_id"]) in synced) for r in dispatch]
         if fired:
             return Fired(tuple(fired))
         r = max(rows, key=lambda r: r["launch_gap_ns"])
@@ -153,7 +158,7 @@ class SmallKernelStorm(Rule):
         return [r for r in rows if int(r["n_kernels"]) >= int(ctx.opt("min_kernels"))
                 and pct(r["gap_ns"], r["span_ns"], 0.0) >= float(ctx.opt("min_gap_pct"))]
 
-    def _dispatch_finding(self, r: dict[str, Any], max_gap_ns: int) -> Finding:
+    def _dispatch_finding(self, r: dict[str, Any], max_gap_ns: int, synced: bool) -> Finding:
         gaps = int(r["gap_ns"])
         p50_us = float(r["p50_kernel_ns"] or 0) / 1e3
         return self.finding(
@@ -175,7 +180,7 @@ class SmallKernelStorm(Rule):
             "(metric idle_claims: framework ops or launch calls); graph replay issues the step without that "
             "per-op cost",
             fixes=(
-                CUDA_GRAPH,
+                SYNCED_GRAPH if synced else CUDA_GRAPH,
                 Fix(
                     "give each operation more work",
                     "a larger batch per step, or fewer, larger ops (torch.compile fuses the small ones)",
@@ -185,7 +190,7 @@ class SmallKernelStorm(Rule):
             location=f"device={r['device_id']}",
         )
 
-    def _finding(self, r: dict[str, Any]) -> Finding:
+    def _finding(self, r: dict[str, Any], synced: bool) -> Finding:
         gaps = int(r["launch_gap_ns"])
         graphed = int(r["graph_kernels"]) * 2 >= int(r["n_kernels"])
         why = (f"; {r['graph_kernels']} of them are replayed from CUDA graphs already, so these gaps are the host's "
@@ -210,6 +215,6 @@ class SmallKernelStorm(Rule):
             gain_basis="sum of the idle gaps (<= max_gap_us) before or after tiny kernels, but those between the "
             "kernels one graph launch replays; graph replay (or more work per replay) or fusion removes the "
             "per-launch host cost that opens them",
-            fixes=(MORE_PER_GRAPH, FUSE) if graphed else (CUDA_GRAPH, FUSE),
+            fixes=(MORE_PER_GRAPH, FUSE) if graphed else (SYNCED_GRAPH if synced else CUDA_GRAPH, FUSE),
             location=f"device={r['device_id']}",
         )

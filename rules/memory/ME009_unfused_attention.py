@@ -13,10 +13,13 @@ class UnfusedAttention(Rule):
     ## What it detects
     Devices with unfused attention: a softmax kernel between two GEMM-family kernels on one
     stream (scores = Q K^T, softmax, then P V), with at most `max_between` kernels between the
-    GEMMs, when the kernels between them (softmax, scale, mask, dropout) take at least
+    GEMMs and no idle gap inside longer than `max_gap_us` (a longer one, the host allocating the
+    scores' buffers mid-chain, is allowed where shapes or an attention scope prove the chain is
+    attention), when the kernels between them (softmax, scale, mask, dropout) take at least
     `min_gain_pct` of the device span, and only where the trace shows attention, not just any
     GEMM > softmax > GEMM chain: the two GEMMs are batched with the same batch x heads and the
-    second consumes the first one's M x N output (Kineto `Input Dims`), or the softmax runs inside
+    second takes the first one's M x N output as an input, either way round (Kineto `Input Dims`;
+    the backward's gradient GEMMs take the scores' gradient either side), or the softmax runs inside
     an op or module named *attention*/*attn* (an HF `...SelfAttention` module, the math path of
     `aten::scaled_dot_product_attention`), or, without shapes, the ops are bmm/baddbmm > softmax >
     bmm/matmul, or, without framework ops, both GEMM kernels run the same batch in gridDim.z > 1.
@@ -75,7 +78,9 @@ class UnfusedAttention(Rule):
     status = "preview"
     options = {
         "max_between": Option(
-            6, "most kernels between the two GEMMs of one attention", "scale, mask, softmax, dropout"
+            12, "most kernels between the two GEMMs of one attention",
+            "scale, mask (built inline: fill, tril, not; then masked_fill), casts to and from FP32 under autocast, "
+            "softmax, dropout, a copy of V: 10 in nanoGPT-style code under bf16 autocast",
         ),
         "max_gap_us": Option(50.0, "largest idle gap inside one chain (us)", "ME005 max_gap_us"),
         "min_gain_pct": Option(1.0, "estimated saving as % of the device span to fire", "-"),

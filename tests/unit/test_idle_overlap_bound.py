@@ -69,7 +69,9 @@ def test_dispatch_gaps_between_kernels_name_the_graph_fix() -> None:
     """BERT-small: 1.07 ms of the idle lies between kernels, in gaps each under 1 ms (the host dispatching the next
     op, which a graph replay removes), 0.46 ms at the step's edges against 0.31 ms of GPU work: only the edges are
     bounded, and the first fix is the one its label expects (CUDA graphs / torch.compile reduce-overhead), where it
-    was 'move host work off the critical path'."""
+    was 'move host work off the critical path'. Part-way through the step the host syncs once (cudaStreamSynchronize
+    inside aten::is_nonzero: a `if tensor:` in the model code, between the step's first and last kernel launch), which
+    a CUDA graph cannot capture, so the fix says to remove it first."""
     events = _events(BERT)
     ((_, _, lo, hi),) = realkit.gpu_side_steps(events)
     gpu = sorted(_gpu_in(events, lo, hi))
@@ -81,7 +83,11 @@ def test_dispatch_gaps_between_kernels_name_the_graph_fix() -> None:
     assert ev["gpu_busy"] == pytest.approx(busy, rel=1e-3) and ev["idle_at_step_edges"] > busy
     assert f["est_gain_ns"] == ev["idle_not_claimed"]
     assert ev["idle_beyond_overlap"] == ev["idle_at_step_edges"] - busy
-    assert f["fixes"][0]["title"] == "capture the step in a CUDA graph"
+    launches = [e["ts"] for e in events if e.get("cat") == "cuda_runtime" and "LaunchKernel" in str(e["name"])]
+    mid = [e for e in events if e.get("cat") == "cuda_runtime" and "Synchronize" in str(e["name"])
+           and min(launches) < e["ts"] < max(launches)]
+    assert [e["name"] for e in mid] == ["cudaStreamSynchronize"]
+    assert f["fixes"][0]["title"] == "remove the syncs inside the step, then capture it in a CUDA graph"
     assert len({x["title"] for x in f["fixes"]}) == len(f["fixes"])  # one fix per title
 
 

@@ -303,3 +303,44 @@ def test_a_loss_over_materialised_logits_is_priced_first() -> None:
     assert ev["vocabulary"] == 131072 and ev["logits_elements"] == 8192 * 131072
     assert top["est_gain_ns"] == pytest.approx(passes, rel=1e-3)
     assert passes > 0.25 * sum(e["dur"] for e in kernels) * 1000
+
+
+def _gpu_span_ns(name: str) -> float:
+    gpu = [e for e in _events(name) if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    return (max(e["ts"] + e["dur"] for e in gpu) - min(e["ts"] for e in gpu)) * 1000
+
+
+def test_attention_written_out_with_an_inline_mask_and_autocast_casts_is_unfused_attention() -> None:
+    """nanoGPT's slow attention path under bf16 autocast: ten kernels between the two GEMMs (scale, the causal mask
+    built inline, masked_fill, the casts around an FP32 softmax, dropout, a copy of V) and an allocator stall inside
+    the chain. Every softmax kernel whose op the trace links (24 of 34) is one attention chain, forward or backward;
+    the estimate (the passes between the GEMMs) stays under the measured gain of the fused arm
+    (sdpa_attention_train: the same model in one scaled_dot_product_attention call)."""
+    events = _events("math_attention_train")
+    ops = {e["args"]["External id"] for e in events if e.get("cat") == "cpu_op" and "External id" in e["args"]}
+    softmax = [e for e in events if e.get("cat") == "kernel" and "softmax" in str(e["name"]).lower()]
+    linked = sum(1 for e in softmax if e["args"].get("External id") in ops)
+    doc = realkit.analyze(_probe("math_attention_train")).doc
+    top = doc["findings"][0]
+    ev = {e["name"]: e["value"] for e in top["evidence"]}
+    assert top["code"] == "ME009" and top["fixes"][0]["title"] == "use fused attention"
+    assert (len(softmax), linked) == (34, 24) and ev["attention_chains"] == linked
+    measured = _gpu_span_ns("math_attention_train") - _gpu_span_ns("sdpa_attention_train")
+    assert 0.5 * measured < top["est_gain_ns"] < measured  # 92.1 ms against 140.4 ms
+    fixed = realkit.analyze(_probe("sdpa_attention_train")).doc
+    assert "ME009" not in {f["code"] for f in fixed["findings"]}
+
+
+def test_a_moe_loop_that_syncs_per_expert_is_not_offered_a_plain_cuda_graph() -> None:
+    """An MoE layer routed by a Python loop over experts: torch.where per expert syncs the host 32 times a step
+    (counted in the JSON: cudaStreamSynchronize inside the ProfilerStep ranges), so the step cannot be captured in a
+    CUDA graph as it is. The launch-bound verdict stands; the first fix says to remove the syncs first."""
+    events = _events("moe_python_loop")
+    steps = [(e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") == "user_annotation"
+             and str(e["name"]).startswith("ProfilerStep#")]
+    syncs = [e["ts"] for e in events if e.get("cat") == "cuda_runtime" and "Synchronize" in str(e["name"])]
+    assert sum(1 for t in syncs if any(s <= t < e for s, e in steps)) == 96 and len(steps) == 3
+    doc = realkit.analyze(_probe("moe_python_loop")).doc
+    assert doc["verdict"]["class"] == "launch"
+    graph_fixes = [f["fixes"][0]["title"] for f in doc["findings"] if f["code"] in ("LA001", "ID001")]
+    assert graph_fixes == ["remove the syncs inside the step, then capture it in a CUDA graph"] * 2
