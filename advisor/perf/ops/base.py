@@ -181,6 +181,7 @@ class Cost:
     unit: str  # matrix (tensor/matrix cores) | vector
     dtype: str  # Kineto or short dtype name of the math
     formula: str = ""
+    mnk: tuple[int, int, int] | None = None  # a GEMM's M, N and K (per batch), where the model knows them
 
     @property
     def intensity(self) -> float | None:

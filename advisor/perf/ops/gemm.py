@@ -19,7 +19,7 @@ def cost(m: int, n: int, k: int, dtype: str = "bf16", batch: int = 1, bias: bool
     b_in, b_out = DTYPE_BYTES[dtype], DTYPE_BYTES[out_dtype or dtype]
     flop = batch * (2.0 * m * n * k + (m * n if bias else 0))
     moved = batch * ((m * k + k * n) * b_in + m * n * b_out) + (n * b_out if bias else 0)
-    return Cost(flop, moved, MATRIX, dtype, f"B*2MNK{' + MN bias' if bias else ''}; bytes B*(MK+KN+MN)*bpe")
+    return Cost(flop, moved, MATRIX, dtype, f"B*2MNK{' + MN bias' if bias else ''}; bytes B*(MK+KN+MN)*bpe", (m, n, k))
 
 
 def mm(call: OpCall) -> Cost | None:
@@ -78,7 +78,8 @@ def grouped_mm(call: OpCall) -> Cost | None:
         return None
     m, k, n, g = a[0], a[1], b[2], b[0]
     bpe = DTYPE_BYTES[t]
-    return Cost(2.0 * m * n * k, (m * k + g * k * n + m * n) * bpe, MATRIX, t, "2*sum_M*N*K; bytes A + G*KN + out")
+    return Cost(2.0 * m * n * k, (m * k + g * k * n + m * n) * bpe, MATRIX, t, "2*sum_M*N*K; bytes A + G*KN + out",
+                (m, n, k))
 
 
 def _mat(call: OpCall, ia: int, ib: int, bias: int | None) -> Cost | None:
