@@ -131,6 +131,8 @@ def synced_steps(ctx: Context) -> set[int]:
     """The devices whose marked steps wait on the GPU part-way through, at least once per step on average (metric
     mid_step_syncs: a sync between the step's first and last kernel launch), so a CUDA graph cannot capture the
     steps as they are."""
+    if not step_spans(ctx.run):  # no marked steps: nothing to count in (and no launch table to build for it)
+        return set()
     return {int(r["device_id"]) for r in ctx.metric("mid_step_syncs", pattern=SYNC_CALLS)
             if int(r["n_syncs"]) >= int(r["n_steps"]) > 0}
 
