@@ -30,6 +30,8 @@ was tuned on. Each writes one Kineto trace with probe_trace.profile_steps (3 act
 - moe_python_loop, math_attention_train, gpt2_vocab_50257 and gpt2_vocab_50304 (its fix), grad_checkpoint_train,
   gnn_message_passing, lstm_train, fp32_gpt_train, sdpa_attention_train (math_attention_train's fix): a sixth round
   (each function says what it does).
+- cpu_layer_left_behind, hf_style_generate, sparse_embedding_adam, pinned_blocking_copies, compiled_bf16_gpt_train:
+  a seventh round (each function says what it does).
 """
 
 import argparse
@@ -836,6 +838,100 @@ def fp32_gpt_train() -> object:
     return _train(opt, lambda: net(x).pow(2).mean())
 
 
+def cpu_layer_left_behind() -> object:
+    """A 4-layer 4096-wide bf16 MLP on the GPU whose output projection (4096 -> 1024, FP32) was left on the CPU, as
+    after a partial .cuda(): each step copies the activations to the host, runs the layer there and copies back."""
+    body = _mlp(4096, 4).cuda().to(torch.bfloat16)
+    head = nn.Linear(4096, 1024)  # on the CPU
+    x = torch.randn(2048, 4096, device="cuda", dtype=torch.bfloat16)
+
+    @torch.no_grad()
+    def step(_: int) -> None:
+        h = body(x)
+        y = head(h.float().cpu()).cuda()
+        y.sum().item()
+    return step
+
+
+def hf_style_generate() -> object:
+    """Batch-4 greedy generation of 48 tokens after a 512-token prompt from 8 GPT-style layers (d 1024) whose KV
+    cache grows by torch.cat every token (Hugging Face's DynamicCache), with a stopping check each token
+    (the sequences' EOS flags read with .item()), in eager mode."""
+    d, h, n = 1024, 16, 8
+    ws = [(nn.Linear(d, 3 * d), nn.Linear(d, d), nn.Linear(d, 4 * d), nn.Linear(4 * d, d)) for _ in range(n)]
+    mods = nn.ModuleList(nn.ModuleList(w) for w in ws).cuda().to(torch.bfloat16)
+    emb = nn.Embedding(32000, d).cuda().to(torch.bfloat16)
+    prompt = torch.randint(0, 32000, (4, 512), device="cuda")
+
+    def layer(x: torch.Tensor, i: int, cache: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+        qkv, proj, fc1, fc2 = mods[i]
+        b, t, _ = x.shape
+        q, k, v = qkv(F.layer_norm(x, (d,))).view(b, t, 3, h, d // h).permute(2, 0, 3, 1, 4)
+        if len(cache) > i:
+            k, v = torch.cat([cache[i][0], k], 2), torch.cat([cache[i][1], v], 2)
+            cache[i] = (k, v)
+        else:
+            cache.append((k, v))
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=t > 1).transpose(1, 2).reshape(b, t, d)
+        x = x + proj(a)
+        return x + fc2(F.gelu(fc1(F.layer_norm(x, (d,)))))
+
+    @torch.no_grad()
+    def step(_: int) -> None:
+        cache: list[tuple[torch.Tensor, torch.Tensor]] = []
+        ids, done = prompt, torch.zeros(4, dtype=torch.bool, device="cuda")
+        for _t in range(48):
+            x = emb(ids if not cache else ids[:, -1:])
+            for i in range(n):
+                x = layer(x, i, cache)
+            nxt = (x[:, -1] @ emb.weight.T).argmax(-1)
+            done |= nxt == 2
+            ids = torch.cat([ids, nxt[:, None]], 1)
+            if done.all().item():
+                break
+    return step
+
+
+def sparse_embedding_adam() -> object:
+    """embedding_recsys' model with sparse gradients: 8 EmbeddingBag tables of 1M x 128 (sparse=True) updated by
+    SparseAdam, the MLP by fused Adam: the optimizer touches only the rows each batch looked up."""
+    tables = nn.ModuleList(nn.EmbeddingBag(1 << 20, 128, mode="sum", sparse=True) for _ in range(8)).cuda()
+    mlp = nn.Sequential(nn.Linear(8 * 128, 512), nn.ReLU(), nn.Linear(512, 1)).cuda()
+    sparse_opt = torch.optim.SparseAdam(list(tables.parameters()), lr=0.01)
+    dense_opt = torch.optim.Adam(mlp.parameters(), lr=0.01, fused=True)
+    ids = [torch.randint(0, 1 << 20, (4096 * 40,), device="cuda") for _ in range(8)]
+    offsets = torch.arange(0, 4096 * 40, 40, device="cuda")
+    y = torch.rand(4096, 1, device="cuda")
+
+    def step(_: int) -> None:
+        z = torch.cat([t(i, offsets) for t, i in zip(tables, ids, strict=True)], 1)
+        loss = F.binary_cross_entropy_with_logits(mlp(z), y)
+        sparse_opt.zero_grad(set_to_none=True)
+        dense_opt.zero_grad(set_to_none=True)
+        loss.backward()
+        sparse_opt.step()
+        dense_opt.step()
+    return step
+
+
+def pinned_blocking_copies() -> object:
+    """The bf16 MLP of overlapped_copies fed 128 MB batches from pinned host memory, each copied with
+    non_blocking=False on the compute stream: the host waits for every copy, the GPU for the host."""
+    net = _mlp(4096, 4).cuda().to(torch.bfloat16)
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)
+    host = [torch.randn(8192, 4096, dtype=torch.bfloat16).pin_memory() for _ in range(2)]
+    return _train_at(opt, lambda i: net(host[i % 2].cuda()).float().pow(2).mean())
+
+
+def compiled_bf16_gpt_train() -> object:
+    """8 GPT blocks (d 2048, 16 heads) on 8 x 2048 tokens under torch.compile (default mode) in bf16 autocast with
+    fused AdamW: a well-tuned, GEMM-bound training step with flash attention."""
+    net = torch.compile(nn.Sequential(*(GptBlock(2048, 16) for _ in range(8))).cuda())
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)
+    x = torch.randn(8, 2048, 2048, device="cuda")
+    return _train(opt, lambda: _bf16_square_loss(net, x))
+
+
 PROBES = {f.__name__: f for f in (
     loader_transform, bf16_mlp_train, graph_replay_infer, many_params_adamw, compiled_train, flash_attention_train,
     amp_gradscaler_train, cpu_offload_optimizer, greedy_decode, channels_last_amp_cnn, embedding_recsys,
@@ -844,7 +940,8 @@ PROBES = {f.__name__: f for f in (
     overlapped_copies, sync_timing_loop, cudnn_benchmark_varshape, decode_graph_replay, decode_eager,
     slow_collate_workers, tokenize_then_infer, large_vocab_loss, resnet_infer_bs1, moe_python_loop,
     math_attention_train, gpt2_vocab_50257, gpt2_vocab_50304, grad_checkpoint_train, gnn_message_passing, lstm_train,
-    fp32_gpt_train, sdpa_attention_train)}
+    fp32_gpt_train, sdpa_attention_train, cpu_layer_left_behind, hf_style_generate, sparse_embedding_adam,
+    pinned_blocking_copies, compiled_bf16_gpt_train)}
 WITH_STACK = {"small_encoder_infer_stack"}
 
 

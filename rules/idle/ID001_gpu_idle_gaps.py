@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,13 @@ FIXES = {
         "the host spends the gaps (each under 1 ms) dispatching the next op (Python, framework, launch calls) no "
         "faster than the GPU runs it: torch.compile(mode='reduce-overhead') or torch.cuda.CUDAGraph replays the "
         "step without that per-op work; a larger batch gives each op more work",
+        "safe",
+    ),
+    "host_compute": Fix(
+        "run the host-side computation on the GPU",
+        "the host was inside matrix or convolution ops (named above) while the GPU idled: they ran on the CPU, a "
+        "module or tensor left there (a partial .cuda() / .to(device), a head, loss or metric computed on the host); "
+        "move them to the GPU with their inputs, and the copies to and from the host go with them",
         "safe",
     ),
     "autotune": Fix(
@@ -115,6 +123,8 @@ NOT_PRICED = {
 # Python functions and framework ops named in the finding: those the host was in for at least this share of the
 # device's idle
 CODE_MIN_PCT = 5.0
+# framework ops of matrix and convolution math, on the host's CPU backend too (mkldnn, slow_conv)
+HOST_COMPUTE = re.compile(r"^aten::(mm|addmm|bmm|baddbmm|matmul|linear|.*conv(olution)?.*)$")
 # idle classes in which LA002 may price host-only time after a sync (see blocking.overlappable_idle)
 CLAIMABLE = ("idle_late", "idle_host", "idle_launch", "idle_wait", "idle_comm")
 
@@ -155,8 +165,10 @@ class GpuIdleGaps(Rule):
     mostly in gaps under 1 ms between ops is the host dispatching the next op: a CUDA graph replay
     (torch.compile mode="reduce-overhead") removes it; where the kernels are replayed from graphs
     already, the fix brings the host work between the replays into them; where the steps sync the
-    host two or more times each, the graph fix says to remove those syncs first (a graph cannot
-    capture a sync). Host work at the steps'
+    host part-way through each step, the graph fix says to remove those syncs first (a graph cannot
+    capture a sync). Where the host sat mostly inside matrix or convolution ops that launched no
+    kernel (they ran on the CPU: a layer or tensor left there), the first fix is to run them on the
+    GPU, priced at the whole idle of those gaps. Host work at the steps'
     edges is overlapped with the previous step instead. Where the host sat mostly inside
     convolutions that synchronise to time candidate algorithms for two or more input shapes (metric
     `conv_autotune`: cudnn.benchmark re-tuning for every new shape), the first fix is fixed input
@@ -281,6 +293,9 @@ class GpuIdleGaps(Rule):
         if d.tuned:
             evidence += [Evidence("conv_autotune_calls", int(d.tuned["calls"]), "count"),
                          Evidence("conv_autotune_shapes", int(d.tuned["shapes"]), "count")]
+        on_host = _host_compute(d, idle)
+        if on_host:
+            evidence.append(Evidence("idle_in_host_compute", on_host, "ns"))
         split = ", ".join(f"{c} {pct(v, idle, 0.0)}%" for c, v in causes.items())
         host_short = sum(int(r["short_ns"]) for r in d.rows if r["cause"] == "host" and r["rule"] == PRICED_BY)
         return self.finding(
@@ -288,10 +303,11 @@ class GpuIdleGaps(Rule):
             f"by host activity: {split}{_names_said(d, idle)}{_not_priced_said(causes, idle, filtered)}",
             window=Window(device_id=d.dev, start_ns=int(d.span["start_ns"]), end_ns=int(d.span["end_ns"])),
             evidence=evidence,
-            est_gain_ns=residual,
+            # computation the host ran itself leaves the GPU's gaps whole: on the GPU it takes them all, syncs or not
+            est_gain_ns=max(residual, on_host),
             gain_basis=GAIN_BASIS,
             fixes=_fixes(_dispatch(causes, host_short, graphed), filtered,
-                         _mostly_at_edges(edge - taken, residual), _retuned(d, idle), d.synced),
+                         _mostly_at_edges(edge - taken, residual), _retuned(d, idle), d.synced, bool(on_host)),
             location=f"device={d.dev}",
         )
 
@@ -368,8 +384,18 @@ def _retuned(d: _Device, idle: int) -> bool:
     return 2 * sum(int(r["idle_ns"]) for r in d.named("op", idle) if r["name"] in names) >= idle
 
 
+def _host_compute(d: _Device, idle: int) -> int:
+    """The idle in gaps the host spent inside matrix or convolution framework ops that launched no kernel (metric
+    idle_code: they ran on the CPU), where that is at least half of the idle, else 0 (convolutions that synchronise
+    to re-tune are told apart first, metric conv_autotune)."""
+    if d.tuned:
+        return 0
+    ns = sum(int(r["no_kernel_ns"]) for r in d.named("op", idle) if HOST_COMPUTE.search(str(r["name"])))
+    return ns if 2 * ns >= idle else 0
+
+
 def _fixes(causes: dict[str, int], filtered: bool, at_edges: bool = False, retuned: bool = False,
-           synced: bool = False) -> tuple[Fix, ...]:
+           synced: bool = False, host_compute: bool = False) -> tuple[Fix, ...]:
     """The fixes of the largest causes; overlapping the host's work with the GPU's first where most of the priced
     idle is at the steps' edges; stopping cuDNN's re-tuning first where tuned convolutions hold most of it; the
     graph fix reads 'remove the syncs inside the step' first where the steps wait on the GPU part-way (`synced`)."""
@@ -383,6 +409,8 @@ def _fixes(causes: dict[str, int], filtered: bool, at_edges: bool = False, retun
         fixes = (FIXES["edge"], *fixes[:2])
     if retuned:
         fixes = (FIXES["autotune"], *fixes[:2])
+    if host_compute:
+        fixes = (FIXES["host_compute"], *fixes[:2])
     if not fixes and filtered:
         return (Fix("capture again without event sampling (capture advice, not a fix)", CAPTURE_FILTERED, "safe"),)
     if not fixes and "unknown" in causes:

@@ -31,9 +31,12 @@ class UnfusedElementwiseChain(Rule):
     """Chains of back-to-back elementwise kernels each read and write the whole tensor: fuse them.
 
     ## What it detects
-    Runs of at least `min_chain` consecutive elementwise kernels on one stream (each starting at
-    most `max_gap_us` after the previous ended), when fusing them is estimated to save at least
-    `min_gain_pct` of the device span.
+    Runs of consecutive elementwise kernels of at least `min_chain` framework op calls on one
+    stream (each starting at most `max_gap_us` after the previous ended), when fusing them is
+    estimated to save at least `min_gain_pct` of the device span. Consecutive kernels of one op call
+    count once (a fused optimizer step launches one multi_tensor_apply kernel per chunk of its
+    tensor list: other tensors each, nothing left to fuse), and Inductor's Triton kernels
+    (`triton_*`) are no chain members (torch.compile fused what it could into them).
 
     ## Why it costs time
     Every elementwise kernel streams its inputs from DRAM and writes its output back; a chain of

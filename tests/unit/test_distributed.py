@@ -93,7 +93,8 @@ def _same_analysis(res: mapreduce.RankResult, want: dict[str, Any]) -> dict[str,
     assert sorted(got) == sorted(want)
     for key in want:
         assert got[key] == want[key], key
-    assert want["findings"] and want["verdict"]["devices"]  # something to compare: findings and device verdicts
+    # something to compare: device verdicts, and findings unless no rule fired (CO002's balanced arm: nothing to fix)
+    assert want["verdict"]["devices"] and (want["findings"] or all(r["outcome"] != "fired" for r in want["rules"]))
     assert want["input"]["sha256"] and want["rules"]
     return got
 
