@@ -16,27 +16,12 @@ import refwl  # noqa: E402
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+from host_dispatch_probe import Block  # noqa: E402  (pre-norm GPT block: causal SDPA attention, GELU MLP)
 
 NAME = "CP005_misaligned_gemm_dims/optimized"
 VOCAB = 50257  # GPT-2's tokenizer
 PADDED = 50304  # the next multiple of 64
 TABLE = PADDED  # the fix: rows padded to a multiple of 64
-
-
-class Block(nn.Module):
-    def __init__(self, d: int, h: int) -> None:
-        super().__init__()
-        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-        self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
-        self.h = h
-
-    def forward(self, x):
-        b, t, d = x.shape
-        q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, self.h, d // self.h).permute(2, 0, 3, 1, 4)
-        a = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, t, d)
-        x = x + self.proj(a)
-        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
 
 
 def build(args):
