@@ -49,7 +49,8 @@ class PerParameterOptimizer(Rule):
 
     ## False positives
     Optimizers without a foreach/fused implementation (Shampoo, custom ones) show the same
-    signature; the fix is then torch.compile of the step or a hand-fused kernel. A GPU still
+    signature; the fix then says to compile the step (or a hand-fused kernel), and for SparseAdam
+    (sparse embedding gradients) a fused embedding optimizer (FBGEMM table-batched embeddings). A GPU still
     busy with backward while the host runs the step hides the host time: the saving counts only
     the GPU's idle inside the step. Sparse parameters (embedding bags) fall back to per-parameter
     updates even with foreach.
@@ -121,14 +122,39 @@ class PerParameterOptimizer(Rule):
             gain_basis="GPU idle inside the optimizer steps (from the host entering each step to the later of its "
             "return and its last kernel): the launch gaps a multi-tensor step removes; the kernels' own time is "
             "kept as the floor of the fused kernels, which move the same bytes",
-            fixes=(
-                Fix(
-                    "use the foreach or fused optimizer",
-                    f"torch.optim.{opt}(..., foreach=True), or fused=True where the optimizer has it "
-                    "(Adam/AdamW/SGD/Adagrad): one multi_tensor_apply kernel per op instead of one per parameter; "
-                    "cheaper and safer than capturing the step in a CUDA graph",
-                    "safe",
-                ),
-            ),
+            fixes=(_fix(opt),),
             location=f"device={dev}|optimizer={opt}",
         )
+
+
+# torch.optim optimizers with a foreach (multi-tensor) implementation; the others update parameter by parameter
+FOREACH = frozenset({"SGD", "Adam", "AdamW", "Adagrad", "Adadelta", "Adamax", "ASGD", "NAdam", "RAdam", "RMSprop",
+                     "Rprop"})
+
+
+def _fix(opt: str) -> Fix:
+    """The foreach/fused switch where the optimizer has one; for SparseAdam (sparse embedding gradients) a fused
+    embedding optimizer; for any other optimizer, compiling the step."""
+    if opt in FOREACH:
+        return Fix(
+            "use the foreach or fused optimizer",
+            f"torch.optim.{opt}(..., foreach=True), or fused=True where the optimizer has it "
+            "(Adam/AdamW/SGD/Adagrad): one multi_tensor_apply kernel per op instead of one per parameter; "
+            "cheaper and safer than capturing the step in a CUDA graph",
+            "safe",
+        )
+    if opt == "SparseAdam":
+        return Fix(
+            "update the embedding tables with a fused sparse optimizer",
+            "SparseAdam has no foreach or fused form: it updates each table's looked-up rows in kernels of its own; "
+            "FBGEMM's table-batched embeddings (torchrec) fuse the lookup, its backward and a row-wise optimizer for "
+            "all tables into a few kernels, or keep the tables in one EmbeddingBag so one update covers them",
+            "redesign",
+        )
+    return Fix(
+        "compile the optimizer step",
+        f"{opt} has no foreach or fused form in torch.optim: torch.compile the optimizer step (it fuses the "
+        "per-parameter updates into a few kernels), or a multi-tensor implementation of the update",
+        "safe",
+    )
+

@@ -376,3 +376,16 @@ def test_a_compiled_gemm_bound_training_step_has_nothing_to_fix() -> None:
     assert len(triton) > 100 and len(adam) == 100
     doc = realkit.analyze(_probe("compiled_bf16_gpt_train")).doc
     assert doc["verdict"]["class"] == "compute" and doc["findings"] == []
+
+
+def test_sparse_adam_is_not_told_to_use_foreach() -> None:
+    """SparseAdam over 8 sparse EmbeddingBag tables launches its kernels table by table (the JSON's
+    Optimizer.step#SparseAdam.step ranges, one per step): torch.optim has no foreach or fused SparseAdam, so LA013's
+    fix is a fused embedding optimizer, not the foreach switch it gives Adam or SGD."""
+    events = _events("sparse_embedding_adam")
+    steps = [e for e in events if e.get("cat") == "user_annotation" and e["name"] == "Optimizer.step#SparseAdam.step"]
+    assert len(steps) == 3
+    doc = realkit.analyze(_probe("sparse_embedding_adam")).doc
+    f = next(x for x in doc["findings"] if x["code"] == "LA013")
+    assert "SparseAdam" in f["message"]
+    assert f["fixes"][0]["title"] == "update the embedding tables with a fused sparse optimizer"
