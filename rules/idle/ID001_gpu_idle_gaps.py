@@ -94,7 +94,9 @@ GAIN_BASIS = (
     "LA002/IO004, allocation: LA004, unified-memory faults: ME007, host-only time after syncs: LA002, between "
     "torch.compile graphs: LA012) is left to it, and one-time start-up, compilation and idle with no recorded host "
     "cause are priced by no rule; idle before a step's first GPU operation or after its last counts up to the GPU's "
-    "busy time in the steps (overlapping that host work hides it behind GPU work, no more); an upper bound reached "
+    "busy time in the steps (overlapping that host work hides it behind GPU work, no more); where the host ran "
+    "matrix or convolution ops itself (no kernel) for half the idle or more, the whole idle of those gaps and the "
+    "copies that bracket them (metric idle_code), which running the ops on the GPU removes; an upper bound reached "
     "only if the host kept the GPU fed"
 )
 # Not a fix: what to capture so the unrecorded gaps can be attributed (evidence, never priced).
@@ -293,9 +295,10 @@ class GpuIdleGaps(Rule):
         if d.tuned:
             evidence += [Evidence("conv_autotune_calls", int(d.tuned["calls"]), "count"),
                          Evidence("conv_autotune_shapes", int(d.tuned["shapes"]), "count")]
-        on_host = _host_compute(d, idle)
+        on_host, copies = _host_compute(d, idle)
         if on_host:
-            evidence.append(Evidence("idle_in_host_compute", on_host, "ns"))
+            evidence += [Evidence("idle_in_host_compute", on_host, "ns"),
+                         Evidence("copies_around_host_compute", copies, "ns")]
         split = ", ".join(f"{c} {pct(v, idle, 0.0)}%" for c, v in causes.items())
         host_short = sum(int(r["short_ns"]) for r in d.rows if r["cause"] == "host" and r["rule"] == PRICED_BY)
         return self.finding(
@@ -303,8 +306,9 @@ class GpuIdleGaps(Rule):
             f"by host activity: {split}{_names_said(d, idle)}{_not_priced_said(causes, idle, filtered)}",
             window=Window(device_id=d.dev, start_ns=int(d.span["start_ns"]), end_ns=int(d.span["end_ns"])),
             evidence=evidence,
-            # computation the host ran itself leaves the GPU's gaps whole: on the GPU it takes them all, syncs or not
-            est_gain_ns=max(residual, on_host),
+            # computation the host ran itself leaves the GPU's gaps whole: on the GPU it takes them all, syncs or not,
+            # and the copies to and from the host that fed it
+            est_gain_ns=max(residual, on_host + copies),
             gain_basis=GAIN_BASIS,
             fixes=_fixes(_dispatch(causes, host_short, graphed), filtered,
                          _mostly_at_edges(edge - taken, residual), _retuned(d, idle), d.synced, bool(on_host)),
@@ -384,14 +388,13 @@ def _retuned(d: _Device, idle: int) -> bool:
     return 2 * sum(int(r["idle_ns"]) for r in d.named("op", idle) if r["name"] in names) >= idle
 
 
-def _host_compute(d: _Device, idle: int) -> int:
+def _host_compute(d: _Device, idle: int) -> tuple[int, int]:
     """The idle in gaps the host spent inside matrix or convolution framework ops that launched no kernel (metric
-    idle_code: they ran on the CPU), where that is at least half of the idle, else 0 (convolutions that synchronise
-    to re-tune are told apart first, metric conv_autotune)."""
-    if d.tuned:
-        return 0
-    ns = sum(int(r["no_kernel_ns"]) for r in d.named("op", idle) if HOST_COMPUTE.search(str(r["name"])))
-    return ns if 2 * ns >= idle else 0
+    idle_code: they ran on the CPU) and the copies bracketing those gaps, where that idle is at least half of the
+    idle, else zeros (convolutions that synchronise to re-tune are told apart first, metric conv_autotune)."""
+    rows = [r for r in d.named("op", idle) if HOST_COMPUTE.search(str(r["name"]))] if not d.tuned else []
+    ns = sum(int(r["no_kernel_ns"]) for r in rows)
+    return (ns, sum(int(r["no_kernel_copy_ns"]) for r in rows)) if 2 * ns >= idle else (0, 0)
 
 
 def _fixes(causes: dict[str, int], filtered: bool, at_edges: bool = False, retuned: bool = False,

@@ -352,7 +352,8 @@ def test_a_moe_loop_that_syncs_per_expert_is_not_offered_a_plain_cuda_graph() ->
 def test_a_layer_left_on_the_cpu_is_named_as_host_computation() -> None:
     """A GPU MLP whose output layer stayed on the CPU: the JSON shows aten::addmm calls of about 16 ms that launched
     no kernel (their External ids link to none), one per step, while the GPU idles. ID001 names the op and says to
-    run it on the GPU, priced at the idle those gaps hold (syncs or not: the CPU needs the data either way)."""
+    run it on the GPU, first, priced at the idle those gaps hold (syncs or not: the CPU needs the data either way)
+    and the copies that bracket them (the activations to the host, the result back: all the trace's copies)."""
     events = _events("cpu_layer_left_behind")
     launched = {e["args"].get("External id") for e in events if e.get("cat") == "kernel"}
     on_host = [e for e in events if e.get("cat") == "cpu_op" and e["name"] == "aten::addmm"
@@ -361,9 +362,12 @@ def test_a_layer_left_on_the_cpu_is_named_as_host_computation() -> None:
     doc = realkit.analyze(_probe("cpu_layer_left_behind")).doc
     f = next(x for x in doc["findings"] if x["code"] == "ID001")
     ev = {e["name"]: e["value"] for e in f["evidence"]}
-    assert f["fixes"][0]["title"] == "run the host-side computation on the GPU"
-    assert ev["idle_in_op:aten::addmm"] > 90.0 and f["est_gain_ns"] == ev["idle_in_host_compute"]
-    assert sum(e["dur"] for e in on_host) * 1000 * 0.9 < f["est_gain_ns"] <= ev["idle_time"]
+    assert doc["findings"][0] is f and f["fixes"][0]["title"] == "run the host-side computation on the GPU"
+    assert ev["idle_in_op:aten::addmm"] > 90.0
+    assert f["est_gain_ns"] == ev["idle_in_host_compute"] + ev["copies_around_host_compute"]
+    assert sum(e["dur"] for e in on_host) * 1000 * 0.9 < ev["idle_in_host_compute"] <= ev["idle_time"]
+    copies = [e for e in events if e.get("cat") == "gpu_memcpy" and e["args"]["bytes"] > 1 << 20]  # not .item()'s
+    assert len(copies) == 6 and abs(ev["copies_around_host_compute"] - sum(e["dur"] for e in copies) * 1000) < 1000
 
 
 def test_a_compiled_gemm_bound_training_step_has_nothing_to_fix() -> None:
