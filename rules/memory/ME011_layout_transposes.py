@@ -80,24 +80,26 @@ class LayoutTransposes(Rule):
     def check(self, ctx: Context) -> Outcome:
         spans = {int(r["device_id"]): r for r in ctx.metric("device_spans")}
         rows = ctx.metric("layout_transposes")
-        fired = [self._finding(r, spans[int(r["device_id"])]) for r in rows if int(r["device_id"]) in spans
+        conv = {int(r["device_id"]): int(r["kernel_ns"]) for r in ctx.metric("family_time") if r["family"] == "conv"}
+        fired = [self._finding(r, spans[int(r["device_id"])], conv.get(int(r["device_id"]), 0)) for r in rows
+                 if int(r["device_id"]) in spans
                  and pct(r["kernel_ns"], spans[int(r["device_id"])]["span_ns"], 0.0) >= float(ctx.opt("min_gain_pct"))]
         if fired:
             return Fired(tuple(fired))
         return self.clean(ctx.options, layout_transpose_time=sum(int(r["kernel_ns"]) for r in rows))
 
-    def _finding(self, r: dict[str, Any], span: dict[str, Any]) -> Finding:
+    def _finding(self, r: dict[str, Any], span: dict[str, Any], conv_ns: int) -> Finding:
         dev, t = int(r["device_id"]), int(r["kernel_ns"])
         return self.finding(
             f"device {dev}: {r['n_kernels']} NCHW <-> NHWC layout conversions took {ms(t)} "
-            f"({pct(t, span['span_ns'], 0.0)}% of the span; the convolutions they surround {ms(int(r['conv_ns']))}): "
+            f"({pct(t, span['span_ns'], 0.0)}% of the span; the convolutions they surround {ms(conv_ns)}): "
             f"{str(r['top_name'])[:80]}",
             window=Window(device_id=dev, start_ns=int(span["start_ns"]), end_ns=int(span["end_ns"])),
             evidence=[
                 Evidence("layout_transposes", int(r["n_kernels"]), "count"),
                 Evidence("layout_transpose_time", t, "ns"),
                 Evidence("layout_transpose_share", pct(t, span["span_ns"], 0.0), "%", device_span_of(dev)),
-                Evidence("convolution_time", int(r["conv_ns"]), "ns"),
+                Evidence("convolution_time", conv_ns, "ns"),
             ],
             est_gain_ns=t,
             gain_basis="the layout conversion kernels' time (metric layout_transposes): in channels_last the "

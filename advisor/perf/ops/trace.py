@@ -56,6 +56,8 @@ class OpGroup:
     cost: Cost | None  # per call; None when unmodelled
     roof: RooflineTime | None
     shapes_recorded: bool = True  # False: the trace has no Input Dims for these calls (record_shapes off)
+    key: tuple[Any, ...] = ()  # args_key of its op_kernels row: what op_kernel_list rows find it by
+    peak: float | None = None  # the device's compute peak for the roof's precision (FLOP/s); None without one
 
     @property
     def flop(self) -> float:
@@ -76,7 +78,15 @@ class OpGroup:
 
 
 def op_groups(run: Run) -> list[OpGroup]:
-    """Every (device, op, arguments) group that launched kernels, priced where a model applies."""
+    """Every (device, op, arguments) group that launched kernels, priced where a model applies: once per run (the
+    run's metric session keeps them for the ops section, the roofline verdict, MFU and the rules; do not modify)."""
+    groups: list[OpGroup] = metrics.session(run).once("op_groups", lambda: [
+        _group(r, roofs) for r, roofs in _rows_with_roofs(run)])
+    return groups
+
+
+def _rows_with_roofs(run: Run) -> list[tuple[dict[str, Any], RoofSet]]:
+    """The op_kernels rows, each with its device's roofs."""
     devices = {d["device_id"]: d for d in metrics.query(run, "device_list")}
     roofs: dict[Any, RoofSet] = {}
     out = []
@@ -84,7 +94,7 @@ def op_groups(run: Run) -> list[OpGroup]:
         dev = r["device_id"]
         if dev not in roofs:
             roofs[dev] = roofs_for(devices.get(dev))
-        out.append(_group(r, roofs[dev]))
+        out.append((r, roofs[dev]))
     return out
 
 
@@ -116,22 +126,9 @@ class GroupRoof:
 def group_roofs(run: Run) -> dict[tuple[Any, ...], GroupRoof]:
     """Per op_kernels group with recorded shapes and a model (args_key): FLOPs, the roofline bound and the peak
     of the op's precision. Groups without a model are left out (never guessed)."""
-    devices = {d["device_id"]: d for d in metrics.query(run, "device_list")}
-    roofs: dict[Any, RoofSet] = {}
-    out: dict[tuple[Any, ...], GroupRoof] = {}
-    for r in metrics.query(run, "op_kernels"):
-        if r["input_shapes"] is None:
-            continue
-        dev = r["device_id"]
-        if dev not in roofs:
-            roofs[dev] = roofs_for(devices.get(dev))
-        g = _group(r, roofs[dev])
-        if g.cost is None or g.roof is None:
-            continue
-        comp = roofs[dev].compute.get(g.roof.precision)
-        out[args_key(r)] = GroupRoof(g.roof.bound, g.flop, g.compute_ns / 1e9 if g.compute_ns is not None else None,
-                                     g.kernel_ns, g.kernels, g.roof.precision, comp.peak if comp else None)
-    return out
+    return {g.key: GroupRoof(g.roof.bound, g.flop, g.compute_ns / 1e9 if g.compute_ns is not None else None,
+                             g.kernel_ns, g.kernels, g.roof.precision, g.peak)
+            for g in op_groups(run) if g.shapes_recorded and g.cost is not None and g.roof is not None}
 
 
 def _group(r: dict[str, Any], roofs: RoofSet) -> OpGroup:
@@ -145,5 +142,7 @@ def _group(r: dict[str, Any], roofs: RoofSet) -> OpGroup:
         except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError):
             cost = None  # arguments of an unexpected form: unmodelled, never guessed
     roof = cost.on(roofs, tf32=bool(r["tf32_kernels"])) if cost is not None else None
+    comp = roofs.compute.get(roof.precision) if roof is not None else None
     return OpGroup(r["device_id"], r["name"], model.family if model else None, int(r["calls"]), int(r["kernels"]),
-                   int(r["kernel_ns"]), int(r["gpu_ns"]), cost, roof, r["input_shapes"] is not None)
+                   int(r["kernel_ns"]), int(r["gpu_ns"]), cost, roof, r["input_shapes"] is not None, args_key(r),
+                   comp.peak if comp else None)
