@@ -1,5 +1,5 @@
 -- metric: comm_waits
--- doc: Per communication kernel matched across ranks (metric collective_instances, two or more ranks of its group in the run): its measured wait for peers (its duration beyond the instance's transfer time, the last arrival's kernel; expected_ns is that transfer time), counted as with the estimate below only where clear: the kernel ran more than twice the transfer time and waited 50 us or more, and only the share of the rank's wait beyond what its own late arrivals make each other rank wait: ranks that wait for each other in turn (mutual skew, jitter) pay a synchronization cost of communication, while the excess is waiting for a consistent straggler (metric rank_comm keeps every matched wait). Where ranks cannot be matched (one rank in the run), per communication kernel whose message size the trace records: the bytes it moves (the record_param_comms op enclosing its launch: first input's element count x element size, or the collectives table's bytes), the time that size needs on a slow fabric (expected_ns: 50 us of latency plus the bytes at 1 GB/s) and the part of the kernel beyond it (wait_ns, when the kernel ran more than twice that long). A collective kernel starts when its rank arrives and ends when the last rank has arrived and the data moved, so time far beyond what the bytes need is waiting for peers (rank skew), not transfer: no overlap or bandwidth fix recovers it. The bounds are deliberately loose (1 GB/s is below any GPU interconnect, 50 us above a small collective's latency) so only clear waits count.
+-- doc: Per communication kernel matched across ranks (metric collective_instances, two or more ranks of its group in the run): its measured wait for peers (its duration beyond the instance's transfer time, the last arrival's kernel; expected_ns is that transfer time), counted as with the estimate below only where clear: the kernel ran more than twice the transfer time and waited 50 us or more, and only the share of the rank's wait beyond what its own late arrivals make each other rank wait: ranks that wait for each other in turn (mutual skew, jitter) pay a synchronization cost of communication, while the excess is waiting for a consistent straggler (metric rank_comm keeps every matched wait). A communication kernel of such a rank that is neither matched nor sized (issued before or after the window the other ranks captured, no op recorded around its launch) takes the longest transfer of the rank's matched collectives as its expected time, with the same bounds and share. Where ranks cannot be matched (one rank in the run), per communication kernel whose message size the trace records: the bytes it moves (the record_param_comms op enclosing its launch: first input's element count x element size, or the collectives table's bytes), the time that size needs on a slow fabric (expected_ns: 50 us of latency plus the bytes at 1 GB/s) and the part of the kernel beyond it (wait_ns, when the kernel ran more than twice that long). A collective kernel starts when its rank arrives and ends when the last rank has arrived and the data moved, so time far beyond what the bytes need is waiting for peers (rank skew), not transfer: no overlap or bandwidth fix recovers it. The bounds are deliberately loose (1 GB/s is below any GPU interconnect, 50 us above a small collective's latency) so only clear waits count.
 -- materialize: true
 -- uses: kernel_names, collective_instances
 WITH comm AS (
@@ -53,9 +53,26 @@ matched AS (  -- the cross-rank match supersedes the estimate from bytes; as the
         CASE WHEN i.dur_ns > 2 * i.transfer_ns AND i.wait_ns >= 50000
             THEN (i.wait_ns * coalesce(n.share, 0))::BIGINT ELSE 0 END AS wait_ns
     FROM m_collective_instances i LEFT JOIN net n USING (rank) WHERE i.device_id IS NOT NULL
+),
+ref AS (  -- per device with matched collectives: its rank and the longest transfer any of them needed
+    SELECT device_id, any_value(rank) AS rank, max(transfer_ns) AS transfer_ns
+    FROM m_collective_instances WHERE device_id IS NOT NULL GROUP BY device_id
+),
+unsized AS (  -- its communication kernels neither matched nor sized: issued before (or after) the window the
+              -- other ranks captured, with no op recorded around their launch; the longest matched transfer
+              -- bounds what they move, as there only clear waits count, scaled by the rank's straggler share
+    SELECT c.device_id, c.start_ns, c.end_ns, NULL::BIGINT AS bytes, r.transfer_ns AS expected_ns,
+        CASE WHEN c.end_ns - c.start_ns > 2 * r.transfer_ns AND c.end_ns - c.start_ns - r.transfer_ns >= 50000
+            THEN ((c.end_ns - c.start_ns - r.transfer_ns) * coalesce(n.share, 0))::BIGINT ELSE 0 END AS wait_ns
+    FROM (SELECT DISTINCT device_id, start_ns, end_ns FROM m_kernel_names WHERE family = 'comm') c
+    JOIN ref r USING (device_id) LEFT JOIN net n ON n.rank = r.rank
+    ANTI JOIN matched m ON m.device_id = c.device_id AND m.start_ns = c.start_ns AND m.end_ns = c.end_ns
+    ANTI JOIN est e ON e.device_id = c.device_id AND e.start_ns = c.start_ns AND e.end_ns = c.end_ns
 )
 SELECT device_id, start_ns, end_ns, end_ns - start_ns AS dur_ns, bytes, expected_ns,
     CASE WHEN end_ns - start_ns > 2 * expected_ns THEN end_ns - start_ns - expected_ns ELSE 0 END AS wait_ns
 FROM est ANTI JOIN matched USING (device_id, start_ns, end_ns)
 UNION ALL
 SELECT device_id, start_ns, end_ns, end_ns - start_ns AS dur_ns, bytes, expected_ns, wait_ns FROM matched
+UNION ALL
+SELECT device_id, start_ns, end_ns, end_ns - start_ns AS dur_ns, bytes, expected_ns, wait_ns FROM unsized

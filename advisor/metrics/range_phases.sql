@@ -1,5 +1,5 @@
 -- metric: range_phases
--- doc: Host range names (NVTX, user annotations: ranges on no device) that say which phase the host was in: 'compile' (JIT compilation, autotuning, graph lowering; not Inductor's '## Call CompiledFxGraph' ranges, which run a compiled graph every step), 'startup' (init, set-up, warm-up), 'comm' (host-side communication: MPI, NCCL, Gloo, send/receive) or 'io' (loading, reading, checkpointing, moving data); one row per name that names one (c), each name classified once, however many ranges carry it. DataLoader ranges are input already (host_classes) and are not listed. idle_claims reads it to name the phase an idle gap falls in.
+-- doc: Host range names (NVTX, user annotations: ranges on no device) that say which phase the host was in: 'compile' (JIT compilation, autotuning, graph lowering; not Inductor's '## Call CompiledFxGraph' ranges, which run a compiled graph every step), 'startup' (init, set-up, warm-up), 'comm' (host-side communication: MPI, NCCL, Gloo, send/receive) or 'io' (loading, reading, checkpointing, moving data); one row per name that names one (c), each name classified once, however many ranges carry it. DataLoader ranges are input already (host_classes) and are not listed, nor are the data-parallel wrappers' hooks (FSDP, DDP: their shards and prefetches are parameters, not data). idle_claims reads it to name the phase an idle gap falls in.
 -- materialize: true
 -- keep: false
 -- A table of its own, not a CTE of idle_claims: there DuckDB estimated the few classified names at the size of the
@@ -11,6 +11,10 @@ SELECT * FROM (
             -- Inductor's '## Call CompiledFxGraph <hash> ##' runs a compiled graph every step (its dispatch is the
             -- host's per-call cost), it does not compile one
             WHEN starts_with(ln, '## call compiledfxgraph') THEN NULL
+            -- the data-parallel wrappers' own hooks ('FullyShardedDataParallel._pre_backward_prefetch', 'FSDP::
+            -- pre_forward', 'DistributedDataParallel.forward') are the wrapper's host work around the model: their
+            -- 'shard' and 'prefetch' are parameters, not input data
+            WHEN regexp_matches(ln, 'fullyshardeddataparallel|distributeddataparallel|(^|[^a-z])fsdp') THEN NULL
             WHEN regexp_matches(ln, 'compil|nvrtc|(^|[^a-z])jit|autotun|inductor|dynamo|codegen|ptxas|lowering')
                 THEN 'compile'
             WHEN regexp_matches(ln, 'comm_?init|init_?rank|(^|[^a-z])init|setup|set_up|warm_?up|start_?up|bootstrap')

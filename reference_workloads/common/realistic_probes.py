@@ -32,6 +32,8 @@ was tuned on. Each writes one Kineto trace with probe_trace.profile_steps (3 act
   (each function says what it does).
 - cpu_layer_left_behind, hf_style_generate, sparse_embedding_adam, pinned_blocking_copies, compiled_bf16_gpt_train:
   a seventh round (each function says what it does).
+- rl_env_rollout, beam_search_decode, diffusion_sample_loop, dense_adam_big_embedding: an eighth round (each
+  function says what it does); distributed_probes.py holds the same round's 2-GPU programs.
 """
 
 import argparse
@@ -932,6 +934,101 @@ def compiled_bf16_gpt_train() -> object:
     return _train(opt, lambda: _bf16_square_loss(net, x))
 
 
+def rl_env_rollout() -> object:
+    """A reinforcement-learning rollout: 64 steps of 16 environments simulated on the host in NumPy (about 0.3 ms a
+    step), each step's observations copied to the GPU, a 3 x 256 policy MLP sampling actions, the actions copied
+    back for the next simulation step."""
+    policy = nn.Sequential(nn.Linear(64, 256), nn.Tanh(), nn.Linear(256, 256), nn.Tanh(), nn.Linear(256, 8)).cuda()
+    rng = np.random.default_rng(0)
+    state = rng.standard_normal((16, 64)).astype(np.float32)
+    mix = rng.standard_normal((64, 64)).astype(np.float32) / 8
+
+    @torch.no_grad()
+    def step(_: int) -> None:
+        s = state
+        for _t in range(64):
+            logits = policy(torch.from_numpy(s).cuda())
+            act = torch.distributions.Categorical(logits=logits).sample().cpu().numpy()
+            for _k in range(20):  # the environment's physics
+                s = np.tanh(s @ mix + act[:, None] * 0.01).astype(np.float32)
+    return step
+
+
+def beam_search_decode() -> object:
+    """Beam search (4 beams) of 32 tokens after a 256-token prompt from 8 GPT-style layers (d 1024, bf16): each token
+    scores beams x vocabulary, keeps the top 4, reorders every layer's KV cache by the surviving beams
+    (index_select, as Hugging Face's _reorder_cache does) and checks for EOS with .item()."""
+    d, h, n, vocab, beams = 1024, 16, 8, 32000, 4
+    ws = [(nn.Linear(d, 3 * d), nn.Linear(d, d), nn.Linear(d, 4 * d), nn.Linear(4 * d, d)) for _ in range(n)]
+    mods = nn.ModuleList(nn.ModuleList(w) for w in ws).cuda().to(torch.bfloat16)
+    emb = nn.Embedding(vocab, d).cuda().to(torch.bfloat16)
+    prompt = torch.randint(0, vocab, (beams, 256), device="cuda")
+
+    def layer(x: torch.Tensor, i: int, cache: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+        qkv, proj, fc1, fc2 = mods[i]
+        b, t, _ = x.shape
+        q, k, v = qkv(F.layer_norm(x, (d,))).view(b, t, 3, h, d // h).permute(2, 0, 3, 1, 4)
+        if len(cache) > i:
+            k, v = torch.cat([cache[i][0], k], 2), torch.cat([cache[i][1], v], 2)
+            cache[i] = (k, v)
+        else:
+            cache.append((k, v))
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=t > 1).transpose(1, 2).reshape(b, t, d)
+        x = x + proj(a)
+        return x + fc2(F.gelu(fc1(F.layer_norm(x, (d,)))))
+
+    @torch.no_grad()
+    def step(_: int) -> None:
+        cache: list[tuple[torch.Tensor, torch.Tensor]] = []
+        ids, scores = prompt, torch.zeros(beams, device="cuda")
+        for _t in range(32):
+            x = emb(ids if not cache else ids[:, -1:])
+            for i in range(n):
+                x = layer(x, i, cache)
+            logp = F.log_softmax((x[:, -1] @ emb.weight.T).float(), -1) + scores[:, None]
+            scores, flat = logp.view(-1).topk(beams)
+            beam, tok = flat // vocab, flat % vocab
+            cache = [(k.index_select(0, beam), v.index_select(0, beam)) for k, v in cache]
+            ids = torch.cat([ids.index_select(0, beam), tok[:, None]], 1)
+            if (tok == 2).all().item():
+                break
+    return step
+
+
+def diffusion_sample_loop() -> object:
+    """A small UNet-style denoiser (fp16, batch 1, 64 x 64 latents, 128-256 channels) run for 30 sampling steps per
+    step, with the scheduler's coefficients computed in Python and turned into GPU tensors every sampling step."""
+    def conv_block(cin: int, cout: int) -> nn.Module:
+        return nn.Sequential(nn.GroupNorm(32, cin), nn.SiLU(), nn.Conv2d(cin, cout, 3, padding=1))
+    down = nn.Sequential(nn.Conv2d(4, 128, 3, padding=1), conv_block(128, 128), nn.Conv2d(128, 256, 3, 2, 1),
+                         conv_block(256, 256), conv_block(256, 256))
+    up = nn.Sequential(nn.Upsample(scale_factor=2), conv_block(256, 128), conv_block(128, 128), nn.Conv2d(128, 4, 3,
+                                                                                                          padding=1))
+    net = nn.Sequential(down, up).cuda().half().eval()
+    betas = np.linspace(1e-4, 0.02, 1000)
+    alphas = np.cumprod(1 - betas)
+
+    @torch.no_grad()
+    def step(_: int) -> None:
+        x = torch.randn(1, 4, 64, 64, device="cuda", dtype=torch.float16)
+        for t in np.linspace(999, 0, 30).astype(int):
+            a = torch.tensor(float(alphas[t]), device="cuda", dtype=torch.float16)
+            eps = net(x)
+            x = (x - (1 - a).sqrt() * eps) / a.sqrt()
+        x.float().mean().item()
+    return step
+
+
+def dense_adam_big_embedding() -> object:
+    """A 2M x 256 token embedding (dense gradients) feeding a 2-layer 1024-wide MLP, trained with fused AdamW on
+    batches of 8192 ids: each step's optimizer updates all 512M embedding weights for the 8192 rows looked up."""
+    emb = nn.Embedding(1 << 21, 256).cuda()
+    mlp = nn.Sequential(nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 1)).cuda()
+    opt = torch.optim.AdamW(list(emb.parameters()) + list(mlp.parameters()), lr=1e-3, fused=True)
+    ids = torch.randint(0, 1 << 21, (8192,), device="cuda")
+    return _train(opt, lambda: mlp(emb(ids)).float().pow(2).mean())
+
+
 PROBES = {f.__name__: f for f in (
     loader_transform, bf16_mlp_train, graph_replay_infer, many_params_adamw, compiled_train, flash_attention_train,
     amp_gradscaler_train, cpu_offload_optimizer, greedy_decode, channels_last_amp_cnn, embedding_recsys,
@@ -941,7 +1038,8 @@ PROBES = {f.__name__: f for f in (
     slow_collate_workers, tokenize_then_infer, large_vocab_loss, resnet_infer_bs1, moe_python_loop,
     math_attention_train, gpt2_vocab_50257, gpt2_vocab_50304, grad_checkpoint_train, gnn_message_passing, lstm_train,
     fp32_gpt_train, sdpa_attention_train, cpu_layer_left_behind, hf_style_generate, sparse_embedding_adam,
-    pinned_blocking_copies, compiled_bf16_gpt_train)}
+    pinned_blocking_copies, compiled_bf16_gpt_train, rl_env_rollout, beam_search_decode, diffusion_sample_loop,
+    dense_adam_big_embedding)}
 WITH_STACK = {"small_encoder_infer_stack"}
 
 

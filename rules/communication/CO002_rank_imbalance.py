@@ -18,7 +18,7 @@ from advisor.rules.base import (
     ms,
 )
 from advisor.rules.ranks import rank_table, straggler, verdict_distribution
-from advisor.vocab import pct
+from advisor.vocab import device_span_of, pct
 
 
 class RankImbalance(Rule):
@@ -40,13 +40,18 @@ class RankImbalance(Rule):
     Where the collectives can be matched across ranks (metric `collective_instances`: process
     group and ordinal), the finding names the rank that arrives last, how often, and what its late
     arrivals cost the others (metric `rank_comm`), with each rank's row (`ranks` in the JSON), its
-    clock offset (metric `rank_clocks`) and its own verdict. A straggler that is not the busiest
-    device (host- or input-bound) is named by its arrivals: it fires on its cost to the others.
+    clock offset (metric `rank_clocks`) and its own verdict. A straggler named by its arrivals fires
+    on its net cost to the others (their wait in the collectives it arrived last in, per other rank,
+    less its own wait in theirs: ranks that wait for each other in turn are skewed, not held back by
+    one) where that exceeds the busiest device's excess work. When it does no more GPU work than the
+    median device, its host holds it back, and the fix names that rank's host, not the work split.
 
     ## How to fix
     Balance the work: shard data and embedding tables evenly (by cost, not by count), check that
-    all ranks run the same kernels, pin ranks to their local NUMA node, and look at the slow rank
-    alone for a host-side cause.
+    all ranks run the same kernels. Where the late rank runs the same GPU work as the others, look
+    at its host: work only it does (logging, evaluation, metrics gathering, checkpoints on rank 0),
+    its input pipeline, its CPU/NUMA binding; CUDA graphs or torch.compile on every rank cut the
+    host's per-op cost and the skew with it.
 
     ```python
     # before: tables assigned round-robin by count
@@ -62,8 +67,8 @@ class RankImbalance(Rule):
     are imbalanced by design. Traces of one step capture noise; compare several steps.
 
     ## Options
-    `min_imbalance_pct` (busiest vs median work time); `min_late_pct` (a late rank's cost to each
-    other rank, % of the median device span, where the work is balanced).
+    `min_imbalance_pct` (busiest vs median work time; a late rank within it runs the same work);
+    `min_late_pct` (a late rank's net cost to each other rank, % of the median device span).
     """
 
     code = "CO002"
@@ -80,8 +85,8 @@ class RankImbalance(Rule):
         ),
         "min_late_pct": Option(
             20.0,
-            "the straggler's cost to each other rank (collectives matched across ranks) as % of the median device "
-            "span, to fire where no device does much more work",
+            "the straggler's net cost to each other rank (collectives matched across ranks: their wait for it less "
+            "its wait for them) as % of the median device span, to fire on its arrivals",
             "ours: above the mutual skew of balanced 2-rank DDP captures (12% in CO002's fixed run)",
         ),
     }
@@ -107,10 +112,12 @@ class RankImbalance(Rule):
         ]
         table = rank_table(ctx)
         late, span = _lateness(table), int(statistics.median(int(r["span_ns"]) for r in rows))
-        if pct(excess, med, 0.0) >= float(ctx.opt("min_imbalance_pct")):
+        busiest = pct(excess, med, 0.0) >= float(ctx.opt("min_imbalance_pct"))
+        own = _host_late(table, rows, med, float(ctx.opt("min_imbalance_pct")))
+        if own and pct(late, span, 0.0) >= float(ctx.opt("min_late_pct")) and (late > excess or not busiest):
+            return Fired((self._late(table, (late, span), evidence, own, med),))
+        if busiest:
             return Fired((self._busiest(top, len(rows), med, excess, evidence, table),))
-        if table and pct(late, span, 0.0) >= float(ctx.opt("min_late_pct")):
-            return Fired((self._late(table, late, span, evidence),))
         return Clean(f"busiest device works {pct(excess, med, 0.0)}% more than the median", tuple(evidence))
 
     def _busiest(
@@ -132,22 +139,35 @@ class RankImbalance(Rule):
             location="straggler",
         )
 
-    def _late(self, table: list[Any], late: int, span: int, evidence: list[Evidence]) -> Finding:
-        """No device does much more work, but one rank arrives late at the collectives (host- or input-bound):
-        the others wait for it; removing its lateness saves that wait on every other rank."""
-        s = straggler(table)
+    def _late(
+        self, table: list[Any], cost: tuple[int, int], evidence: list[Evidence], own: dict[str, Any], med: float
+    ) -> Finding:
+        """One rank arrives late at the collectives more than the others make it wait, with no more GPU work
+        than the median device: its host holds it back, and the others wait for it. `cost`: its net lateness
+        and the median device span; `own`: its device_balance row."""
+        (late, span), s = cost, straggler(table)
         cross, more = _cross_rank(table, -1)
+        work, idle, dev_span = int(own["work_ns"]), int(own["idle_ns"]), int(own["span_ns"])
         return self.finding(
             f"rank {s['rank']} (device {s['device_id']}) arrives late at the collectives: each other rank waits "
-            f"{ms(late)} for it ({pct(late, span, 0.0)}% of the median device span), though no device does much more "
-            f"GPU work{cross}",
+            f"{ms(late)} for it beyond what it waits for them ({pct(late, span, 0.0)}% of the median device span), "
+            f"though it does no more GPU work than the others ({ms(work)} against a median of {ms(int(med))}); its "
+            f"GPU idles {pct(idle, dev_span, 0.0)}% of its span waiting on its host{cross}",
             window=Window(device_id=int(s["device_id"])),
-            evidence=evidence + more + [Evidence("lateness", late, "ns")],
+            evidence=evidence
+            + more
+            + [
+                Evidence("lateness", late, "ns"),
+                Evidence("straggler_work_time", work, "ns"),
+                Evidence("straggler_idle_share", pct(idle, dev_span, 0.0), "%", device_span_of(s["device_id"])),
+            ],
             ranks=tuple(table),
             est_gain_ns=late,
-            gain_basis="the other ranks' wait in the collectives this rank arrived last in, per other rank "
-            "(collectives matched across ranks): what each rank would stop waiting if it arrived on time",
-            fixes=(_BALANCE,),
+            gain_basis="the other ranks' wait in the collectives this rank arrived last in, per other rank, less its "
+            "own wait in the collectives they arrived last in (collectives matched across ranks; ranks that wait for "
+            "each other in turn are skewed, not held back by one): what each rank would stop waiting if it arrived "
+            "on time",
+            fixes=(_host_fix(s),),
             location="straggler",
         )
 
@@ -160,10 +180,37 @@ _BALANCE = Fix(
 
 
 def _lateness(table: list[dict[str, Any]]) -> int:
-    """The straggler's cost to the others, per other rank (0 without matched collectives)."""
+    """The straggler's net cost to the others, per other rank: their wait in the collectives it arrived last in,
+    less its own wait in theirs (0 without matched collectives). Ranks that wait for each other in turn (jitter,
+    a host-bound run whose ranks drift) cancel out; a rank the others keep waiting for does not."""
     if len(table) < 2:
         return 0
-    return int(straggler(table)["cost_ns"]) // (len(table) - 1)
+    s = straggler(table)
+    return max(0, int(s["cost_ns"]) // (len(table) - 1) - int(s["wait_ns"]))
+
+
+def _host_late(
+    table: list[dict[str, Any]], rows: list[dict[str, Any]], med: float, even: float
+) -> dict[str, Any] | None:
+    """The straggler's device_balance row where it does no more GPU work than the median device (within `even`
+    %): its lateness is its host's, not its share of the work. None without matched collectives or otherwise."""
+    if len(table) < 2:
+        return None
+    dev = int(straggler(table)["device_id"])
+    own = next((r for r in rows if int(r["device_id"]) == dev), None)
+    return own if own is not None and pct(int(own["work_ns"]) - med, med, 0.0) < even else None
+
+
+def _host_fix(s: dict[str, Any]) -> Fix:
+    """The fix where the straggler does no more GPU work than the others: what holds its host back."""
+    return Fix(
+        f"find what holds rank {s['rank']}'s host back",
+        f"rank {s['rank']} runs the same GPU work as the others but reaches the collectives last (its own verdict: "
+        f"{s['verdict']}): look for host work only it does (logging, evaluation, gathering metrics, checkpoints on "
+        "rank 0), its input pipeline, its CPU/NUMA binding and other processes on its cores; cutting the per-op host "
+        "cost on every rank (CUDA graphs, torch.compile) removes the skew too",
+        "safe",
+    )
 
 
 def _cross_rank(table: list[dict[str, Any]], busiest: int) -> tuple[str, list[Evidence]]:
