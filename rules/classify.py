@@ -363,7 +363,9 @@ UNRECORDED = "idle_unknown"
 # host; reported as a share, never scored.
 QUEUED = "idle_queued"
 # Collective time spent waiting for late peers (metric comm_waits): the late rank's bottleneck, not this one's;
-# reported as a share, not scored.
+# reported as a share, not scored; where it outweighs every class and none holds JUDGE_PCT, the verdict says that
+# another rank sets the pace.
+PEER_WAIT = "comm_wait"
 # GPU-side classes: the share of a window the GPU did work in
 BUSY = ("compute", "memory", "kernel_other", "comm", "comm_wait", "xfer", "ncu_compute", "ncu_memory", "ncu_latency",
         "roof_compute", "roof_memory")
@@ -403,6 +405,9 @@ def decide(ns: Mapping[str, int], span_ns: int, of: str) -> Verdict:
     if other * 2 >= span_ns and other >= 2 * best_ns:
         return _unknown_kernels(ns, span_ns, of, shares, other)
     second, second_ns = ranked[1] if len(ranked) > 1 else ("unknown", 0)
+    wait = int(ns.get(PEER_WAIT, 0))
+    if pct(best_ns, span_ns, 0.0) < JUDGE_PCT and wait > max(best_ns, one_time, unrecorded):
+        return _peer_paced(wait, span_ns, of, shares)
     if pct(best_ns, span_ns, 0.0) < JUDGE_PCT and max(one_time, unrecorded) > best_ns:
         return _undecided(ns, span_ns, of, shares, one_time, unrecorded)
     busy = sum(int(ns.get(k, 0)) for k in BUSY)
@@ -414,9 +419,9 @@ def decide(ns: Mapping[str, int], span_ns: int, of: str) -> Verdict:
         cause = (
             f"two classes weigh about the same: {_cause(best, ns, span_ns, of)}; and {_cause(second, ns, span_ns, of)}"
         )
-        return Verdict("mixed", cause + _aside(one_time, unrecorded, span_ns), NAME_BASIS, "low", shares,
+        return Verdict("mixed", cause + _aside(one_time, unrecorded, span_ns, wait), NAME_BASIS, "low", shares,
                        (best, second))
-    return Verdict(best, _cause(best, ns, span_ns, of) + _aside(one_time, unrecorded, span_ns), NAME_BASIS,
+    return Verdict(best, _cause(best, ns, span_ns, of) + _aside(one_time, unrecorded, span_ns, wait), NAME_BASIS,
                    confidence, shares, (best,))
 
 
@@ -447,6 +452,17 @@ def _unknown_kernels(ns: Mapping[str, int], span_ns: int, of: str, shares: tuple
     return Verdict("memory", cause, NAME_BASIS, "low", shares, ("memory",))
 
 
+def _peer_paced(wait: int, span_ns: int, of: str, shares: tuple[Share, ...]) -> Verdict:
+    """The device mostly waits inside collectives for late peers and does little else: another rank sets the pace.
+    Communication, at low confidence, saying that the time is waiting, not transfer to overlap."""
+    cause = (
+        f"another rank sets the pace: {SHARE_TEXT[PEER_WAIT]} {pct(wait, span_ns, 0.0)}% of the {of}, and no class of "
+        f"its own work holds {JUDGE_PCT:g}%; the time is waiting for a late rank, not transfer to overlap: analyze "
+        "every rank's trace together (a directory of rank traces) to find which rank arrives late and why"
+    )
+    return Verdict("communication", cause, NAME_BASIS, "low", shares, ("communication",))
+
+
 def _undecided(
     ns: Mapping[str, int], span_ns: int, of: str, shares: tuple[Share, ...], one_time: int, unrecorded: int
 ) -> Verdict:
@@ -474,14 +490,18 @@ def _undecided(
     return Verdict("launch", cause, NAME_BASIS, "low", shares, ("launch",))
 
 
-def _aside(one_time: int, unrecorded: int, span_ns: int) -> str:
-    """What the scores left out, in words: one-time start-up/compile and idle with no recorded cause."""
+def _aside(one_time: int, unrecorded: int, span_ns: int, wait: int = 0) -> str:
+    """What the scores left out, in words: one-time start-up/compile, idle with no recorded cause and waiting for
+    late peers in collectives."""
     said = []
     if pct(one_time, span_ns, 0.0) >= 1:
         said.append(f"one-time start-up/compile {pct(one_time, span_ns, 0.0)}% left out")
     if pct(unrecorded, span_ns, 0.0) >= 1:
         said.append(f"GPU idle the host does not explain (work already queued, or its cause not captured) "
                     f"{pct(unrecorded, span_ns, 0.0)}% not scored")
+    if pct(wait, span_ns, 0.0) >= 1:
+        said.append(f"waiting for late peers in collectives {pct(wait, span_ns, 0.0)}% not scored (a late rank's "
+                    "bottleneck, not this one's)")
     return f" ({'; '.join(said)})" if said else ""
 
 

@@ -33,10 +33,34 @@ sized AS (
     WHERE len(o.dims) > 0
     GROUP BY ALL
 ),
-est AS (
-    SELECT device_id, start_ns, end_ns, bytes::BIGINT AS bytes,
-        (50000 + bytes::DOUBLE)::BIGINT AS expected_ns  -- 1 GB/s = 1 byte per ns
-    FROM sized WHERE bytes > 0
+kinds AS (  -- each communication kernel's collective kind, where the collectives table names it
+    SELECT device_id, start_ns, end_ns, min(kind) AS kind FROM collectives
+    WHERE source = 'kernel' AND device_id IS NOT NULL GROUP BY ALL
+),
+known AS (  -- communication kernels whose message size the collectives table records (Kineto's kernel args:
+           -- In msg nelems x dtype) or, else, the op around their launch (record_param_comms' first input)
+    SELECT device_id, start_ns, end_ns, kind, max(bytes) AS bytes FROM collectives
+    WHERE source = 'kernel' AND bytes > 0 AND device_id IS NOT NULL AND end_ns > start_ns GROUP BY ALL
+    UNION ALL
+    SELECT s.device_id, s.start_ns, s.end_ns, k.kind, s.bytes FROM sized s
+    LEFT JOIN kinds k USING (device_id, start_ns, end_ns)
+    ANTI JOIN (SELECT device_id, start_ns, end_ns FROM collectives WHERE source = 'kernel' AND bytes > 0) c
+        USING (device_id, start_ns, end_ns)
+    WHERE s.bytes > 0 AND s.end_ns > s.start_ns
+),
+rates AS (  -- per device, collective kind and power-of-two size class: the fastest rate any such kernel reached
+            -- (its bytes over its duration, which includes any wait: at most the link's rate for that size)
+    SELECT device_id, coalesce(kind, '') AS kind, floor(log2(bytes))::INTEGER AS size_class,
+        max(bytes::DOUBLE / (end_ns - start_ns)) AS rate
+    FROM known GROUP BY ALL
+),
+est AS (  -- the time its bytes need: 50 us of latency plus the bytes at the fastest rate a collective of its kind
+          -- up to twice its size reached on the device, and never more than at 1 GB/s (1 byte per ns)
+    SELECT k.device_id, k.start_ns, k.end_ns, k.bytes::BIGINT AS bytes,
+        (50000 + k.bytes::DOUBLE / greatest(1.0, max(r.rate)))::BIGINT AS expected_ns
+    FROM known k JOIN rates r ON r.device_id = k.device_id AND r.kind = coalesce(k.kind, '')
+        AND r.size_class <= floor(log2(k.bytes)) + 1
+    GROUP BY k.device_id, k.start_ns, k.end_ns, k.bytes
 ),
 per_rank AS (SELECT rank, sum(wait_ns) AS wait_ns, max(n_ranks) AS n_ranks FROM m_collective_instances GROUP BY rank),
 caused AS (  -- the others' wait in the instances each rank arrived last in
@@ -54,23 +78,36 @@ matched AS (  -- the cross-rank match supersedes the estimate from bytes; as the
             THEN (i.wait_ns * coalesce(n.share, 0))::BIGINT ELSE 0 END AS wait_ns
     FROM m_collective_instances i LEFT JOIN net n USING (rank) WHERE i.device_id IS NOT NULL
 ),
-ref AS (  -- per device with matched collectives: its rank and the longest transfer any of them needed
-    SELECT device_id, any_value(rank) AS rank, max(transfer_ns) AS transfer_ns
-    FROM m_collective_instances WHERE device_id IS NOT NULL GROUP BY device_id
+ref AS (  -- per device and collective kind: the longest transfer of its matched or sized collectives, and the
+          -- rank's straggler share (1 where no collective of the device was matched across ranks)
+    SELECT r.device_id, r.kind, max(r.expected_ns) AS transfer_ns, coalesce(max(n.share), CASE WHEN max(i.rank) IS NULL
+        THEN 1.0 ELSE 0.0 END) AS share
+    FROM (
+        SELECT DISTINCT i.device_id, i.kind, i.transfer_ns AS expected_ns FROM m_collective_instances i
+        WHERE i.device_id IS NOT NULL
+        UNION ALL
+        SELECT e.device_id, k.kind, e.expected_ns FROM est e JOIN known k USING (device_id, start_ns, end_ns)
+    ) r
+    LEFT JOIN (SELECT DISTINCT device_id, rank FROM m_collective_instances WHERE device_id IS NOT NULL) i
+        USING (device_id)
+    LEFT JOIN net n USING (rank)
+    WHERE r.kind IS NOT NULL
+    GROUP BY r.device_id, r.kind
 ),
-unsized AS (  -- its communication kernels neither matched nor sized: issued before (or after) the window the
-              -- other ranks captured, with no op recorded around their launch; the longest matched transfer
-              -- bounds what they move, as there only clear waits count, scaled by the rank's straggler share
+unsized AS (  -- its communication kernels neither matched nor sized (issued before or after the window the other
+              -- ranks captured, or with no op recorded around their launch) of a kind it has sized or matched: the
+              -- longest known transfer of that kind bounds what they move; as there, only clear waits count, scaled
+              -- by the rank's straggler share
     SELECT c.device_id, c.start_ns, c.end_ns, NULL::BIGINT AS bytes, r.transfer_ns AS expected_ns,
         CASE WHEN c.end_ns - c.start_ns > 2 * r.transfer_ns AND c.end_ns - c.start_ns - r.transfer_ns >= 50000
-            THEN ((c.end_ns - c.start_ns - r.transfer_ns) * coalesce(n.share, 0))::BIGINT ELSE 0 END AS wait_ns
-    FROM (SELECT DISTINCT device_id, start_ns, end_ns FROM m_kernel_names WHERE family = 'comm') c
-    JOIN ref r USING (device_id) LEFT JOIN net n ON n.rank = r.rank
+            THEN ((c.end_ns - c.start_ns - r.transfer_ns) * r.share)::BIGINT ELSE 0 END AS wait_ns
+    FROM kinds c JOIN ref r USING (device_id, kind)
     ANTI JOIN matched m ON m.device_id = c.device_id AND m.start_ns = c.start_ns AND m.end_ns = c.end_ns
     ANTI JOIN est e ON e.device_id = c.device_id AND e.start_ns = c.start_ns AND e.end_ns = c.end_ns
 )
 SELECT device_id, start_ns, end_ns, end_ns - start_ns AS dur_ns, bytes, expected_ns,
-    CASE WHEN end_ns - start_ns > 2 * expected_ns THEN end_ns - start_ns - expected_ns ELSE 0 END AS wait_ns
+    CASE WHEN end_ns - start_ns > 2 * expected_ns AND end_ns - start_ns - expected_ns >= 50000
+        THEN end_ns - start_ns - expected_ns ELSE 0 END AS wait_ns
 FROM est ANTI JOIN matched USING (device_id, start_ns, end_ns)
 UNION ALL
 SELECT device_id, start_ns, end_ns, end_ns - start_ns AS dur_ns, bytes, expected_ns, wait_ns FROM matched

@@ -34,6 +34,8 @@ was tuned on. Each writes one Kineto trace with probe_trace.profile_steps (3 act
   a seventh round (each function says what it does).
 - rl_env_rollout, beam_search_decode, diffusion_sample_loop, dense_adam_big_embedding: an eighth round (each
   function says what it does); distributed_probes.py holds the same round's 2-GPU programs.
+- autocast_fp32_weights_decode, fp64_model_train, clip_grad_per_param, contiguous_copies_attention,
+  eval_accuracy_item: a ninth round (each function says what it does).
 """
 
 import argparse
@@ -1029,6 +1031,105 @@ def dense_adam_big_embedding() -> object:
     return _train(opt, lambda: mlp(emb(ids)).float().pow(2).mean())
 
 
+def autocast_fp32_weights_decode() -> object:
+    """Batch-4 greedy decoding of 32 tokens (static KV cache of 512 positions) from 8 GPT-style layers (d 2048) whose
+    weights stay in FP32 while the forward runs under bf16 autocast, as when a training checkpoint is served as is:
+    every token casts every weight matrix to bf16 again before its GEMM."""
+    d, h, n, t_max = 2048, 16, 8, 512
+    mods = nn.ModuleList(nn.ModuleList((nn.Linear(d, 3 * d), nn.Linear(d, d), nn.Linear(d, 4 * d), nn.Linear(4 * d, d)))
+                         for _ in range(n)).cuda()
+    cache = [(torch.zeros(4, h, t_max, d // h, device="cuda", dtype=torch.bfloat16),
+              torch.zeros(4, h, t_max, d // h, device="cuda", dtype=torch.bfloat16)) for _ in range(n)]
+    x0 = torch.randn(4, 1, d, device="cuda")
+
+    @torch.no_grad()
+    def step(_: int) -> None:
+        x = x0
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            for pos in range(256, 288):
+                for (qkv, proj, fc1, fc2), (kc, vc) in zip(mods, cache, strict=True):
+                    q, k, v = qkv(F.layer_norm(x, (d,))).view(4, 1, 3, h, d // h).permute(2, 0, 3, 1, 4)
+                    kc[:, :, pos], vc[:, :, pos] = k[:, :, 0], v[:, :, 0]
+                    a = F.scaled_dot_product_attention(q, kc[:, :, :pos + 1], vc[:, :, :pos + 1])
+                    x = x + proj(a.transpose(1, 2).reshape(4, 1, d))
+                    x = x + fc2(F.gelu(fc1(F.layer_norm(x, (d,)))))
+        x.float().sum().item()
+    return step
+
+
+def fp64_model_train() -> object:
+    """A 4-layer 2048-wide MLP trained on 8192 rows built in NumPy (float64), the model converted with .double() to
+    match the inputs (the usual fix for 'expected scalar type Double'): every GEMM runs in FP64."""
+    net = _mlp(2048, 4).cuda().double()
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-4)
+    x = torch.from_numpy(np.random.default_rng(0).standard_normal((8192, 2048))).cuda()
+    return _train(opt, lambda: net(x).pow(2).mean())
+
+
+def clip_grad_per_param() -> object:
+    """A 24-layer 512-wide transformer-style stack trained in bf16 autocast with fused AdamW, its gradients clipped
+    every step by clip_grad_norm_(foreach=False): one norm kernel per parameter, then one scale kernel per
+    parameter."""
+    net = nn.Sequential(*(GptBlock(512, 8) for _ in range(24))).cuda()
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)
+    x = torch.randn(8, 256, 512, device="cuda")
+
+    def step(_: int) -> None:
+        opt.zero_grad(set_to_none=True)
+        _bf16_square_loss(net, x).backward()
+        torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0, foreach=False)
+        opt.step()
+    return step
+
+
+class _CopyAttnBlock(nn.Module):
+    """A GPT block written as older model code does: heads split and merged with transpose().contiguous() and the
+    attention computed by SDPA on the copies."""
+
+    def __init__(self, d: int, h: int) -> None:
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+        self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+        self.h = h
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        y = self.ln1(x)
+        q, k, v = (m(y).view(b, t, self.h, d // self.h).transpose(1, 2).contiguous() for m in (self.q, self.k, self.v))
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).contiguous().view(b, t, d)
+        x = x + self.o(a)
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
+def contiguous_copies_attention() -> object:
+    """6 _CopyAttnBlocks (d 1024, 16 heads) trained on 8 x 1024 tokens in bf16 autocast with fused AdamW."""
+    net = nn.Sequential(*(_CopyAttnBlock(1024, 16) for _ in range(6))).cuda()
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)
+    x = torch.randn(8, 1024, 1024, device="cuda")
+    return _train(opt, lambda: _bf16_square_loss(net, x))
+
+
+def eval_accuracy_item() -> object:
+    """An evaluation loop over 32 batches of 256 images (a ResNet-style bf16 channels_last conv net): each batch's
+    correct count read with .item() into a Python total."""
+    def block(c: int) -> nn.Module:
+        return nn.Sequential(nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c), nn.ReLU())
+    net = nn.Sequential(nn.Conv2d(3, 64, 7, 2, 3), block(64), block(64), nn.Conv2d(64, 128, 3, 2, 1), block(128),
+                        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(128, 1000))
+    net = net.cuda().eval().to(memory_format=torch.channels_last)
+    xs = [torch.randn(256, 3, 64, 64, device="cuda").to(memory_format=torch.channels_last) for _ in range(32)]
+    ys = [torch.randint(0, 1000, (256,), device="cuda") for _ in range(32)]
+
+    @torch.no_grad()
+    def step(_: int) -> None:
+        correct = 0
+        for x, y in zip(xs, ys, strict=True):
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                correct += (net(x).argmax(1) == y).sum().item()
+    return step
+
+
 PROBES = {f.__name__: f for f in (
     loader_transform, bf16_mlp_train, graph_replay_infer, many_params_adamw, compiled_train, flash_attention_train,
     amp_gradscaler_train, cpu_offload_optimizer, greedy_decode, channels_last_amp_cnn, embedding_recsys,
@@ -1039,7 +1140,8 @@ PROBES = {f.__name__: f for f in (
     math_attention_train, gpt2_vocab_50257, gpt2_vocab_50304, grad_checkpoint_train, gnn_message_passing, lstm_train,
     fp32_gpt_train, sdpa_attention_train, cpu_layer_left_behind, hf_style_generate, sparse_embedding_adam,
     pinned_blocking_copies, compiled_bf16_gpt_train, rl_env_rollout, beam_search_decode, diffusion_sample_loop,
-    dense_adam_big_embedding)}
+    dense_adam_big_embedding, autocast_fp32_weights_decode, fp64_model_train, clip_grad_per_param,
+    contiguous_copies_attention, eval_accuracy_item)}
 WITH_STACK = {"small_encoder_infer_stack"}
 
 

@@ -34,6 +34,9 @@ class RankImbalance(Rule):
     idle or spin inside NCCL kernels for the difference, every step.
 
     ## Trace signature
+    One rank's trace alone: the exposed time its collectives ran far longer than their bytes need
+    (metric `comm_waits`, the device timeline class `comm_wait`), at `min_late_pct` of its span or
+    more: another rank is late, and only the traces of all ranks can say which.
     Per device, durations only (ranks' clocks need not agree): work time (compute, memory and
     other kernels, copies) versus communication and idle time (metric `device_balance`). HTA's
     `get_potential_stragglers` and the TraceLens multi-rank report look at the same spread.
@@ -68,7 +71,8 @@ class RankImbalance(Rule):
 
     ## Options
     `min_imbalance_pct` (busiest vs median work time; a late rank within it runs the same work);
-    `min_late_pct` (a late rank's net cost to each other rank, % of the median device span).
+    `min_late_pct` (a late rank's net cost to each other rank, % of the median device span; for one
+    rank's trace, its wait for peers, % of its span).
     """
 
     code = "CO002"
@@ -92,12 +96,16 @@ class RankImbalance(Rule):
     }
 
     def applies(self, ctx: Context) -> NotApplicable | None:
-        if len(ctx.metric("device_balance")) < 2:
-            return NotApplicable("only one device ran kernels", "profile every rank (a directory of rank traces)")
+        if len(ctx.metric("device_balance")) < 2 and not any(r["n_comm"] for r in ctx.metric("comm_exposure")):
+            return NotApplicable(
+                "only one device ran kernels, with no communication", "profile every rank (a directory of rank traces)"
+            )
         return None
 
     def check(self, ctx: Context) -> Outcome:
         rows = ctx.metric("device_balance")
+        if len(rows) < 2:
+            return self._alone(ctx)
         med = statistics.median(int(r["work_ns"]) for r in rows)
         top = max(rows, key=lambda r: r["work_ns"])
         low = min(rows, key=lambda r: r["work_ns"])
@@ -119,6 +127,37 @@ class RankImbalance(Rule):
         if busiest:
             return Fired((self._busiest(top, len(rows), med, excess, evidence, table),))
         return Clean(f"busiest device works {pct(excess, med, 0.0)}% more than the median", tuple(evidence))
+
+    def _alone(self, ctx: Context) -> Outcome:
+        """One rank's trace: its collectives that ran far longer than their bytes need waited for a late peer. That
+        wait is what it would save if the others arrived on time; which rank is late, and why, needs their traces."""
+        r = next(r for r in ctx.metric("comm_exposure") if r["n_comm"])
+        wait, span, dev = int(r["wait_ns"]), int(r["span_ns"]), int(r["device_id"])
+        evidence = [
+            Evidence("devices", 1, "count"),
+            Evidence("comm_time", int(r["comm_ns"]), "ns"),
+            Evidence("peer_wait", wait, "ns"),
+            Evidence("peer_wait_share", pct(wait, span, 0.0), "%", device_span_of(dev)),
+        ]
+        if pct(wait, span, 0.0) < float(ctx.opt("min_late_pct")):
+            return Clean(f"collectives waited for peers {pct(wait, span, 0.0)}% of the device span", tuple(evidence))
+        rank = f" (rank {r['rank']})" if r.get("rank") is not None else ""
+        return Fired(
+            (
+                self.finding(
+                    f"device {dev}{rank}: its collectives waited {ms(wait)} for late peers ({pct(wait, span, 0.0)}% of "
+                    "the device span, with no other kernel running): they ran far longer than their bytes need, so "
+                    "another rank arrived late; this trace alone cannot say which rank, or why",
+                    window=Window(device_id=dev),
+                    evidence=evidence,
+                    est_gain_ns=wait,
+                    gain_basis="the exposed time this device's collectives ran past the transfer their bytes need "
+                    "(metric comm_waits): what this rank would stop waiting if the others arrived on time",
+                    fixes=(_FIND_LATE,),
+                    location="straggler",
+                ),
+            )
+        )
 
     def _busiest(
         self, top: dict[str, Any], n: int, med: float, excess: float, evidence: list[Evidence], table: list[Any]
@@ -171,6 +210,14 @@ class RankImbalance(Rule):
             location="straggler",
         )
 
+
+_FIND_LATE = Fix(
+    "find the rank that arrives late",
+    "profile every rank over the same steps and analyze the directory of rank traces together: the collectives are "
+    "matched across ranks, the late rank is named, and its own verdict says what holds it back (host work, input, "
+    "more GPU work)",
+    "safe",
+)
 
 _BALANCE = Fix(
     "balance work across ranks",

@@ -73,3 +73,23 @@ def test_fsdp_wrapper_ranges_are_not_input_loading() -> None:
     assert top["code"] == "CO002" and top["fixes"][0]["title"] == "find what holds rank 1's host back"
     assert ev["straggler_rank"] == 1 and ev["straggler_last_arrivals"] == 72
     assert ev["straggler_work_time"] <= ev["median_work_time"]
+
+
+def test_the_waiting_ranks_trace_alone_says_another_rank_sets_the_pace() -> None:
+    """Rank 1's trace of the same run, alone: 99% of its span is all-reduce kernels. Each step's first bucket
+    (16,777,216 bytes) runs 454-643 ms while the same kind of collective of 16.8-33.6 MB takes 1.1-2.3 ms on this
+    GPU: waiting for a peer, not transfer. It was 'communication-bound, overlap communication with compute' (CO001,
+    2,978.5 ms); the verdict now says another rank sets the pace, and the first fix is to find that rank."""
+    events = _events("rank0_host_logging", 1)
+    first = [e for e in _nccl(events) if e["args"].get("In msg nelems") == 4194304]
+    rest = [e for e in _nccl(events) if e["args"].get("In msg nelems", 0) > 4194304]
+    assert len(first) == 3 and min(e["dur"] for e in first) > 450_000  # us
+    assert len(rest) == 18 and max(e["dur"] for e in rest) < 2_300
+    doc = realkit.analyze(_dir("rank0_host_logging") / "probe_rank0_host_logging.rank1.json.gz").doc
+    assert doc["verdict"]["class"] == "communication" and doc["verdict"]["confidence"] == "low"
+    assert "another rank sets the pace" in doc["verdict"]["cause"]
+    assert not [f for f in doc["findings"] if f["code"] == "CO001"]
+    top = doc["findings"][0]
+    assert top["code"] == "CO002" and top["fixes"][0]["title"] == "find the rank that arrives late"
+    waited = sum(e["dur"] for e in first) * 1000
+    assert waited * 0.99 <= _ev(top)["peer_wait"] <= sum(e["dur"] for e in _nccl(events)) * 1000
