@@ -393,3 +393,21 @@ def test_sparse_adam_is_not_told_to_use_foreach() -> None:
     f = next(x for x in doc["findings"] if x["code"] == "LA013")
     assert "SparseAdam" in f["message"]
     assert f["fixes"][0]["title"] == "update the embedding tables with a fused sparse optimizer"
+
+
+def test_a_model_made_double_to_match_numpy_inputs_is_told_to_compute_in_fp32() -> None:
+    """float64 NumPy rows and model.double(): 55 FP64 GEMM kernels (CUTLASS d884gemm, cuBLAS gemm_f64f64) are 89.8%
+    of kernel time. The first fix was 'use a fused optimizer step' (ME005, 3.97 ms, 3.9%); it is now to compute in
+    FP32 or BF16 (CP006), priced at the H200's TF32 / FP64 tensor-core peak ratio."""
+    events = _events("fp64_model_train")
+    kernels = [e for e in events if e.get("cat") == "kernel"]
+    fp64 = [e for e in kernels if "d884gemm" in e["name"] or "f64f64" in e["name"]]
+    share = sum(e["dur"] for e in fp64) / sum(e["dur"] for e in kernels)
+    assert len(fp64) == 55 and round(100 * share, 1) == 89.8
+    doc = realkit.analyze(_probe("fp64_model_train")).doc
+    top = doc["findings"][0]
+    ev = {e["name"]: e["value"] for e in top["evidence"]}
+    assert doc["verdict"]["class"] == "compute"
+    assert top["code"] == "CP006" and top["fixes"][0]["title"] == "compute in FP32 or BF16, not FP64"
+    assert ev["fp64_gemm_kernels"] == 55 and ev["fp32_path_speedup"] == pytest.approx(494.5 / 67, abs=0.01)
+    assert abs(ev["fp64_gemm_time"] - round(sum(e["dur"] for e in fp64) * 1000)) <= 55
