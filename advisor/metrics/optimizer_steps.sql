@@ -1,7 +1,7 @@
 -- metric: optimizer_steps
--- doc: One row per optimizer step window (host ranges or framework ops named 'Optimizer.step#<Class>.step', the annotation torch.optim records; outermost per thread) and device it launched on: the kernels launched from inside it (the launching API call, matched by correlation id, starts inside the window on the window's thread), how many of them are multi-tensor / fused optimizer kernels (names with multi_tensor, foreach or fused: torch's foreach and fused paths, apex, DeepSpeed), their time, the GPU window from the first such kernel's start to the last one's end, the optimizer's time on the device (start_ns..end_ns: from the host entering the step to the later of its return and its last kernel) and the device's idle time inside it (idle segments of device_segments). A window with many kernels and no multi-tensor one runs one small kernel per parameter and op (foreach=False or a for-loop optimizer).
+-- doc: One row per optimizer step window (host ranges or framework ops named 'Optimizer.step#<Class>.step', the annotation torch.optim records; outermost per thread) and device it launched on: the kernels launched from inside it (the launching API call, matched by correlation id, starts inside the window on the window's thread), how many of them are multi-tensor / fused optimizer kernels (names with multi_tensor, foreach or fused: torch's foreach and fused paths, apex, DeepSpeed), their time, the GPU window from the first such kernel's start to the last one's end, the optimizer's time on the device (start_ns..end_ns: from the host entering the step to the later of its return and its last kernel) and the device's idle time inside it (idle segments of device_segments). A window with many kernels and no multi-tensor one runs one small kernel per parameter and op (foreach=False or a for-loop optimizer). Per-parameter loops outside an optimizer are windows too (named 'per-parameter loop: <ops>'): 64 or more consecutive top-level small update/norm ops (mul_, add_, lerp_, linalg_vector_norm, clamp, stack, ...) on one thread over 3 or more first-input shapes, as clip_grad_norm_(foreach=False), a hand-written EMA or a grad-norm log issue; a loop inside an optimizer step is the step's.
 -- materialize: true
--- uses: kernel_names, device_segments
+-- uses: kernel_names, device_segments, parameter_loops
 WITH opt_names AS NOT MATERIALIZED (SELECT string_id, value FROM strings WHERE regexp_matches(lower(value), '^optimizer\.step#')),
 raw AS NOT MATERIALIZED (
     SELECT r.pid, r.tid, r.start_ns, r.end_ns, n.value AS name
@@ -11,6 +11,8 @@ raw AS NOT MATERIALIZED (
     SELECT o.pid, o.tid, o.start_ns, o.end_ns, n.value
     FROM cpu_ops o JOIN opt_names n ON n.string_id = o.name_id
     WHERE o.end_ns > o.start_ns
+    UNION
+    SELECT pid, tid, start_ns, end_ns, name FROM m_parameter_loops
 ),
 win AS NOT MATERIALIZED (  -- outermost per thread (an optimizer wrapping another, e.g. an EMA around Shampoo, is one
                             -- step); thr numbers the threads, and ks/ke put it in the high bits (as in idle_claims)

@@ -40,6 +40,11 @@ class PerParameterOptimizer(Rule):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
     ```
     Hand-written update loops (`for p in params: p.add_(...)`) become `torch._foreach_add_` calls.
+    The same per-parameter loops outside the optimizer (`clip_grad_norm_(foreach=False)`, an EMA
+    `for e, p in zip(ema, params): e.mul_(d).add_(p, alpha=1 - d)`, a gradient-norm log) are found
+    as runs of 64 or more consecutive top-level update/norm ops over 3 or more tensor shapes
+    (metric `optimizer_steps`, windows named `per-parameter loop: ...`) and reported apart, with
+    `torch._foreach_*` as the fix.
     This is cheaper and safer than capturing the step in a CUDA graph (LA001), so the optimizer's
     launch gaps are priced here and left out of LA001.
 
@@ -82,12 +87,12 @@ class PerParameterOptimizer(Rule):
     def check(self, ctx: Context) -> Outcome:
         steps = ctx.metric("per_parameter_steps", min_kernels=int(ctx.opt("min_kernels")))
         spans = {int(r["device_id"]): int(r["span_ns"]) for r in ctx.metric("device_spans")}
-        per_device: dict[int, list[dict[str, Any]]] = {}
-        for r in steps:
-            per_device.setdefault(int(r["device_id"]), []).append(r)
+        per_device: dict[tuple[int, bool], list[dict[str, Any]]] = {}
+        for r in steps:  # optimizer steps and per-parameter loops outside them, apart
+            per_device.setdefault((int(r["device_id"]), _is_loop(r)), []).append(r)
         fired = [
-            self._finding(dev, rows, spans.get(dev, 0))
-            for dev, rows in sorted(per_device.items())
+            self._loops(dev, rows, spans.get(dev, 0)) if loop else self._finding(dev, rows, spans.get(dev, 0))
+            for (dev, loop), rows in sorted(per_device.items())
             if pct(sum(int(r["idle_ns"]) for r in rows), spans.get(dev, 0), 0.0) >= float(ctx.opt("min_gain_pct"))
         ]
         if fired:
@@ -125,6 +130,47 @@ class PerParameterOptimizer(Rule):
             fixes=(_fix(opt),),
             location=f"device={dev}|optimizer={opt}",
         )
+
+
+    def _loops(self, dev: int, rows: list[dict[str, Any]], span: int) -> Finding:
+        """Per-parameter loops outside the optimizer (clipping, EMA, grad norms): the GPU idle inside them."""
+        n, idle = sum(int(r["n_kernels"]) for r in rows), sum(int(r["idle_ns"]) for r in rows)
+        ops = sorted({op for r in rows for op in str(r["optimizer"]).removeprefix(_LOOP).split(", ")})
+        return self.finding(
+            f"device {dev}: {len(rows)} per-parameter loops outside the optimizer ({', '.join(ops)[:120]}) launched "
+            f"{n} kernels ({n // len(rows)} per loop, no multi-tensor kernel); the GPU idled {ms(idle)} inside them "
+            f"({pct(idle, span, 0.0)}% of the span)",
+            window=Window(device_id=dev, start_ns=int(rows[0]["start_ns"]), end_ns=int(rows[-1]["end_ns"])),
+            evidence=[
+                Evidence("parameter_loops", len(rows), "count"),
+                Evidence("loop_kernels", n, "count"),
+                Evidence("loop_ops", ", ".join(ops)[:200], "names"),
+                Evidence("loop_kernel_time", sum(int(r["kernel_ns"]) for r in rows), "ns"),
+                Evidence("loop_idle_time", idle, "ns"),
+                Evidence("loop_idle_share", pct(idle, span, 0.0), "%", device_span_of(dev)),
+            ],
+            est_gain_ns=idle,
+            gain_basis="GPU idle inside the loops (from the host entering each to the later of its return and its "
+            "last kernel): the launch gaps foreach ops remove; the kernels' own time is kept as their floor",
+            fixes=(_LOOP_FIX,),
+            location=f"device={dev}|loop=per-parameter",
+        )
+
+
+_LOOP = "per-parameter loop: "
+
+
+def _is_loop(r: dict[str, Any]) -> bool:
+    return str(r["optimizer"]).startswith(_LOOP)
+
+
+_LOOP_FIX = Fix(
+    "replace the per-parameter loop with foreach ops",
+    "torch.nn.utils.clip_grad_norm_(params, max_norm, foreach=True) for clipping; torch._foreach_lerp_(ema, params, "
+    "1 - decay) for an EMA; torch._foreach_norm(grads) for gradient norms; torch._foreach_mul_/_foreach_add_ for "
+    "hand-written updates: one multi_tensor_apply kernel per op instead of one per parameter",
+    "safe",
+)
 
 
 # torch.optim optimizers with a foreach (multi-tensor) implementation; the others update parameter by parameter

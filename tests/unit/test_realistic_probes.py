@@ -411,3 +411,24 @@ def test_a_model_made_double_to_match_numpy_inputs_is_told_to_compute_in_fp32() 
     assert top["code"] == "CP006" and top["fixes"][0]["title"] == "compute in FP32 or BF16, not FP64"
     assert ev["fp64_gemm_kernels"] == 55 and ev["fp32_path_speedup"] == pytest.approx(494.5 / 67, abs=0.01)
     assert abs(ev["fp64_gemm_time"] - round(sum(e["dur"] for e in fp64) * 1000)) <= 55
+
+
+def test_per_parameter_gradient_clipping_is_a_loop_for_foreach_ops() -> None:
+    """clip_grad_norm_(foreach=False) on 288 parameters: each step 289 top-level aten::linalg_vector_norm calls (one
+    per gradient, one over their stack) and 288 aten::mul_, one kernel each, while the optimizer step itself is fused.
+    Only 'capture the step in a CUDA graph' (LA001) named it; LA013 now finds the two loops per step and prices the GPU
+    idle inside them, which LA001 leaves out."""
+    events = _events("clip_grad_per_param")
+    steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
+                   if e.get("cat") == "user_annotation" and str(e["name"]).startswith("ProfilerStep#"))
+    for lo, hi in steps:
+        ops = [e["name"] for e in events if e.get("cat") == "cpu_op" and lo <= e["ts"] < hi]
+        assert ops.count("aten::linalg_vector_norm") == 289 and ops.count("aten::mul_") == 288
+    doc = realkit.analyze(_probe("clip_grad_per_param")).doc
+    loops = [f for f in doc["findings"] if f["code"] == "LA013"]
+    assert len(loops) == 1 and loops[0]["fixes"][0]["title"] == "replace the per-parameter loop with foreach ops"
+    ev = {e["name"]: e["value"] for e in loops[0]["evidence"]}
+    assert ev["parameter_loops"] == 6 and ev["loop_kernels"] == 6 * 288 and ev["loop_idle_share"] > 10.0
+    la001 = next(f for f in doc["findings"] if f["code"] == "LA001")
+    assert la001["est_gain_ns"] + loops[0]["est_gain_ns"] <= sum(s["ns"] for s in doc["verdict"]["shares"]
+                                                                 if s["name"].startswith("idle"))
