@@ -1,16 +1,23 @@
 -- metric: elementwise_chains
--- doc: Per device, the runs (chains) of consecutive elementwise kernels of at least $min_chain framework op calls on one stream (consecutive kernels of one op call, as a fused optimizer launches over the chunks of its tensor list, count once; not Inductor's Triton kernels, named triton_*: torch.compile fused what it could into them already), each starting at most $max_gap_ns after the previous one ended: how many chains and kernels, their kernel time, the longest chain, and gain_ns, the sum over chains of kernel time minus the chain's longest kernel plus its inner gaps (what fusing each chain into one kernel would save); and the chain with the largest gain (earliest first on ties): its stream, start, end and distinct kernel names. One row per device, not per chain: a trace may hold 100,000s of chains (147k on a 1.5M-kernel export, 118 MB of names).
--- uses: kernel_names
+-- doc: Per device, the runs (chains) of consecutive elementwise kernels of at least $min_chain framework op calls on one stream (consecutive kernels of one op call, as a fused optimizer launches over the chunks of its tensor list, count once; not Inductor's Triton kernels, named triton_*: torch.compile fused what it could into them already, nor the kernels of per-parameter loops, metric parameter_loops: LA013's), each starting at most $max_gap_ns after the previous one ended: how many chains and kernels, their kernel time, the longest chain, and gain_ns, the sum over chains of kernel time minus the chain's longest kernel plus its inner gaps (what fusing each chain into one kernel would save); and the chain with the largest gain (earliest first on ties): its stream, start, end and distinct kernel names. One row per device, not per chain: a trace may hold 100,000s of chains (147k on a 1.5M-kernel export, 118 MB of names).
+-- uses: kernel_names, parameter_loops
 -- The chains are found without kernel names: sorting, grouping and ranking 100,000s of chains with their name
 -- lists took 80% of the statement (8 s on a 1M-kernel export). Only the top chain's names are read, afterwards:
 -- a chain is a contiguous run of its stream's kernels in start order, so they are the stream's elementwise
 -- kernels starting from its first kernel's start to its last one's.
-WITH o AS (  -- Inductor's Triton kernels (triton_poi_/triton_red_/triton_per_...) are what torch.compile left
-            -- after fusing all it could: consecutive ones work on other tensors or around reductions: no chain
-    SELECT device_id, stream_id, pid, external_id, start_ns, end_ns, dur_ns,
-        family = 'elementwise' AND NOT starts_with(name, 'triton_') AS ew,
-        CASE WHEN contains(name, 'multi_tensor_apply') THEN hash(name) END AS chunked  -- a tensor list's chunk kernel
-    FROM m_kernel_names ORDER BY device_id, stream_id, start_ns
+WITH looped AS (  -- the op calls of per-parameter loops (metric parameter_loops): one op per parameter is LA013's
+                 -- (foreach ops), not a chain of one tensor's ops to fuse
+    SELECT DISTINCT o.pid, o.external_id FROM cpu_ops o JOIN m_parameter_loops l
+        ON l.pid = o.pid AND l.tid IS NOT DISTINCT FROM o.tid AND o.start_ns >= l.start_ns AND o.start_ns < l.end_ns
+    WHERE o.external_id IS NOT NULL
+),
+o AS (  -- Inductor's Triton kernels (triton_poi_/triton_red_/triton_per_...) are what torch.compile left
+        -- after fusing all it could: consecutive ones work on other tensors or around reductions: no chain
+    SELECT k.device_id, k.stream_id, k.pid, k.external_id, k.start_ns, k.end_ns, k.dur_ns,
+        k.family = 'elementwise' AND NOT starts_with(k.name, 'triton_') AND x.external_id IS NULL AS ew,
+        CASE WHEN contains(k.name, 'multi_tensor_apply') THEN hash(k.name) END AS chunked  -- a tensor list's chunk
+    FROM m_kernel_names k LEFT JOIN looped x ON x.pid IS NOT DISTINCT FROM k.pid AND x.external_id = k.external_id
+    ORDER BY k.device_id, k.stream_id, k.start_ns
 ),
 -- Windows with an empty OVER keep the order of the sorted subquery (DuckDB's documented order preservation)
 -- and stream: each stream's kernels in start order, the previous row being the previous kernel of the stream

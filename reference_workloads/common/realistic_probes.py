@@ -35,7 +35,8 @@ was tuned on. Each writes one Kineto trace with probe_trace.profile_steps (3 act
 - rl_env_rollout, beam_search_decode, diffusion_sample_loop, dense_adam_big_embedding: an eighth round (each
   function says what it does); distributed_probes.py holds the same round's 2-GPU programs.
 - autocast_fp32_weights_decode, fp64_model_train, clip_grad_per_param, contiguous_copies_attention,
-  eval_accuracy_item: a ninth round (each function says what it does).
+  eval_accuracy_item: a ninth round (each function says what it does); fp32_tf32_model_train and clip_grad_foreach
+  are the measured fixes of fp64_model_train and clip_grad_per_param, ema_per_param a per-parameter EMA.
 """
 
 import argparse
@@ -1070,16 +1071,7 @@ def clip_grad_per_param() -> object:
     """A 24-layer 512-wide transformer-style stack trained in bf16 autocast with fused AdamW, its gradients clipped
     every step by clip_grad_norm_(foreach=False): one norm kernel per parameter, then one scale kernel per
     parameter."""
-    net = nn.Sequential(*(GptBlock(512, 8) for _ in range(24))).cuda()
-    opt = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)
-    x = torch.randn(8, 256, 512, device="cuda")
-
-    def step(_: int) -> None:
-        opt.zero_grad(set_to_none=True)
-        _bf16_square_loss(net, x).backward()
-        torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0, foreach=False)
-        opt.step()
-    return step
+    return _clipped(foreach=False)
 
 
 class _CopyAttnBlock(nn.Module):
@@ -1130,6 +1122,52 @@ def eval_accuracy_item() -> object:
     return step
 
 
+def fp32_tf32_model_train() -> object:
+    """fp64_model_train's fix: the same MLP and rows in FP32 with TF32 matmuls (the NumPy rows converted once)."""
+    torch.backends.cuda.matmul.allow_tf32 = True
+    net = _mlp(2048, 4).cuda()
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-4)
+    x = torch.from_numpy(np.random.default_rng(0).standard_normal((8192, 2048))).float().cuda()
+    return _train(opt, lambda: net(x).pow(2).mean())
+
+
+def _clipped(foreach: bool) -> object:
+    net = nn.Sequential(*(GptBlock(512, 8) for _ in range(24))).cuda()
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)
+    x = torch.randn(8, 256, 512, device="cuda")
+
+    def step(_: int) -> None:
+        opt.zero_grad(set_to_none=True)
+        _bf16_square_loss(net, x).backward()
+        torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0, foreach=foreach)
+        opt.step()
+    return step
+
+
+def clip_grad_foreach() -> object:
+    """clip_grad_per_param's fix: the same step with clip_grad_norm_(foreach=True)."""
+    return _clipped(foreach=True)
+
+
+def ema_per_param() -> object:
+    """A 24-layer 512-wide transformer-style stack trained in bf16 autocast with fused AdamW, keeping an exponential
+    moving average of its weights updated parameter by parameter after each step, as diffusers' EMAModel does with
+    foreach=False (s.sub_((1 - decay) * (s - p)))."""
+    net = nn.Sequential(*(GptBlock(512, 8) for _ in range(24))).cuda()
+    ema = [p.detach().clone() for p in net.parameters()]
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)
+    x = torch.randn(8, 256, 512, device="cuda")
+
+    def step(_: int) -> None:
+        opt.zero_grad(set_to_none=True)
+        _bf16_square_loss(net, x).backward()
+        opt.step()
+        with torch.no_grad():
+            for s, p in zip(ema, net.parameters(), strict=True):
+                s.sub_((1 - 0.999) * (s - p))
+    return step
+
+
 PROBES = {f.__name__: f for f in (
     loader_transform, bf16_mlp_train, graph_replay_infer, many_params_adamw, compiled_train, flash_attention_train,
     amp_gradscaler_train, cpu_offload_optimizer, greedy_decode, channels_last_amp_cnn, embedding_recsys,
@@ -1141,7 +1179,7 @@ PROBES = {f.__name__: f for f in (
     fp32_gpt_train, sdpa_attention_train, cpu_layer_left_behind, hf_style_generate, sparse_embedding_adam,
     pinned_blocking_copies, compiled_bf16_gpt_train, rl_env_rollout, beam_search_decode, diffusion_sample_loop,
     dense_adam_big_embedding, autocast_fp32_weights_decode, fp64_model_train, clip_grad_per_param,
-    contiguous_copies_attention, eval_accuracy_item)}
+    contiguous_copies_attention, eval_accuracy_item, fp32_tf32_model_train, clip_grad_foreach, ema_per_param)}
 WITH_STACK = {"small_encoder_infer_stack"}
 
 

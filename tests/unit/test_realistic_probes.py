@@ -432,3 +432,22 @@ def test_per_parameter_gradient_clipping_is_a_loop_for_foreach_ops() -> None:
     la001 = next(f for f in doc["findings"] if f["code"] == "LA001")
     assert la001["est_gain_ns"] + loops[0]["est_gain_ns"] <= sum(s["ns"] for s in doc["verdict"]["shares"]
                                                                  if s["name"].startswith("idle"))
+
+
+def test_a_per_parameter_ema_is_a_loop_for_foreach_ops_not_a_chain_to_fuse() -> None:
+    """diffusers-style EMA with foreach=False: each step, per parameter, aten::sub, aten::mul and aten::sub_ (288
+    parameters, 864 kernels). Its kernels form one long elementwise chain, which ME005 priced at 55.1 ms as 'fuse the
+    chain'; they are LA013's per-parameter loop (foreach ops: torch._foreach_lerp_), and ME005 leaves them out."""
+    events = _events("ema_per_param")
+    steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
+                   if e.get("cat") == "user_annotation" and str(e["name"]).startswith("ProfilerStep#"))
+    for lo, hi in steps:
+        ops = [e["name"] for e in events if e.get("cat") == "cpu_op" and lo <= e["ts"] < hi]
+        assert ops.count("aten::sub_") == ops.count("aten::sub") == 288  # aten::mul also runs in backward
+    doc = realkit.analyze(_probe("ema_per_param")).doc
+    codes = [f["code"] for f in doc["findings"]]
+    assert "ME005" not in codes
+    loop = next(f for f in doc["findings"] if f["code"] == "LA013")
+    ev = {e["name"]: e["value"] for e in loop["evidence"]}
+    assert ev["parameter_loops"] == 3 and ev["loop_kernels"] == 3 * 864
+    assert ev["loop_ops"] == "aten::mul, aten::sub, aten::sub_"
