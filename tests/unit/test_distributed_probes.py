@@ -93,3 +93,29 @@ def test_the_waiting_ranks_trace_alone_says_another_rank_sets_the_pace() -> None
     assert top["code"] == "CO002" and top["fixes"][0]["title"] == "find the rank that arrives late"
     waited = sum(e["dur"] for e in first) * 1000
     assert waited * 0.99 <= _ev(top)["peer_wait"] <= sum(e["dur"] for e in _nccl(events)) * 1000
+
+
+def test_ddp_gradient_accumulation_without_no_sync_reduces_every_micro_batch() -> None:
+    """Rank 1 of a DDP run with 4 micro-batches per AdamW step and no no_sync(): each step's 4 DDP forwards are
+    each followed by the backward's 13 bucket all-reduces, 52 per step where 13 (after the last) are needed."""
+    name = "ddp_accum_allreduce_every_micro"
+    path = _dir(name) / f"probe_{name}.rank1.json.gz"
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        events = list(json.load(f)["traceEvents"])
+    host = [e for e in events if e.get("cat") == "user_annotation"]
+    fwd = sorted(e["ts"] for e in host if e["name"] == "DistributedDataParallel.forward")
+    steps = sorted(e["ts"] for e in host if str(e["name"]).startswith("Optimizer.step#"))
+    comms = sorted(e["ts"] for e in events if e.get("cat") == "cpu_op" and e["name"] == "record_param_comms")
+    assert len(fwd) == 12 and len(steps) == 3 and len(comms) == 156
+    redundant = 0
+    for s in steps:
+        mine = [t for t in fwd if max([x for x in steps if x < s], default=0) < t < s]
+        assert len(mine) == 4
+        redundant += sum(1 for t in comms if mine[0] <= t < mine[-1])
+    assert redundant == 117  # 3 steps x 3 micro-batches x 13 buckets
+    doc = realkit.analyze(path).doc
+    f = next(f for f in doc["findings"] if f["code"] == "CO003")
+    ev = _ev(f)
+    assert ev["redundant_allreduces"] == 117 and ev["needed_allreduces"] == 39 and ev["reducing_micro_batches"] == 9
+    assert f["fixes"][0]["title"] == "skip the all-reduce on accumulation micro-batches (no_sync)"
+    assert 0 < f["est_gain_ns"] <= ev["redundant_transfer_time"] <= ev["redundant_kernel_time"]
