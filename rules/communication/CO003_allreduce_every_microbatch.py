@@ -3,7 +3,6 @@ from __future__ import annotations
 from typing import Any
 
 from advisor.rules.base import (
-    Clean,
     Context,
     Evidence,
     Finding,
@@ -74,6 +73,12 @@ class AllreduceEveryMicrobatch(Rule):
     status = "preview"
     options = {}
 
+    clean_sums = (("accumulation_steps", "count"), ("redundant_allreduces", "count"))
+    clean_note = (
+        "{accumulation_steps} optimizer steps follow two or more DDP forwards; {redundant_allreduces} gradient "
+        "all-reduces issued before a step's last forward (no_sync, or several DDP modules, one forward each)"
+    )
+
     def applies(self, ctx: Context) -> NotApplicable | None:
         if not ctx.metric("microbatch_allreduce"):
             return NotApplicable(
@@ -95,10 +100,10 @@ class AllreduceEveryMicrobatch(Rule):
         ]
         if fired:
             return Fired(tuple(fired))
-        return Clean(
-            f"{sum(int(r['steps']) for r in rows)} optimizer steps follow two or more DDP forwards; no gradient "
-            "all-reduce is issued before each step's last forward (no_sync, or several DDP modules, one forward each)",
-            (Evidence("redundant_allreduces", sum(int(r["redundant_allreduces"]) for r in rows), "count"),),
+        return self.clean(
+            ctx.options,
+            accumulation_steps=sum(int(r["steps"]) for r in rows),
+            redundant_allreduces=sum(int(r["redundant_allreduces"]) for r in rows),
         )
 
     def _finding(self, r: dict[str, Any], span: int) -> Finding:
