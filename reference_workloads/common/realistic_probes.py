@@ -858,17 +858,17 @@ def cpu_layer_left_behind() -> object:
     return step
 
 
-def hf_style_generate() -> object:
-    """Batch-4 greedy generation of 48 tokens after a 512-token prompt from 8 GPT-style layers (d 1024) whose KV
-    cache grows by torch.cat every token (Hugging Face's DynamicCache), with a stopping check each token
-    (the sequences' EOS flags read with .item()), in eager mode."""
-    d, h, n = 1024, 16, 8
+_Cache = list[tuple[torch.Tensor, torch.Tensor]]
+
+
+def _growing_cache_layers(n: int, d: int = 1024, h: int = 16, vocab: int = 32000
+                          ) -> tuple[Callable[[torch.Tensor, int, _Cache], torch.Tensor], nn.Embedding]:
+    """n GPT-style bf16 layers (d, h heads) whose KV cache grows by torch.cat every token (Hugging Face's
+    DynamicCache): layer(x, i, cache) runs layer i, appending its keys and values to cache[i]; and the embedding."""
     ws = [(nn.Linear(d, 3 * d), nn.Linear(d, d), nn.Linear(d, 4 * d), nn.Linear(4 * d, d)) for _ in range(n)]
     mods = nn.ModuleList(nn.ModuleList(w) for w in ws).cuda().to(torch.bfloat16)
-    emb = nn.Embedding(32000, d).cuda().to(torch.bfloat16)
-    prompt = torch.randint(0, 32000, (4, 512), device="cuda")
 
-    def layer(x: torch.Tensor, i: int, cache: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+    def layer(x: torch.Tensor, i: int, cache: _Cache) -> torch.Tensor:
         qkv, proj, fc1, fc2 = mods[i]
         b, t, _ = x.shape
         q, k, v = qkv(F.layer_norm(x, (d,))).view(b, t, 3, h, d // h).permute(2, 0, 3, 1, 4)
@@ -880,6 +880,16 @@ def hf_style_generate() -> object:
         a = F.scaled_dot_product_attention(q, k, v, is_causal=t > 1).transpose(1, 2).reshape(b, t, d)
         x = x + proj(a)
         return x + fc2(F.gelu(fc1(F.layer_norm(x, (d,)))))
+    return layer, nn.Embedding(vocab, d).cuda().to(torch.bfloat16)
+
+
+def hf_style_generate() -> object:
+    """Batch-4 greedy generation of 48 tokens after a 512-token prompt from 8 GPT-style layers (d 1024) whose KV
+    cache grows by torch.cat every token (Hugging Face's DynamicCache), with a stopping check each token
+    (the sequences' EOS flags read with .item()), in eager mode."""
+    n = 8
+    layer, emb = _growing_cache_layers(n)
+    prompt = torch.randint(0, 32000, (4, 512), device="cuda")
 
     @torch.no_grad()
     def step(_: int) -> None:
@@ -961,24 +971,9 @@ def beam_search_decode() -> object:
     """Beam search (4 beams) of 32 tokens after a 256-token prompt from 8 GPT-style layers (d 1024, bf16): each token
     scores beams x vocabulary, keeps the top 4, reorders every layer's KV cache by the surviving beams
     (index_select, as Hugging Face's _reorder_cache does) and checks for EOS with .item()."""
-    d, h, n, vocab, beams = 1024, 16, 8, 32000, 4
-    ws = [(nn.Linear(d, 3 * d), nn.Linear(d, d), nn.Linear(d, 4 * d), nn.Linear(4 * d, d)) for _ in range(n)]
-    mods = nn.ModuleList(nn.ModuleList(w) for w in ws).cuda().to(torch.bfloat16)
-    emb = nn.Embedding(vocab, d).cuda().to(torch.bfloat16)
+    n, vocab, beams = 8, 32000, 4
+    layer, emb = _growing_cache_layers(n)
     prompt = torch.randint(0, vocab, (beams, 256), device="cuda")
-
-    def layer(x: torch.Tensor, i: int, cache: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
-        qkv, proj, fc1, fc2 = mods[i]
-        b, t, _ = x.shape
-        q, k, v = qkv(F.layer_norm(x, (d,))).view(b, t, 3, h, d // h).permute(2, 0, 3, 1, 4)
-        if len(cache) > i:
-            k, v = torch.cat([cache[i][0], k], 2), torch.cat([cache[i][1], v], 2)
-            cache[i] = (k, v)
-        else:
-            cache.append((k, v))
-        a = F.scaled_dot_product_attention(q, k, v, is_causal=t > 1).transpose(1, 2).reshape(b, t, d)
-        x = x + proj(a)
-        return x + fc2(F.gelu(fc1(F.layer_norm(x, (d,)))))
 
     @torch.no_grad()
     def step(_: int) -> None:
