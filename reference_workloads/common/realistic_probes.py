@@ -37,6 +37,7 @@ was tuned on. Each writes one Kineto trace with probe_trace.profile_steps (3 act
 - autocast_fp32_weights_decode, fp64_model_train, clip_grad_per_param, contiguous_copies_attention,
   eval_accuracy_item: a ninth round (each function says what it does); fp32_tf32_model_train and clip_grad_foreach
   are the measured fixes of fp64_model_train and clip_grad_per_param, ema_per_param a per-parameter EMA.
+- autocast_fp32_weights_wide_decode (and its fix bf16_weights_wide_decode), sdpa_float_mask_train: a tenth round.
 """
 
 import argparse
@@ -1163,6 +1164,65 @@ def ema_per_param() -> object:
     return step
 
 
+def _wide_decoder(weights: torch.dtype) -> Callable[[int], None]:
+    """Batch-4 greedy decoding of 16 tokens (static KV cache of 256 positions) from 4 wide layers (d 4096, 32 heads)
+    under bf16 autocast, the weights held in `weights`."""
+    d, h, n, t_max = 4096, 32, 4, 256
+    mods = nn.ModuleList(nn.ModuleList((nn.Linear(d, 3 * d), nn.Linear(d, d), nn.Linear(d, 4 * d), nn.Linear(4 * d, d)))
+                         for _ in range(n)).cuda().to(weights)
+    cache = [(torch.zeros(4, h, t_max, d // h, device="cuda", dtype=torch.bfloat16),
+              torch.zeros(4, h, t_max, d // h, device="cuda", dtype=torch.bfloat16)) for _ in range(n)]
+    x0 = torch.randn(4, 1, d, device="cuda", dtype=weights)
+
+    @torch.no_grad()
+    def step(_: int) -> None:
+        x = x0
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            for pos in range(128, 144):
+                for (qkv, proj, fc1, fc2), (kc, vc) in zip(mods, cache, strict=True):
+                    q, k, v = qkv(F.layer_norm(x, (d,))).view(4, 1, 3, h, d // h).permute(2, 0, 3, 1, 4)
+                    kc[:, :, pos], vc[:, :, pos] = k[:, :, 0], v[:, :, 0]
+                    a = F.scaled_dot_product_attention(q, kc[:, :, :pos + 1], vc[:, :, :pos + 1])
+                    x = x + proj(a.transpose(1, 2).reshape(4, 1, d))
+                    x = x + fc2(F.gelu(fc1(F.layer_norm(x, (d,)))))
+        x.float().sum().item()
+    return step
+
+
+def autocast_fp32_weights_wide_decode() -> object:
+    """_wide_decoder with FP32 weights (a training checkpoint served as is): autocast casts every 4096-wide weight
+    matrix to bf16 again for each token, before the GEMM reads the copy."""
+    return _wide_decoder(torch.float32)
+
+
+def bf16_weights_wide_decode() -> object:
+    """autocast_fp32_weights_wide_decode's fix: the weights converted to bf16 once (model.to(torch.bfloat16))."""
+    return _wide_decoder(torch.bfloat16)
+
+
+def sdpa_float_mask_train() -> object:
+    """4 GPT-style layers (d 1024, 16 heads) trained on 8 x 1024 tokens in bf16 autocast whose attention passes a
+    float additive mask (a padding mask turned into -inf biases, as many ported models do) to
+    scaled_dot_product_attention instead of is_causal."""
+    d, h = 1024, 16
+    layers = nn.ModuleList(nn.ModuleList((nn.Linear(d, 3 * d), nn.Linear(d, d), nn.Linear(d, 4 * d),
+                                          nn.Linear(4 * d, d))) for _ in range(4)).cuda()
+    opt = torch.optim.AdamW(layers.parameters(), lr=1e-4, fused=True)
+    x0 = torch.randn(8, 1024, d, device="cuda")
+    mask = torch.full((1024, 1024), float("-inf"), device="cuda").triu(1)[None, None].expand(8, 1, 1024, 1024)
+
+    def loss() -> torch.Tensor:
+        x = x0
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            for qkv, proj, fc1, fc2 in layers:
+                q, k, v = qkv(F.layer_norm(x, (d,))).view(8, 1024, 3, h, d // h).permute(2, 0, 3, 1, 4)
+                a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask.to(q.dtype))
+                x = x + proj(a.transpose(1, 2).reshape(8, 1024, d))
+                x = x + fc2(F.gelu(fc1(F.layer_norm(x, (d,)))))
+            return x.float().pow(2).mean()
+    return _train(opt, loss)
+
+
 PROBES = {f.__name__: f for f in (
     loader_transform, bf16_mlp_train, graph_replay_infer, many_params_adamw, compiled_train, flash_attention_train,
     amp_gradscaler_train, cpu_offload_optimizer, greedy_decode, channels_last_amp_cnn, embedding_recsys,
@@ -1174,7 +1234,8 @@ PROBES = {f.__name__: f for f in (
     fp32_gpt_train, sdpa_attention_train, cpu_layer_left_behind, hf_style_generate, sparse_embedding_adam,
     pinned_blocking_copies, compiled_bf16_gpt_train, rl_env_rollout, beam_search_decode, diffusion_sample_loop,
     dense_adam_big_embedding, autocast_fp32_weights_decode, fp64_model_train, clip_grad_per_param,
-    contiguous_copies_attention, eval_accuracy_item, fp32_tf32_model_train, clip_grad_foreach, ema_per_param)}
+    contiguous_copies_attention, eval_accuracy_item, fp32_tf32_model_train, clip_grad_foreach, ema_per_param,
+    autocast_fp32_weights_wide_decode, bf16_weights_wide_decode, sdpa_float_mask_train)}
 WITH_STACK = {"small_encoder_infer_stack"}
 
 
