@@ -37,7 +37,8 @@ was tuned on. Each writes one Kineto trace with probe_trace.profile_steps (3 act
 - autocast_fp32_weights_decode, fp64_model_train, clip_grad_per_param, contiguous_copies_attention,
   eval_accuracy_item: a ninth round (each function says what it does); fp32_tf32_model_train and clip_grad_foreach
   are the measured fixes of fp64_model_train and clip_grad_per_param, ema_per_param a per-parameter EMA.
-- autocast_fp32_weights_wide_decode (and its fix bf16_weights_wide_decode), sdpa_float_mask_train: a tenth round.
+- autocast_fp32_weights_wide_decode (and its fix bf16_weights_wide_decode), sdpa_float_mask_train: a tenth round;
+  sparse_grad_big_embedding is dense_adam_big_embedding's measured fix.
 """
 
 import argparse
@@ -1018,6 +1019,23 @@ def diffusion_sample_loop() -> object:
     return step
 
 
+def sparse_grad_big_embedding() -> object:
+    """dense_adam_big_embedding's fix: the table with sparse=True, updated by SparseAdam (the MLP by fused AdamW)."""
+    emb = nn.Embedding(1 << 21, 256, sparse=True).cuda()
+    mlp = nn.Sequential(nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 1)).cuda()
+    sparse_opt = torch.optim.SparseAdam(list(emb.parameters()), lr=1e-3)
+    dense_opt = torch.optim.AdamW(mlp.parameters(), lr=1e-3, fused=True)
+    ids = torch.randint(0, 1 << 21, (8192,), device="cuda")
+
+    def step(_: int) -> None:
+        sparse_opt.zero_grad(set_to_none=True)
+        dense_opt.zero_grad(set_to_none=True)
+        mlp(emb(ids)).float().pow(2).mean().backward()
+        sparse_opt.step()
+        dense_opt.step()
+    return step
+
+
 def dense_adam_big_embedding() -> object:
     """A 2M x 256 token embedding (dense gradients) feeding a 2-layer 1024-wide MLP, trained with fused AdamW on
     batches of 8192 ids: each step's optimizer updates all 512M embedding weights for the 8192 rows looked up."""
@@ -1235,7 +1253,7 @@ PROBES = {f.__name__: f for f in (
     pinned_blocking_copies, compiled_bf16_gpt_train, rl_env_rollout, beam_search_decode, diffusion_sample_loop,
     dense_adam_big_embedding, autocast_fp32_weights_decode, fp64_model_train, clip_grad_per_param,
     contiguous_copies_attention, eval_accuracy_item, fp32_tf32_model_train, clip_grad_foreach, ema_per_param,
-    autocast_fp32_weights_wide_decode, bf16_weights_wide_decode, sdpa_float_mask_train)}
+    autocast_fp32_weights_wide_decode, bf16_weights_wide_decode, sdpa_float_mask_train, sparse_grad_big_embedding)}
 WITH_STACK = {"small_encoder_infer_stack"}
 
 
