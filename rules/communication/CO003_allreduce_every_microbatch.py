@@ -18,8 +18,7 @@ from advisor.vocab import device_span_of, pct
 
 
 class AllreduceEveryMicrobatch(Rule):
-    """Gradient accumulation under DDP without no_sync(): the gradients are all-reduced after every micro-batch,
-    not once per optimizer step.
+    """Gradient accumulation under DDP without no_sync(): every micro-batch all-reduces the gradients, not only the last.
 
     ## What it detects
     Processes whose optimizer steps follow two or more `DistributedDataParallel.forward` calls

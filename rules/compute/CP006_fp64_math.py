@@ -8,8 +8,7 @@ from advisor.vocab import pct
 
 
 class Fp64Math(Rule):
-    """A PyTorch program runs its matrix multiplies in FP64: float64 inputs (NumPy's default) and a model made
-    .double() to match.
+    """A PyTorch program runs its matrix multiplies in FP64: float64 inputs and a model made .double() to match.
 
     ## What it detects
     Devices that ran ATen's own kernels (a PyTorch program) where FP64 library GEMM/convolution kernels

@@ -7,8 +7,7 @@ from advisor.vocab import device_span_of, pct
 
 
 class DenseEmbeddingGradients(Rule):
-    """Large embedding tables train with dense gradients: every step writes and updates the whole table for the
-    few rows the batch looked up.
+    """Large embedding tables train with dense gradients: each step updates every row for the few looked up.
 
     ## What it detects
     Devices where `aten::embedding_dense_backward` / `aten::_embedding_bag_dense_backward` build the
