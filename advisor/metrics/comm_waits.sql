@@ -33,20 +33,18 @@ sized AS (
     WHERE len(o.dims) > 0
     GROUP BY ALL
 ),
-kinds AS (  -- each communication kernel's collective kind, where the collectives table names it
-    SELECT device_id, start_ns, end_ns, min(kind) AS kind FROM collectives
-    WHERE source = 'kernel' AND device_id IS NOT NULL GROUP BY ALL
+kinds AS (  -- each communication kernel's collective kind and message size, where the collectives table records them
+            -- (Kineto's kernel args: Collective name, In msg nelems x dtype)
+    SELECT device_id, start_ns, end_ns, min(kind) AS kind, max(bytes) FILTER (WHERE bytes > 0) AS bytes
+    FROM collectives WHERE source = 'kernel' AND device_id IS NOT NULL GROUP BY ALL
 ),
-known AS (  -- communication kernels whose message size the collectives table records (Kineto's kernel args:
-           -- In msg nelems x dtype) or, else, the op around their launch (record_param_comms' first input)
-    SELECT device_id, start_ns, end_ns, kind, max(bytes) AS bytes FROM collectives
-    WHERE source = 'kernel' AND bytes > 0 AND device_id IS NOT NULL AND end_ns > start_ns GROUP BY ALL
+known AS (  -- communication kernels of known size: from the collectives table or, else, from the op around their
+           -- launch (record_param_comms' first input)
+    SELECT device_id, start_ns, end_ns, kind, bytes FROM kinds WHERE bytes IS NOT NULL AND end_ns > start_ns
     UNION ALL
     SELECT s.device_id, s.start_ns, s.end_ns, k.kind, s.bytes FROM sized s
     LEFT JOIN kinds k USING (device_id, start_ns, end_ns)
-    ANTI JOIN (SELECT device_id, start_ns, end_ns FROM collectives WHERE source = 'kernel' AND bytes > 0) c
-        USING (device_id, start_ns, end_ns)
-    WHERE s.bytes > 0 AND s.end_ns > s.start_ns
+    WHERE k.bytes IS NULL AND s.bytes > 0 AND s.end_ns > s.start_ns
 ),
 rates AS (  -- per device, collective kind and power-of-two size class: the fastest rate any such kernel reached
             -- (its bytes over its duration, which includes any wait: at most the link's rate for that size)
@@ -56,11 +54,11 @@ rates AS (  -- per device, collective kind and power-of-two size class: the fast
 ),
 est AS (  -- the time its bytes need: 50 us of latency plus the bytes at the fastest rate a collective of its kind
           -- up to twice its size reached on the device, and never more than at 1 GB/s (1 byte per ns)
-    SELECT k.device_id, k.start_ns, k.end_ns, k.bytes::BIGINT AS bytes,
+    SELECT k.device_id, k.start_ns, k.end_ns, k.kind, k.bytes::BIGINT AS bytes,
         (50000 + k.bytes::DOUBLE / greatest(1.0, max(r.rate)))::BIGINT AS expected_ns
     FROM known k JOIN rates r ON r.device_id = k.device_id AND r.kind = coalesce(k.kind, '')
         AND r.size_class <= floor(log2(k.bytes)) + 1
-    GROUP BY k.device_id, k.start_ns, k.end_ns, k.bytes
+    GROUP BY k.device_id, k.start_ns, k.end_ns, k.kind, k.bytes
 ),
 per_rank AS (SELECT rank, sum(wait_ns) AS wait_ns, max(n_ranks) AS n_ranks FROM m_collective_instances GROUP BY rank),
 caused AS (  -- the others' wait in the instances each rank arrived last in
@@ -86,7 +84,7 @@ ref AS (  -- per device and collective kind: the longest transfer of its matched
         SELECT DISTINCT i.device_id, i.kind, i.transfer_ns AS expected_ns FROM m_collective_instances i
         WHERE i.device_id IS NOT NULL
         UNION ALL
-        SELECT e.device_id, k.kind, e.expected_ns FROM est e JOIN known k USING (device_id, start_ns, end_ns)
+        SELECT device_id, kind, expected_ns FROM est
     ) r
     LEFT JOIN (SELECT DISTINCT device_id, rank FROM m_collective_instances WHERE device_id IS NOT NULL) i
         USING (device_id)

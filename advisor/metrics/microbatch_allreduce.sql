@@ -37,21 +37,21 @@ placed AS (  -- each all-reduce in the micro-batch it was issued in (steps of tw
     FROM micro m JOIN ar a ON a.pid = m.pid AND a.start_ns >= m.start_ns AND a.start_ns < m.end_ns
     WHERE m.k >= 2
 ),
-kern AS (  -- the redundant all-reduces' kernels, with their transfer time (the kernel less its wait for peers)
-    SELECT k.device_id, k.pid, k.start_ns, k.end_ns, k.dur_ns, k.dur_ns - coalesce(w.wait_ns, 0) AS transfer_ns
+kern AS (  -- the redundant all-reduces' kernels; the transfer ends where the wait for peers starts (comm_waits)
+    SELECT k.device_id, k.pid, k.start_ns, k.end_ns, k.dur_ns, k.end_ns - coalesce(w.wait_ns, 0) AS transfer_end_ns
     FROM (SELECT DISTINCT pid, external_id FROM placed WHERE NOT last AND external_id IS NOT NULL) p
     JOIN m_kernel_names k ON k.pid = p.pid AND k.external_id = p.external_id AND k.family = 'comm'
     LEFT JOIN m_comm_waits w ON w.device_id = k.device_id AND w.start_ns = k.start_ns AND w.end_ns = k.end_ns
 ),
-exposed AS (  -- the part of their transfer on the device timeline's exposed communication (class comm)
-    SELECT k.pid, k.device_id, sum(least(k.end_ns - coalesce(w.wait_ns, 0), s.end_ns)
-                                    - greatest(k.start_ns, s.start_ns)) AS exposed_ns
-    FROM kern k
-    LEFT JOIN m_comm_waits w ON w.device_id = k.device_id AND w.start_ns = k.start_ns AND w.end_ns = k.end_ns
-    JOIN m_device_segments s ON s.device_id = k.device_id AND s.cls = 'comm'
-        AND s.start_ns < k.end_ns AND s.end_ns > k.start_ns
-    WHERE least(k.end_ns - coalesce(w.wait_ns, 0), s.end_ns) > greatest(k.start_ns, s.start_ns)
-    GROUP BY ALL
+exposed AS (  -- per process, the part of their transfer on the device timeline's exposed communication (class comm)
+    SELECT k.pid, sum(least(k.transfer_end_ns, s.end_ns) - greatest(k.start_ns, s.start_ns)) AS exposed_ns
+    FROM kern k JOIN m_device_segments s ON s.device_id = k.device_id AND s.cls = 'comm'
+        AND s.start_ns < k.transfer_end_ns AND s.end_ns > k.start_ns
+    GROUP BY k.pid
+),
+calls AS (  -- per process, the all-reduces issued in micro-batches before a step's last, and in the last
+    SELECT pid, count(*) FILTER (WHERE NOT last) AS redundant, count(*) FILTER (WHERE last) AS needed
+    FROM placed GROUP BY pid
 ),
 per AS (
     SELECT m.pid, count(DISTINCT m.step_ns) AS steps, count(*) AS micro_batches,
@@ -63,11 +63,11 @@ per AS (
     GROUP BY m.pid
 )
 SELECT p.pid, any_value(k.device_id) AS device_id, p.steps, p.micro_batches, p.non_last_micro_batches,
-    p.reducing_micro_batches,
-    (SELECT count(*) FROM placed x WHERE x.pid = p.pid AND NOT x.last) AS redundant_allreduces,
-    (SELECT count(*) FROM placed x WHERE x.pid = p.pid AND x.last) AS last_allreduces,
-    coalesce(sum(k.dur_ns), 0) AS redundant_kernel_ns, coalesce(sum(k.transfer_ns), 0) AS redundant_transfer_ns,
-    coalesce((SELECT sum(exposed_ns) FROM exposed e WHERE e.pid = p.pid), 0) AS redundant_exposed_ns
-FROM per p LEFT JOIN kern k ON k.pid = p.pid
+    p.reducing_micro_batches, coalesce(any_value(c.redundant), 0) AS redundant_allreduces,
+    coalesce(any_value(c.needed), 0) AS last_allreduces,
+    coalesce(sum(k.dur_ns), 0) AS redundant_kernel_ns,
+    coalesce(sum(k.transfer_end_ns - k.start_ns), 0) AS redundant_transfer_ns,
+    coalesce(any_value(e.exposed_ns), 0) AS redundant_exposed_ns
+FROM per p LEFT JOIN kern k ON k.pid = p.pid LEFT JOIN calls c ON c.pid = p.pid LEFT JOIN exposed e ON e.pid = p.pid
 GROUP BY p.pid, p.steps, p.micro_batches, p.non_last_micro_batches, p.reducing_micro_batches
 ORDER BY p.pid

@@ -403,6 +403,19 @@ def roofs_for(device: Mapping[str, Any] | None) -> RoofSet:
     return RoofSet(attrs.memory or table.memory, compute)
 
 
+def peak_ratio(
+    device: Mapping[str, Any] | None, fast: tuple[str, ...], slow: tuple[str, ...]
+) -> tuple[float, Roof, Roof] | None:
+    """How many times faster the device's fastest compute roof among `fast` is than the first of `slow` it has
+    (precision keys), with both roofs; None where it lacks either or the fast one is not faster."""
+    roofs = roofs_for(device)
+    low = next((roofs.compute[k] for k in slow if k in roofs.compute), None)
+    high = max((roofs.compute[k] for k in fast if k in roofs.compute), key=lambda r: r.peak, default=None)
+    if low is None or high is None or low.peak <= 0 or high.peak <= low.peak:
+        return None
+    return high.peak / low.peak, high, low
+
+
 def peaks_markdown() -> str:
     """The peak table as Markdown: docs/peaks.md embeds exactly this (a test checks it is current)."""
     cols = ("fp64", "fp64_tc", "fp32", "tf32_tc", "fp16_tc", "bf16_tc", "fp8_tc", "int8_tc", "fp4_tc")

@@ -18,7 +18,7 @@ from advisor.vocab import device_span_of, pct
 
 
 class AllreduceEveryMicrobatch(Rule):
-    """Gradient accumulation under DDP without no_sync(): every micro-batch all-reduces the gradients, not only the last.
+    """Gradient accumulation under DDP without no_sync(): every micro-batch all-reduces, not only the last.
 
     ## What it detects
     Processes whose optimizer steps follow two or more `DistributedDataParallel.forward` calls

@@ -4,7 +4,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from advisor.perf.peaks import roofs_for
+from advisor.perf.peaks import peak_ratio
 from advisor.rules.base import Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms
 from advisor.vocab import pct
 
@@ -223,11 +223,11 @@ def _speedup(device: dict[str, Any] | None, override: float) -> tuple[float, str
             f"{_FALLBACK_SPEEDUP:g}x assumed for FP16 autocast on Volta/Turing (no TF32 there; book ckl: AMP "
             "1.5-3.5x, conservative end)"
         )
-    roofs = roofs_for(device)
-    tc, fp32 = roofs.compute.get("tf32_tc"), roofs.compute.get("fp32")
-    if tc is not None and fp32 is not None and fp32.peak > 0 and tc.peak > fp32.peak:
+    ratio = peak_ratio(device, ("tf32_tc",), ("fp32",))
+    if ratio is not None:
+        speedup, tc, fp32 = ratio
         name = (device or {}).get("name") or f"device {(device or {}).get('device_id')}"
-        return tc.peak / fp32.peak, (
+        return speedup, (
             f"TF32 tensor-core peak / FP32 peak of {name} ({tc.peak / 1e12:.1f} / {fp32.peak / 1e12:.1f} TFLOP/s, "
             f"{tc.source})"
         )

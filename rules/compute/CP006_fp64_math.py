@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.perf.peaks import PRECISION_LABEL, roofs_for
+from advisor.perf.peaks import PRECISION_LABEL, peak_ratio
 from advisor.rules.base import Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms
 from advisor.vocab import pct
 
@@ -104,17 +104,14 @@ _FALLBACK_SPEEDUP = 2.0
 def _speedup(device: dict[str, Any] | None) -> tuple[float, str]:
     """The FP64 -> FP32/TF32 speedup to assume for a device (the faster of its TF32 tensor-core and FP32 peaks
     over its FP64 peak, tensor cores where it has them), and where it comes from."""
-    roofs = roofs_for(device)
-    slow = roofs.compute.get("fp64_tc") or roofs.compute.get("fp64")
-    fast = [r for r in (roofs.compute.get("tf32_tc"), roofs.compute.get("fp32")) if r is not None]
-    if slow is not None and slow.peak > 0 and fast:
-        best = max(fast, key=lambda r: r.peak)
-        if best.peak > slow.peak:
-            name = (device or {}).get("name") or f"device {(device or {}).get('device_id')}"
-            return best.peak / slow.peak, (
-                f"{PRECISION_LABEL[best.name]} peak / {PRECISION_LABEL[slow.name]} peak of {name} "
-                f"({best.peak / 1e12:.1f} / {slow.peak / 1e12:.1f} TFLOP/s, {best.source})"
-            )
+    ratio = peak_ratio(device, ("tf32_tc", "fp32"), ("fp64_tc", "fp64"))
+    if ratio is not None:
+        speedup, best, slow = ratio
+        name = (device or {}).get("name") or f"device {(device or {}).get('device_id')}"
+        return speedup, (
+            f"{PRECISION_LABEL[best.name]} peak / {PRECISION_LABEL[slow.name]} peak of {name} "
+            f"({best.peak / 1e12:.1f} / {slow.peak / 1e12:.1f} TFLOP/s, {best.source})"
+        )
     return _FALLBACK_SPEEDUP, (
         f"{_FALLBACK_SPEEDUP:g}x assumed: the trace names no device whose FP64 and FP32 peaks are known"
     )
