@@ -48,7 +48,13 @@ class ExposedCommunication(Rule):
     # FSDP: forward_prefetch=True, backward_prefetch=BackwardPrefetch.BACKWARD_PRE
     ```
     Put communication on its own stream (NCCL does so by default in DDP); raise
-    `bucket_cap_mb` when many small collectives appear.
+    `bucket_cap_mb` when many small collectives appear. Where even the fastest of the device's large
+    collectives (4 MiB or more, metric `collective_bandwidth`) moved data at a few GB/s of bus
+    bandwidth, the path between the GPUs is the first suspect and is named first: NVLink, xGMI and
+    PCIe peer-to-peer reach tens to hundreds of GB/s on such sizes, NCCL/RCCL over host sockets a
+    few. `NCCL_DEBUG=INFO` prints each channel's transport (P2P/IPC, SHM, NET/IB, NET/Socket);
+    a VM or container without peer access or shared memory, `NCCL_P2P_DISABLE`/`NCCL_SHM_DISABLE`,
+    a missing InfiniBand/EFA plugin or the wrong `NCCL_SOCKET_IFNAME` leave it on sockets.
     Reference workload: `reference_workloads/CO001_no_comm_compute_overlap/` (2 GPUs).
 
     ## Fix risk
@@ -67,7 +73,8 @@ class ExposedCommunication(Rule):
     CO002): the estimated gain leaves out each device's work deficit against the busiest device.
 
     ## Options
-    `min_exposed_pct` (exposed communication, less the starved part, as % of the device span).
+    `min_exposed_pct` (exposed communication, less the starved part, as % of the device span);
+    `max_busbw_gbps` (the fastest large collective's bus bandwidth under which the transport is named first).
     """
 
     code = "CO001"
@@ -82,6 +89,13 @@ class ExposedCommunication(Rule):
             "exposed communication that issued compute could hide (not starved by the host), as % of the device "
             "span, to fire",
             "TensorBoard plugin: communication > 10% of step; XProf collectives 3%/15%",
+        ),
+        "max_busbw_gbps": Option(
+            5.0,
+            "bus bandwidth (GB/s) that the fastest of a device's large collectives (4 MiB or more, at least 3 of "
+            "them) stays under for the transport between the GPUs to be named first",
+            "nccl-tests all_reduce_perf busbw: NVLink and xGMI reach 100+ GB/s, PCIe peer-to-peer 10-25, "
+            "NCCL over host sockets (TCP) 1-5",
         ),
     }
 
@@ -98,7 +112,12 @@ class ExposedCommunication(Rule):
 
     def check(self, ctx: Context) -> Outcome:
         rows = _waiting(ctx, [r for r in ctx.metric("comm_exposure") if r["n_comm"]])
-        fired = [self._finding(r) for r in rows if pct(_fed(r), r["span_ns"], 0.0) >= float(ctx.opt("min_exposed_pct"))]
+        slow = _slow_paths(ctx)
+        fired = [
+            self._finding(r, slow.get(int(r["device_id"])))
+            for r in rows
+            if pct(_fed(r), r["span_ns"], 0.0) >= float(ctx.opt("min_exposed_pct"))
+        ]
         if fired:
             return Fired(tuple(fired))
         r = max(rows, key=lambda r: r["exposed_ns"])
@@ -119,14 +138,14 @@ class ExposedCommunication(Rule):
             ),
         )
 
-    def _finding(self, r: dict[str, Any]) -> Finding:
+    def _finding(self, r: dict[str, Any], slow: dict[str, Any] | None) -> Finding:
         exposed, comm, wait = int(r["exposed_ns"]), int(r["comm_ns"]), int(r["straggler_wait_ns"])
         starved = int(r["starved_ns"])
         hidden = comm - exposed - int(r["wait_ns"])  # neither exposed transfer nor exposed peer wait
         return self.finding(
             f"device {r['device_id']}: {ms(exposed)} of communication ran with no compute beside it "
             f"({pct(exposed, r['span_ns'], 0.0)}% of the device span; {pct(hidden, comm, 0.0)}% of communication "
-            f"time was hidden){_starved(r)}{_peer_wait(r)}",
+            f"time was hidden){_starved(r)}{_peer_wait(r)}{_slow_text(slow)}",
             window=Window(device_id=int(r["device_id"]), start_ns=int(r["start_ns"]), end_ns=int(r["end_ns"])),
             evidence=[
                 Evidence("comm_kernels", int(r["n_comm"]), "count"),
@@ -139,6 +158,7 @@ class ExposedCommunication(Rule):
                 Evidence("straggler_wait", wait, "ns"),
                 Evidence("peer_wait", int(r["wait_ns"]), "ns"),
                 Evidence("starved_comm_time", starved, "ns"),
+                *_slow_evidence(slow),
             ],
             est_gain_ns=max(0, exposed - max(wait, starved)),
             gain_basis="communication time with no other kernel running on the device (the part of collectives "
@@ -148,16 +168,69 @@ class ExposedCommunication(Rule):
             "the exposed time when the host had issued no compute to run beside it (metric comm_exposure, "
             "starved_ns), whichever is larger: full overlap would hide the rest (bounded by the compute available "
             "to overlap in practice)",
-            fixes=(
-                Fix(
-                    "overlap communication with compute",
-                    "DDP bucketing / FSDP prefetch; dedicated "
-                    "communication stream; larger buckets for many small collectives",
-                    "redesign",
-                ),
-            ),
+            fixes=(*_slow_fixes(slow), _OVERLAP),
             location=f"device={r['device_id']}",
         )
+
+
+_OVERLAP = Fix(
+    "overlap communication with compute",
+    "DDP bucketing / FSDP prefetch; dedicated communication stream; larger buckets for many small collectives",
+    "redesign",
+)
+
+
+def _slow_paths(ctx: Context) -> dict[int, dict[str, Any]]:
+    """Devices whose fastest large collective (metric collective_bandwidth, 3 or more of them) stayed under
+    `max_busbw_gbps` of bus bandwidth: the path between the GPUs, not the schedule, is the first suspect."""
+    limit = float(ctx.opt("max_busbw_gbps"))
+    return {
+        int(b["device_id"]): b
+        for b in ctx.metric("collective_bandwidth")
+        if int(b["n_large"]) >= 3 and float(b["best_busbw_gbps"]) < limit
+    }
+
+
+def _slow_text(b: dict[str, Any] | None) -> str:
+    """'; its large collectives moved data at X GB/s at best ...' for a device on a slow path."""
+    if b is None:
+        return ""
+    return (
+        f"; even the fastest of its {b['n_large']} collectives of 4 MiB or more moved data at "
+        f"{float(b['best_busbw_gbps']):.1f} GB/s of bus bandwidth ({b['best_kind']} of "
+        f"{int(b['best_bytes']) / 1e6:.1f} MB over {b['best_group_size']} ranks in {ms(int(b['best_dur_ns']))}), "
+        "where NVLink, xGMI and PCIe peer-to-peer reach tens to hundreds of GB/s: the transport between the GPUs "
+        "is the first suspect"
+    )
+
+
+def _slow_evidence(b: dict[str, Any] | None) -> tuple[Evidence, ...]:
+    if b is None:
+        return ()
+    return (
+        Evidence(
+            "best_collective_busbw",
+            round(float(b["best_busbw_gbps"]), 2),
+            "GB/s",
+            "bus bandwidth of the device's fastest collective of 4 MiB or more (nccl-tests' definition)",
+        ),
+        Evidence("large_collectives", int(b["n_large"]), "count"),
+    )
+
+
+def _slow_fixes(b: dict[str, Any] | None) -> tuple[Fix, ...]:
+    if b is None:
+        return ()
+    return (
+        Fix(
+            "check the transport between the GPUs",
+            "run with NCCL_DEBUG=INFO (RCCL too) and read each channel's transport: P2P/IPC or SHM within a node, "
+            "NET/IB across nodes, NET/Socket means host TCP; a VM or container without peer access or shared "
+            "memory (--ipc=host), NCCL_P2P_DISABLE/NCCL_SHM_DISABLE, a missing InfiniBand/EFA plugin or the wrong "
+            "NCCL_SOCKET_IFNAME fall back to sockets; nccl-tests' all_reduce_perf measures the path on its own",
+            "safe",
+        ),
+    )
 
 
 def _waiting(ctx: Context, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

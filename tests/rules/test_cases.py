@@ -56,6 +56,10 @@ def test_rule_case(case: Case, shared_cache: Any) -> None:
     for name, expected in case.spec.get("evidence", {}).items():
         assert name in ev, f"evidence {name} missing; have {sorted(ev)}"
         assert close(ev[name], expected), f"{name}: {ev[name]} != {expected}"
+    for name in case.spec.get("no_evidence", []):
+        assert name not in ev, f"evidence {name} present: {ev[name]}"
+    if "first_fix" in case.spec:
+        assert finding is not None and finding.fixes[0].title == case.spec["first_fix"]
     if "findings" in case.spec:
         assert len(result.findings) == case.spec["findings"]
     if "est_gain_ns" in case.spec:
