@@ -54,7 +54,12 @@ class ExposedCommunication(Rule):
     PCIe peer-to-peer reach tens to hundreds of GB/s on such sizes, NCCL/RCCL over host sockets a
     few. `NCCL_DEBUG=INFO` prints each channel's transport (P2P/IPC, SHM, NET/IB, NET/Socket);
     a VM or container without peer access or shared memory, `NCCL_P2P_DISABLE`/`NCCL_SHM_DISABLE`,
-    a missing InfiniBand/EFA plugin or the wrong `NCCL_SOCKET_IFNAME` leave it on sockets.
+    a missing InfiniBand/EFA plugin or the wrong `NCCL_SOCKET_IFNAME` leave it on sockets. Where
+    most of a device's collectives run back to back in runs of 8 or more short ones (metric
+    `comm_runs`: no other kernel between them, median 100 us or less), the program issues one
+    collective per tensor and each pays its own latency and launch: coalescing them into a few
+    large ones (DDP's buckets, `all_reduce_coalesced`, one all-reduce over the flattened
+    gradients) is named before overlap.
     Reference workload: `reference_workloads/CO001_no_comm_compute_overlap/` (2 GPUs).
 
     ## Fix risk
@@ -112,9 +117,9 @@ class ExposedCommunication(Rule):
 
     def check(self, ctx: Context) -> Outcome:
         rows = _waiting(ctx, [r for r in ctx.metric("comm_exposure") if r["n_comm"]])
-        slow = _slow_paths(ctx)
+        slow, bursts = _slow_paths(ctx), _bursts(ctx)
         fired = [
-            self._finding(r, slow.get(int(r["device_id"])))
+            self._finding(r, slow.get(int(r["device_id"])), bursts.get(int(r["device_id"])))
             for r in rows
             if pct(_fed(r), r["span_ns"], 0.0) >= float(ctx.opt("min_exposed_pct"))
         ]
@@ -138,14 +143,14 @@ class ExposedCommunication(Rule):
             ),
         )
 
-    def _finding(self, r: dict[str, Any], slow: dict[str, Any] | None) -> Finding:
+    def _finding(self, r: dict[str, Any], slow: dict[str, Any] | None, burst: dict[str, Any] | None) -> Finding:
         exposed, comm, wait = int(r["exposed_ns"]), int(r["comm_ns"]), int(r["straggler_wait_ns"])
         starved = int(r["starved_ns"])
         hidden = comm - exposed - int(r["wait_ns"])  # neither exposed transfer nor exposed peer wait
         return self.finding(
             f"device {r['device_id']}: {ms(exposed)} of communication ran with no compute beside it "
             f"({pct(exposed, r['span_ns'], 0.0)}% of the device span; {pct(hidden, comm, 0.0)}% of communication "
-            f"time was hidden){_starved(r)}{_peer_wait(r)}{_slow_text(slow)}",
+            f"time was hidden){_starved(r)}{_peer_wait(r)}{_slow_text(slow)}{_burst_text(burst)}",
             window=Window(device_id=int(r["device_id"]), start_ns=int(r["start_ns"]), end_ns=int(r["end_ns"])),
             evidence=[
                 Evidence("comm_kernels", int(r["n_comm"]), "count"),
@@ -159,6 +164,7 @@ class ExposedCommunication(Rule):
                 Evidence("peer_wait", int(r["wait_ns"]), "ns"),
                 Evidence("starved_comm_time", starved, "ns"),
                 *_slow_evidence(slow),
+                *_burst_evidence(burst),
             ],
             est_gain_ns=max(0, exposed - max(wait, starved)),
             gain_basis="communication time with no other kernel running on the device (the part of collectives "
@@ -168,7 +174,7 @@ class ExposedCommunication(Rule):
             "the exposed time when the host had issued no compute to run beside it (metric comm_exposure, "
             "starved_ns), whichever is larger: full overlap would hide the rest (bounded by the compute available "
             "to overlap in practice)",
-            fixes=(*_slow_fixes(slow), _OVERLAP),
+            fixes=(*_slow_fixes(slow), *((_COALESCE,) if burst else ()), _OVERLAP),
             location=f"device={r['device_id']}",
         )
 
@@ -178,6 +184,48 @@ _OVERLAP = Fix(
     "DDP bucketing / FSDP prefetch; dedicated communication stream; larger buckets for many small collectives",
     "redesign",
 )
+
+
+_COALESCE = Fix(
+    "coalesce the back-to-back collectives into a few large ones",
+    "one collective per tensor pays its latency and a host launch each: let DDP bucket the gradients (default "
+    "bucket_cap_mb=25) instead of all-reducing each one, or flatten them (torch._utils._flatten_dense_tensors) "
+    "or use dist.all_reduce_coalesced / a ProcessGroup coalescing manager for hand-written loops",
+    "safe",
+)
+
+
+def _bursts(ctx: Context) -> dict[int, dict[str, Any]]:
+    """Devices where most collectives (64 or more) run back to back in runs of 8 or more short kernels (metric
+    comm_runs, median 100 us or less): one collective per tensor where one over the flattened tensors would do."""
+    return {
+        int(b["device_id"]): b
+        for b in ctx.metric("comm_runs")
+        if int(b["n_in_runs"]) >= 64
+        and 2 * int(b["n_in_runs"]) >= int(b["n_comm"])
+        and float(b["median_run_kernel_ns"] or 0) <= 100_000
+    }
+
+
+def _burst_text(b: dict[str, Any] | None) -> str:
+    if b is None:
+        return ""
+    return (
+        f"; {b['n_in_runs']} of its {b['n_comm']} communication kernels ran back to back in {b['n_runs']} runs of "
+        f"8 or more with no other kernel between (up to {b['longest_run']}; median "
+        f"{float(b['median_run_kernel_ns']) / 1e3:.1f} us each): one collective per tensor, each paying its own "
+        "latency and launch"
+    )
+
+
+def _burst_evidence(b: dict[str, Any] | None) -> tuple[Evidence, ...]:
+    if b is None:
+        return ()
+    return (
+        Evidence("back_to_back_collectives", int(b["n_in_runs"]), "count"),
+        Evidence("back_to_back_runs", int(b["n_runs"]), "count"),
+        Evidence("back_to_back_time", int(b["run_ns"]), "ns"),
+    )
 
 
 def _slow_paths(ctx: Context) -> dict[int, dict[str, Any]]:
