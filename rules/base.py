@@ -191,6 +191,9 @@ class Context:
     # Nsight Compute rules only: the ncu run joined to a timeline run (analyze --ncu); gains then
     # weigh the ncu-measured inefficiency by the matched kernels' time in the timeline.
     timeline: JoinResult | None = None
+    # timeline rules only: an Nsight Compute report of the same program is joined (analyze --ncu), so a timeline
+    # rule whose pattern an ncu rule reads from the report's measurements defers to it
+    with_ncu: bool = False
 
     def opt(self, name: str) -> Any:
         return self.options[name]

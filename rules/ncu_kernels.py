@@ -30,9 +30,15 @@ from advisor.perf.kernel_class import ClassifiedKernel, classify_run
 from advisor.perf.ncu_join import JoinResult, base_name, normalize_name
 from advisor.perf.ncu_join import KernelGroup as TimelineGroup
 from advisor.perf.sol import LATENCY_BOUND_PCT
-from advisor.rules.base import Context, Evidence, Option, Window, ms
+from advisor.rules.base import Context, Evidence, Fix, Option, Window, ms
 from advisor.vocab import pct, rounded
 
+# the fix of a grid too small for the device (ME006 from Nsight Compute's waves, ME013 from the timeline's grids)
+ENLARGE_GRID = Fix(
+    "enlarge the grid",
+    "launch at least one full wave: blocks = a multiple of the SM count (grid-stride loop), or one thread per element",
+    "safe",
+)
 NCU_REQUIRES = frozenset({"ncu_kernels", "ncu_metrics"})
 # the option every ncu rule declares: no fix is credited with more than this share of a kernel's time
 MAX_GAIN_FRACTION_OPTION = Option(0.9, "cap on the fraction of a kernel's time credited to the fix", "advisor")

@@ -219,6 +219,7 @@ def _run_one(
     captured: set[str],
     strict: bool,
     timeline: JoinResult | None = None,
+    with_ncu: bool = False,
 ) -> RuleResult:
     t0 = time.perf_counter()
     outcome: Outcome | None
@@ -226,7 +227,7 @@ def _run_one(
     try:
         outcome = _applicability(rule, run, captured)
         if outcome is None:
-            ctx = Context(run, opts, timeline=timeline)
+            ctx = Context(run, opts, timeline=timeline, with_ncu=with_ncu)
             instance = rule()
             outcome = instance.applies(ctx) or instance.check(ctx)
     except InputError:
@@ -316,7 +317,9 @@ def rule_calls(run: Run, options: Mapping[str, Mapping[str, Any]] | None = None,
         if ncu is not None and reads_ncu(r):
             calls.append((r, functools.partial(_run_one, r, ncu, resolved[r.code], ncu_captured, strict, joined)))
         else:
-            calls.append((r, functools.partial(_run_one, r, run, resolved[r.code], captured, strict)))
+            calls.append(
+                (r, functools.partial(_run_one, r, run, resolved[r.code], captured, strict, with_ncu=ncu is not None))
+            )
     return calls
 
 

@@ -5,8 +5,9 @@ from typing import Any
 
 from advisor.perf.kernel_class import ClassifiedKernel
 from advisor.perf.sol import WAVES_SMALL_GRID, latency_bound
-from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule
+from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Option, Outcome, Rule
 from advisor.rules.ncu_kernels import (
+    ENLARGE_GRID,
     LATENCY_BOUND_OPTION,
     MAX_GAIN_FRACTION_OPTION,
     NCU_REQUIRES,
@@ -141,14 +142,7 @@ class GridTooSmall(Rule):
             ],
             est_gain_ns=gain.ns,
             gain_basis=gain.basis,
-            fixes=(
-                Fix(
-                    "enlarge the grid",
-                    "launch at least one full wave: blocks = a multiple of the SM count (grid-stride loop), "
-                    "or one thread per element",
-                    "safe",
-                ),
-            ),
+            fixes=(ENLARGE_GRID,),
             location=g.location,
         )
 
