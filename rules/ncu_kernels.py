@@ -39,6 +39,19 @@ ENLARGE_GRID = Fix(
     "launch at least one full wave: blocks = a multiple of the SM count (grid-stride loop), or one thread per element",
     "safe",
 )
+
+
+def raise_occupancy(limiter: str) -> Fix:
+    """The fix of low occupancy for its limiter (ME003 from Nsight Compute's limits, ME014 from the launch)."""
+    detail = {
+        "shared_mem": "request only the shared memory the block uses (dynamic size), or split the tile",
+        "registers": "cap registers with __launch_bounds__ / -maxrregcount, checking for spills",
+        "warps": "use larger blocks (more warps per block)",
+        "blocks": "use larger blocks: the per-SM block limit is reached with small ones",
+    }.get(limiter, "find the limiter in Nsight Compute's Occupancy section and relax it")
+    return Fix("raise occupancy", detail, "safe")
+
+
 NCU_REQUIRES = frozenset({"ncu_kernels", "ncu_metrics"})
 # the option every ncu rule declares: no fix is credited with more than this share of a kernel's time
 MAX_GAIN_FRACTION_OPTION = Option(0.9, "cap on the fraction of a kernel's time credited to the fix", "advisor")

@@ -5,7 +5,7 @@ from typing import Any
 from advisor.perf.kernel_class import ClassifiedKernel
 from advisor.perf.ncu_read import OCCUPANCY_LIMITS
 from advisor.perf.sol import latency_bound
-from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule
+from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Option, Outcome, Rule
 from advisor.rules.ncu_kernels import (
     LATENCY_BOUND_OPTION,
     MAX_GAIN_FRACTION_OPTION,
@@ -19,6 +19,7 @@ from advisor.rules.ncu_kernels import (
     maybe,
     nsight_speedups,
     num,
+    raise_occupancy,
     share_evidence,
     sol_evidence,
 )
@@ -164,7 +165,7 @@ class LowOccupancy(Rule):
             ],
             est_gain_ns=gain.ns,
             gain_basis=gain.basis,
-            fixes=(_fix(limiter),),
+            fixes=(raise_occupancy(limiter),),
             location=g.location,
         )
 
@@ -198,11 +199,3 @@ def _limiter(r: dict[str, Any]) -> tuple[str, str]:
     return key, f"{key.replace('_', ' ')} ({have[key]:.0f} blocks per SM)"
 
 
-def _fix(limiter: str) -> Fix:
-    detail = {
-        "shared_mem": "request only the shared memory the block uses (dynamic size), or split the tile",
-        "registers": "cap registers with __launch_bounds__ / -maxrregcount, checking for spills",
-        "warps": "use larger blocks (more warps per block)",
-        "blocks": "use larger blocks: the per-SM block limit is reached with small ones",
-    }.get(limiter, "find the limiter in Nsight Compute's Occupancy section and relax it")
-    return Fix("raise occupancy", detail, "safe")

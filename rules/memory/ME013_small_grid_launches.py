@@ -26,7 +26,7 @@ class SmallGridLaunches(Rule):
     Application kernels (no library's: not ATen, cuDNN, cuBLAS, CUTLASS, Triton from torch.compile,
     NCCL, ...; no GEMM, convolution, attention or communication family) whose every launch in the
     timeline used at most half as many blocks as the device has SMs, issued on one stream, with a
-    median duration of 50 us or more (metric `small_grids`), where the time they ran with no other
+    median duration of 50 us or more (metric `app_launches`, small_grid), where the time they ran with no other
     kernel beside them is at least `min_share_pct` of the device span. The grid comes from the
     timeline itself (nsys and Kineto record every launch's grid and block), the SM count from the
     device properties: no Nsight Compute report is needed. Where one is joined (`--ncu`), ME006
@@ -84,7 +84,7 @@ class SmallGridLaunches(Rule):
     def check(self, ctx: Context) -> Outcome:
         spans = {int(r["device_id"]): int(r["span_ns"]) for r in ctx.metric("device_spans")}
         cap = float(ctx.opt("max_gain_fraction"))
-        rows = ctx.metric("small_grids")
+        rows = [r for r in ctx.metric("app_launches") if r["small_grid"]]
         alone: dict[int, int] = {}
         for r in rows:
             alone[int(r["device_id"])] = alone.get(int(r["device_id"]), 0) + int(r["alone_ns"])
