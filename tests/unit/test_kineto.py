@@ -362,3 +362,28 @@ def test_rank_directory_names_the_files_it_skipped(tmp_path: Path) -> None:
         "config.json": "not a Kineto trace (no traceEvents in its first MiB)",
         "worker9_empty.json": "empty file",
     }
+
+
+@pytest.mark.parametrize("runtime_cat, driver_cat", [("runtime", "driver"), ("xpu_runtime", "xpu_driver")])
+def test_runtime_under_other_category_names(tmp_path: Path, runtime_cat: str, driver_cat: str) -> None:
+    """Kineto's activity types became accelerator-agnostic (RUNTIME, DRIVER; cuda_/xpu_/privateuse1_ names their
+    aliases): host runtime and driver calls under those category names are API calls, linked to their kernels by
+    correlation id, and CUPTI's overhead intervals are no events of the program."""
+    events = [
+        {"ph": "X", "cat": runtime_cat, "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 5,
+         "args": {"correlation": 7}},
+        {"ph": "X", "cat": driver_cat, "name": "cuLaunchKernel", "pid": 1, "tid": 1, "ts": 20, "dur": 4,
+         "args": {"correlation": 8}},
+        {"ph": "X", "cat": "kernel", "name": "k1", "pid": 0, "tid": 7, "ts": 16, "dur": 3,
+         "args": {"device": 0, "stream": 7, "correlation": 7}},
+        {"ph": "X", "cat": "kernel", "name": "k2", "pid": 0, "tid": 7, "ts": 25, "dur": 3,
+         "args": {"device": 0, "stream": 7, "correlation": 8}},
+        {"ph": "X", "cat": "overhead", "name": "CUPTI Overhead", "pid": 1, "tid": 1, "ts": 30, "dur": 50},
+    ]
+    p = _write(tmp_path, "agnostic.json", json.dumps({"traceEvents": events}).encode())
+    run = open_run(p, cache_dir=tmp_path / "cache")
+    assert run.sql_rows("SELECT start_ns, end_ns, correlation_id FROM api_calls ORDER BY start_ns") == [
+        (10000, 15000, 7),
+        (20000, 24000, 8),
+    ]
+    assert run.sql_rows("SELECT count(*) FROM kernels k JOIN api_calls a USING (correlation_id)") == [(2,)]
