@@ -39,6 +39,8 @@ was tuned on. Each writes one Kineto trace with probe_trace.profile_steps (3 act
   are the measured fixes of fp64_model_train and clip_grad_per_param, ema_per_param a per-parameter EMA.
 - autocast_fp32_weights_wide_decode (and its fix bf16_weights_wide_decode), sdpa_float_mask_train: a tenth round;
   sparse_grad_big_embedding is dense_adam_big_embedding's measured fix.
+- generate_without_cache, triton_row_norm_few_rows (and its fix torch_row_norm): an eleventh round (each function
+  says what it does); hf_style_generate is generate_without_cache's fix.
 """
 
 import argparse
@@ -1241,6 +1243,74 @@ def sdpa_float_mask_train() -> object:
     return _train(opt, loss)
 
 
+def generate_without_cache() -> object:
+    """hf_style_generate's model and loop with the KV cache off (use_cache=False): every token runs the 8 layers
+    over the whole sequence so far (512 to 559 tokens) to get one new token."""
+    n = 8
+    layer, emb = _growing_cache_layers(n)
+    prompt = torch.randint(0, 32000, (4, 512), device="cuda")
+
+    @torch.no_grad()
+    def step(_: int) -> None:
+        ids, done = prompt, torch.zeros(4, dtype=torch.bool, device="cuda")
+        for _t in range(48):
+            x, cache = emb(ids), []  # a fresh cache each token: nothing is reused
+            for i in range(n):
+                x = layer(x, i, cache)
+            nxt = (x[:, -1] @ emb.weight.T).argmax(-1)
+            done |= nxt == 2
+            ids = torch.cat([ids, nxt[:, None]], 1)
+            if done.all().item():
+                break
+    return step
+
+
+def _row_l2norm_kernel() -> Callable[..., object]:
+    """A hand-written Triton kernel that L2-normalizes each row of a matrix: one program per row, looping over the
+    row twice (sum of squares, then scale), as a first Triton kernel usually does."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def row_l2norm(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
+        base = tl.program_id(0).to(tl.int64) * n_cols
+        acc = tl.zeros([BLOCK], dtype=tl.float32)
+        for off in range(0, n_cols, BLOCK):
+            cols = off + tl.arange(0, BLOCK)
+            v = tl.load(x_ptr + base + cols, mask=cols < n_cols, other=0.0)
+            acc += v * v
+        inv = 1.0 / tl.sqrt(tl.sum(acc, axis=0) + 1e-12)
+        for off in range(0, n_cols, BLOCK):
+            cols = off + tl.arange(0, BLOCK)
+            m = cols < n_cols
+            tl.store(y_ptr + base + cols, tl.load(x_ptr + base + cols, mask=m, other=0.0) * inv, mask=m)
+    return row_l2norm  # type: ignore[no-any-return]
+
+
+def triton_row_norm_few_rows() -> object:
+    """8 rows of 2M FP32 values (8 long per-sample vectors: gradients, embeddings) L2-normalized 10 times per step by
+    a hand-written Triton kernel launched with one program per row: a grid of 8 blocks on a 132-SM GPU."""
+    kernel = _row_l2norm_kernel()
+    x = torch.randn(8, 1 << 21, device="cuda")
+    y = torch.empty_like(x)
+
+    def step(_: int) -> None:
+        for _k in range(10):
+            kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=1024)  # type: ignore[index]
+    return step
+
+
+def torch_row_norm() -> object:
+    """triton_row_norm_few_rows' fix: the same normalization by F.normalize (ATen's reduction splits each row over
+    many blocks)."""
+    x = torch.randn(8, 1 << 21, device="cuda")
+
+    def step(_: int) -> None:
+        for _k in range(10):
+            F.normalize(x, dim=1)
+    return step
+
+
 PROBES = {f.__name__: f for f in (
     loader_transform, bf16_mlp_train, graph_replay_infer, many_params_adamw, compiled_train, flash_attention_train,
     amp_gradscaler_train, cpu_offload_optimizer, greedy_decode, channels_last_amp_cnn, embedding_recsys,
@@ -1253,7 +1323,8 @@ PROBES = {f.__name__: f for f in (
     pinned_blocking_copies, compiled_bf16_gpt_train, rl_env_rollout, beam_search_decode, diffusion_sample_loop,
     dense_adam_big_embedding, autocast_fp32_weights_decode, fp64_model_train, clip_grad_per_param,
     contiguous_copies_attention, eval_accuracy_item, fp32_tf32_model_train, clip_grad_foreach, ema_per_param,
-    autocast_fp32_weights_wide_decode, bf16_weights_wide_decode, sdpa_float_mask_train, sparse_grad_big_embedding)}
+    autocast_fp32_weights_wide_decode, bf16_weights_wide_decode, sdpa_float_mask_train, sparse_grad_big_embedding,
+    generate_without_cache, triton_row_norm_few_rows, torch_row_norm)}
 WITH_STACK = {"small_encoder_infer_stack"}
 
 

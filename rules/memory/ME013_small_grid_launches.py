@@ -18,6 +18,11 @@ from advisor.rules.base import (
 from advisor.rules.ncu_kernels import ENLARGE_GRID
 from advisor.vocab import device_span_of, pct
 
+_NONE = (
+    "no application kernel ran with fewer blocks than half the SMs for 50 us or more (median) on one stream "
+    "(library kernels' grids are the library's choice)"
+)
+
 
 class SmallGridLaunches(Rule):
     """An application kernel is launched with fewer blocks than half the GPU's SMs: most SMs idle while it runs.
@@ -97,10 +102,11 @@ class SmallGridLaunches(Rule):
         if fired:
             return Fired(tuple(fired))
         if not rows:
-            return Clean(_NONE, (Evidence("small_grid_time", 0, "ns"),))
+            return Clean(self.clean_none)
         return self.clean(ctx.options, small_grid_time=sum(alone.values()))
 
     clean_sums = (("small_grid_time", "ns"),)
+    clean_none = _NONE
     clean_note = (
         "application kernels with fewer blocks than half the SMs ran {small_grid_time:ms} alone on the GPU, under "
         "{min_share_pct}% of any device span"
@@ -134,9 +140,3 @@ class SmallGridLaunches(Rule):
             fixes=(ENLARGE_GRID,),
             location=f"device={dev}|kernel={name[:120]}",
         )
-
-
-_NONE = (
-    "no application kernel ran with fewer blocks than half the SMs for 50 us or more (median) on one stream "
-    "(library kernels' grids are the library's choice)"
-)

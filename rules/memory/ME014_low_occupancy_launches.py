@@ -31,6 +31,13 @@ _WORDS = {
 }
 
 
+
+_NONE = (
+    "no application kernel of 50 us or more (median) ran with a launch configuration that allows under 12.5% "
+    "occupancy (library kernels' launches are the library's choice)"
+)
+
+
 class LowOccupancyLaunches(Rule):
     """An application kernel's launch configuration allows under 1/8 of the SM's warps: too few to hide latency.
 
@@ -87,6 +94,7 @@ class LowOccupancyLaunches(Rule):
     }
 
     clean_sums = (("low_occupancy_time", "ns"),)
+    clean_none = _NONE
     clean_note = (
         "application kernels whose launches allow under 12.5% occupancy ran {low_occupancy_time:ms} alone on the "
         "GPU, under {min_share_pct}% of any device span"
@@ -114,7 +122,7 @@ class LowOccupancyLaunches(Rule):
         if fired:
             return Fired(tuple(fired))
         if not rows:
-            return Clean(_NONE, (Evidence("low_occupancy_time", 0, "ns"),))
+            return Clean(self.clean_none)
         return self.clean(ctx.options, low_occupancy_time=sum(alone.values()))
 
     def _finding(self, r: dict[str, Any], span: int, cap: float) -> Finding:
@@ -156,9 +164,3 @@ def _limiter(r: dict[str, Any]) -> tuple[str, int]:
     have = {k: int(r[k]) for k in LIMITERS if r.get(k) is not None}
     key = min(have, key=lambda k: (have[k], k))
     return key, have[key]
-
-
-_NONE = (
-    "no application kernel of 50 us or more (median) ran with a launch configuration that allows under 12.5% "
-    "occupancy (library kernels' launches are the library's choice)"
-)

@@ -472,3 +472,27 @@ def test_a_dense_gradient_over_a_sparsely_looked_up_table_is_priced_first() -> N
     assert (ev["table_rows"], ev["table_width"], ev["lookups"]) == (2097152, 256, 8192)
     assert ev["untouched_rows"] == 99.6 and ev["optimizer_steps"] == 3
     assert top["est_gain_ns"] < ev["dense_grad_time"] + ev["table_optimizer_time"]
+
+
+def test_a_triton_kernel_with_one_program_per_row_is_a_grid_too_small() -> None:
+    """A hand-written Triton L2 norm over 8 rows of 2M floats, one program per row: 50 launches of grid (8, 1, 1) x 128
+    threads on a 132-SM H200, 1.58 ms each, nothing beside them. Before ME013 nothing priced it (memory-bound, no
+    findings). F.normalize does the same in 0.82 ms per step against 15.98 (unprofiled medians, PROVENANCE): ME013
+    predicts 71.0 ms over the trace's 5 iterations (14.2 ms per step, 0.94x the 15.16 ms measured), and is absent on
+    the fix's trace, whose small-grid kernels are ATen's."""
+    events = _events("triton_row_norm_few_rows")
+    kernels = [e for e in events if e.get("cat") == "kernel"]
+    assert {(e["name"], tuple(e["args"]["grid"]), tuple(e["args"]["block"])) for e in kernels} == {
+        ("row_l2norm", (8, 1, 1), (128, 1, 1))
+    }
+    total = sum(e["dur"] for e in kernels)
+    doc = realkit.analyze(_probe("triton_row_norm_few_rows")).doc
+    top = doc["findings"][0]
+    ev = {e["name"]: e["value"] for e in top["evidence"]}
+    assert top["code"] == "ME013" and top["fixes"][0]["title"] == "enlarge the grid"
+    assert ev["launches"] == len(kernels) == 50 and ev["grid_blocks"] == 8 and ev["sm_count"] == 132
+    assert abs(ev["kernel_time"] - round(total * 1000)) <= len(kernels)
+    assert top["est_gain_ns"] == pytest.approx(ev["alone_time"] * min(0.9, 1 - 8 / 132), abs=1)
+    assert top["est_gain_ns"] / 5 / 1e6 == pytest.approx(15.16, rel=0.1)
+    fix = realkit.analyze(_probe("torch_row_norm")).doc
+    assert not [f for f in fix["findings"] if f["code"] == "ME013"]
