@@ -181,8 +181,8 @@ def clean_outcome(rule: Any, c: CleanFold, opts: Mapping[str, Any]) -> Clean:
 
 def _cross_rank(rule: Any, seeds: Path, opts: Mapping[str, Any], classes: Mapping[int, str],
                 kernels: bool) -> RuleResult:
-    """A rule that compares ranks, on a run holding only the seeds (rank_comm, rank_clocks, device_balance)
-    and each device's own verdict class (rules.ranks.DEVICE_CLASSES)."""
+    """A rule that compares ranks, on a run holding only the seeds (rank_comm, rank_clocks, device_balance,
+    host_pace) and each device's own verdict class (rules.ranks.DEVICE_CLASSES)."""
     from advisor import metrics
     from advisor.model.store import Run
     from advisor.rules.base import CAPTURE_HINTS
@@ -195,7 +195,7 @@ def _cross_rank(rule: Any, seeds: Path, opts: Mapping[str, Any], classes: Mappin
         return RuleResult(rule.code, rule.name, rule.category, rule.status, outcome, time.perf_counter() - t0)
     run = Run.from_tables({})
     try:
-        for name in ("rank_comm", "rank_clocks", "device_balance"):
+        for name in ("rank_comm", "rank_clocks", "device_balance", "host_pace"):
             metrics.seed(run, name, seeds.parent / f"{name}.parquet")
         ctx = Context(run, dict(opts))
         ctx._cache[DEVICE_CLASSES] = dict(classes)

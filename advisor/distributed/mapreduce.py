@@ -62,6 +62,7 @@ class RankMap:
     world_size: int | None
     devices: tuple[int, ...]
     trace: tuple[int | None, int | None]  # trace_start_ns, trace_end_ns on the run clock
+    pace: str = ""  # Parquet of metric host_pace's rows ('' where the rank marks no steps)
 
 
 def map_rank(path: str, out_dir: str, shift_ns: int, cache_dir: str | None = None, index: int = 0) -> RankMap:
@@ -75,23 +76,29 @@ def map_rank(path: str, out_dir: str, shift_ns: int, cache_dir: str | None = Non
         shift = int(shift_ns)
         coll = f"{stem}.collectives.parquet"
         run.sql(_copy(f"({_sql('rank_collectives')})", Path(coll)), {"file_idx": index, "shift_ns": shift})
-        balance = ""
+        balance = pace = ""
         if run.count("kernels") or run.count("memops"):
-            rows = [{"file_idx": index} | r for r in metrics.query(run, "device_balance")]
-            if rows:
-                import pyarrow as pa
-                import pyarrow.parquet as pq
-
-                balance = f"{stem}.balance.parquet"
-                pq.write_table(pa.Table.from_pylist(rows), balance)
+            balance = _rows(index, metrics.query(run, "device_balance"), f"{stem}.balance.parquet")
+            pace = _rows(index, metrics.query(run, "host_pace"), f"{stem}.pace.parquet")
         devices = tuple(sorted(int(r[0]) for r in run.sql_rows("SELECT device_id FROM devices")))
         info = run.info
         rank = info.get("ranks")
         span = (_plus(info.get("trace_start_ns"), shift), _plus(info.get("trace_end_ns"), shift))
         return RankMap(index, path, coll, balance, int(rank) if rank and str(rank).isdigit() else None,
-                       info.get("world_size"), devices, span)
+                       info.get("world_size"), devices, span, pace)
     finally:
         run.close()
+
+
+def _rows(index: int, rows: list[dict[str, Any]], parquet: str) -> str:
+    """A rank's metric rows, tagged with its file index, written to `parquet` ('' where there are none)."""
+    if not rows:
+        return ""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pylist([{"file_idx": index} | r for r in rows]), parquet)
+    return parquet
 
 
 def _plus(v: Any, shift: int) -> int | None:
@@ -144,6 +151,9 @@ def reduce_ranks(maps: Sequence[RankMap], out_dir: Path, plan: Callable[..., Ran
         _load(con, "collectives", [m.collectives for m in maps])  # every map writes one, rows or not
         if not _load(con, "balance_raw", [m.balance for m in maps if m.balance]):
             con.execute("CREATE TEMP TABLE balance_raw (file_idx INTEGER, device_id INTEGER)")
+        if not _load(con, "pace_raw", [m.pace for m in maps if m.pace]):
+            con.execute("CREATE TEMP TABLE pace_raw (file_idx INTEGER, device_id INTEGER, n_steps BIGINT, "
+                        "step_ns BIGINT, blocked_ns BIGINT, pace_ns BIGINT)")
         out: dict[str, list[dict[str, Any]]] = {}
         for name in CROSS_RANK:
             table = metrics.get(name).table
@@ -184,13 +194,14 @@ def _dicts(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
 def _seeds(con: duckdb.DuckDBPyConnection, maps: Sequence[RankMap], devs: Mapping[int, dict[int, int]],
            out_dir: Path, plan: Callable[..., RankPlan]) -> list[RankPlan]:
     """Each rank's seeds (rankrun.SEEDED): its collective instances, plus the others' rows of the instances it
-    arrived last in (no device: only its net wait reads them); every rank's rank_comm, rank_clocks and
-    device_balance rows. One partitioned write for the per-rank cut (one pass, not one scan per rank: the
+    arrived last in (no device: only its net wait reads them); every rank's rank_comm, rank_clocks,
+    device_balance and host_pace rows. One partitioned write for the per-rank cut (one pass, not one scan per rank: the
     driver's work stays linear in the ranks), one file each for the shared ones."""
     seeds = out_dir / "seeds"
     seeds.mkdir(parents=True, exist_ok=True)
     shared = {"rank_comm": "m_rank_comm", "rank_clocks": "m_rank_clocks",
-              "device_balance": f"({_sql('reduce/rank_seed_balance')})"}
+              "device_balance": f"({_sql('reduce/rank_seed_balance')})",
+              "host_pace": "(SELECT * EXCLUDE (file_idx) FROM pace_raw ORDER BY device_id)"}
     for name, what in shared.items():
         con.execute(_copy(what, seeds / f"{name}.parquet"))
     world = max((m.world_size for m in maps if m.world_size is not None), default=len(maps) if len(maps) > 1 else None)

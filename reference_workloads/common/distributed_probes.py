@@ -8,6 +8,12 @@ steps (probe_trace.profile_steps) into DIR/NAME/NAME.rankR.json.gz, the layout `
   `no_sync()`: the gradients are all-reduced after every micro-batch, not once per step.
 - ddp_accum_no_sync: the same step with `no_sync()` on the first 3 micro-batches (the fix).
 - fsdp_full_shard_train: the 8 blocks under FSDP (FULL_SHARD, one unit per block), bf16 autocast, AdamW.
+- ddp_train: DDP over the 8 blocks with its default 25 MB buckets; run once as is and once with NCCL held to its
+  socket transport (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_SOCKET_IFNAME=lo in the environment), as a VM or
+  container without peer access or shared memory leaves it: the same program, its collectives far slower.
+- manual_grad_allreduce: a 24-layer 512-wide stack (290 parameter tensors) without DDP whose gradients are averaged
+  by one dist.all_reduce per parameter after backward, as older training scripts do; manual_grad_allreduce_flat is
+  its fix (the gradients flattened into one buffer, one all-reduce).
 - ddp_tiny_buckets: DDP with bucket_cap_mb=1: hundreds of small all-reduces per step.
 - rank0_host_logging: DDP where rank 0 spends ~30 ms per step on host-side logging (NumPy over the outputs) while
   rank 1 waits for it in the next step's all-reduce.
@@ -91,9 +97,8 @@ def fsdp_full_shard_train() -> object:
     return step
 
 
-def ddp_tiny_buckets() -> object:
-    """DDP over the 8 blocks with bucket_cap_mb=1 (about 400 MB of FP32 gradients), 4 x 1024 tokens per rank."""
-    net = DDP(_blocks(), bucket_cap_mb=1)
+def _ddp_train(**ddp: object) -> Callable[[int], None]:
+    net = DDP(_blocks(), **ddp)  # type: ignore[arg-type]
     opt = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)
     x = _batch(1024, dist.get_rank())
 
@@ -102,6 +107,55 @@ def ddp_tiny_buckets() -> object:
         _loss(net, x).backward()
         opt.step()
     return step
+
+
+def ddp_train() -> object:
+    """DDP over the 8 blocks (about 400 MB of FP32 gradients) with default buckets, 4 x 1024 tokens per rank."""
+    return _ddp_train()
+
+
+def ddp_tiny_buckets() -> object:
+    """DDP over the 8 blocks with bucket_cap_mb=1 (about 400 MB of FP32 gradients), 4 x 1024 tokens per rank."""
+    return _ddp_train(bucket_cap_mb=1)
+
+
+def _manual(flat: bool) -> Callable[[int], None]:
+    torch.manual_seed(0)
+    net = nn.Sequential(*(nn.Sequential(nn.LayerNorm(512), nn.Linear(512, 2048), nn.GELU(), nn.Linear(2048, 512))
+                          for _ in range(24))).cuda()
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)
+    x = _batch(1024, dist.get_rank(), b=8, d=512)
+    world = dist.get_world_size()
+
+    def step(_: int) -> None:
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = net(x).float().pow(2).mean()
+        loss.backward()
+        grads = [p.grad for p in net.parameters() if p.grad is not None]
+        if flat:
+            buf = torch._utils._flatten_dense_tensors(grads)
+            dist.all_reduce(buf)
+            buf /= world
+            for g, b in zip(grads, torch._utils._unflatten_dense_tensors(buf, grads), strict=True):
+                g.copy_(b)
+        else:
+            for g in grads:
+                dist.all_reduce(g)
+                g /= world
+        opt.step()
+    return step
+
+
+def manual_grad_allreduce() -> object:
+    """24 pre-norm MLP blocks (d 512, 290 parameter tensors) trained on 8 x 1024 tokens per rank, each gradient
+    averaged by its own dist.all_reduce after backward."""
+    return _manual(flat=False)
+
+
+def manual_grad_allreduce_flat() -> object:
+    """manual_grad_allreduce's fix: the gradients flattened into one buffer and averaged by one all-reduce."""
+    return _manual(flat=True)
 
 
 def rank0_host_logging() -> object:
@@ -189,8 +243,9 @@ def gather_metrics_objects() -> object:
 
 
 PROBES = {f.__name__: f for f in (
-    ddp_accum_allreduce_every_micro, ddp_accum_no_sync, fsdp_full_shard_train, ddp_tiny_buckets, rank0_host_logging,
-    varlen_rank_imbalance, tp_mlp_decode, gather_metrics_objects)}
+    ddp_accum_allreduce_every_micro, ddp_accum_no_sync, fsdp_full_shard_train, ddp_train, ddp_tiny_buckets,
+    manual_grad_allreduce, manual_grad_allreduce_flat, rank0_host_logging, varlen_rank_imbalance, tp_mlp_decode,
+    gather_metrics_objects)}
 
 
 def main() -> None:

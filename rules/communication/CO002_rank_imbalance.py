@@ -48,6 +48,12 @@ class RankImbalance(Rule):
     less its own wait in theirs: ranks that wait for each other in turn are skewed, not held back by
     one) where that exceeds the busiest device's excess work. When it does no more GPU work than the
     median device, its host holds it back, and the fix names that rank's host, not the work split.
+    Its gain is at most its host's time per step beyond the other ranks' own pace (metric
+    `host_pace`: their ProfilerStep time less what their hosts spent blocked, synchronize calls and
+    API calls of 1 ms or more, mostly waiting for it), over its steps, where every rank marks two or
+    more: the others, released on time, would still wait for their own hosts. Ranks of one program
+    whose hosts run at different speeds (a slower or shared CPU, the profiler's per-op cost) wait
+    in every bucket; what arriving on time saves is the pace difference, not the sum of the waits.
 
     ## How to fix
     Balance the work: shard data and embedding tables evenly (by cost, not by count), check that
@@ -119,11 +125,13 @@ class RankImbalance(Rule):
             Evidence("straggler_device", int(top["device_id"]), "device"),
         ]
         table = rank_table(ctx)
-        late, span = _lateness(table), int(statistics.median(int(r["span_ns"]) for r in rows))
+        net, span = _lateness(table), int(statistics.median(int(r["span_ns"]) for r in rows))
+        pace = _pace_excess(ctx, table) if net else None
+        late = net if pace is None else min(net, pace)
         busiest = pct(excess, med, 0.0) >= float(ctx.opt("min_imbalance_pct"))
         own = _host_late(table, rows, med, float(ctx.opt("min_imbalance_pct")))
         if own and pct(late, span, 0.0) >= float(ctx.opt("min_late_pct")) and (late > excess or not busiest):
-            return Fired((self._late(table, (late, span), evidence, own, med),))
+            return Fired((self._late(table, (net, late, span), evidence, own, med),))
         if busiest:
             return Fired((self._busiest(top, len(rows), med, excess, evidence, table),))
         return Clean(f"busiest device works {pct(excess, med, 0.0)}% more than the median", tuple(evidence))
@@ -179,24 +187,25 @@ class RankImbalance(Rule):
         )
 
     def _late(
-        self, table: list[Any], cost: tuple[int, int], evidence: list[Evidence], own: dict[str, Any], med: float
+        self, table: list[Any], cost: tuple[int, int, int], evidence: list[Evidence], own: dict[str, Any], med: float
     ) -> Finding:
         """One rank arrives late at the collectives more than the others make it wait, with no more GPU work
         than the median device: its host holds it back, and the others wait for it. `cost`: its net lateness
         and the median device span; `own`: its device_balance row."""
-        (late, span), s = cost, straggler(table)
+        (net, late, span), s = cost, straggler(table)
         cross, more = _cross_rank(table, -1)
         work, idle, dev_span = int(own["work_ns"]), int(own["idle_ns"]), int(own["span_ns"])
         return self.finding(
             f"rank {s['rank']} (device {s['device_id']}) arrives late at the collectives: each other rank waits "
-            f"{ms(late)} for it beyond what it waits for them ({pct(late, span, 0.0)}% of the median device span), "
+            f"{ms(net)} for it beyond what it waits for them ({pct(net, span, 0.0)}% of the median device span), "
             f"though it does no more GPU work than the others ({ms(work)} against a median of {ms(int(med))}); its "
-            f"GPU idles {pct(idle, dev_span, 0.0)}% of its span waiting on its host{cross}",
+            f"GPU idles {pct(idle, dev_span, 0.0)}% of its span waiting on its host{_capped(net, late)}{cross}",
             window=Window(device_id=int(s["device_id"])),
             evidence=evidence
             + more
             + [
-                Evidence("lateness", late, "ns"),
+                Evidence("lateness", net, "ns"),
+                Evidence("recoverable_lateness", late, "ns"),
                 Evidence("straggler_work_time", work, "ns"),
                 Evidence("straggler_idle_share", pct(idle, dev_span, 0.0), "%", device_span_of(s["device_id"])),
             ],
@@ -204,8 +213,9 @@ class RankImbalance(Rule):
             est_gain_ns=late,
             gain_basis="the other ranks' wait in the collectives this rank arrived last in, per other rank, less its "
             "own wait in the collectives they arrived last in (collectives matched across ranks; ranks that wait for "
-            "each other in turn are skewed, not held back by one): what each rank would stop waiting if it arrived "
-            "on time",
+            "each other in turn are skewed, not held back by one), at most its host's time per step beyond the other "
+            "ranks' own pace (metric host_pace: their steps less the time their hosts were blocked) over its steps: "
+            "what each rank would stop waiting if it arrived on time",
             fixes=(_host_fix(s),),
             location="straggler",
         )
@@ -234,6 +244,30 @@ def _lateness(table: list[dict[str, Any]]) -> int:
         return 0
     s = straggler(table)
     return max(0, int(s["cost_ns"]) // (len(table) - 1) - int(s["wait_ns"]))
+
+
+def _pace_excess(ctx: Context, table: list[dict[str, Any]]) -> int | None:
+    """The straggler's host time beyond the other ranks' own pace (metric host_pace: its ProfilerStep time per step
+    less the median other rank's steps without their blocked time, times its steps), at least 0: the most its late
+    arrivals can cost. None where a rank marks fewer than 2 steps: one captured step shows a late start, whose cause
+    (the step before, work ahead of the loop) lies outside the window."""
+    paces = {int(r["device_id"]): r for r in ctx.metric("host_pace") if int(r["n_steps"]) >= 2}
+    dev = int(straggler(table)["device_id"])
+    others = [int(r["pace_ns"]) / int(r["n_steps"]) for d, r in paces.items() if d != dev]
+    if dev not in paces or len(others) < len(table) - 1:
+        return None
+    own = paces[dev]
+    return max(0, int((int(own["step_ns"]) / int(own["n_steps"]) - statistics.median(others)) * int(own["n_steps"])))
+
+
+def _capped(net: int, late: int) -> str:
+    """'; its host takes X longer than the others' over its steps, ...' where the pace bound cut the lateness."""
+    if late >= net:
+        return ""
+    return (
+        f"; its host takes {ms(late)} longer over its steps than the others' own pace (their steps less the time "
+        "they were blocked): the most arriving on time can save"
+    )
 
 
 def _host_late(
