@@ -230,12 +230,15 @@ def _burst_evidence(b: dict[str, Any] | None) -> tuple[Evidence, ...]:
 
 def _slow_paths(ctx: Context) -> dict[int, dict[str, Any]]:
     """Devices whose fastest large collective (metric collective_bandwidth, 3 or more of them) stayed under
-    `max_busbw_gbps` of bus bandwidth: the path between the GPUs, not the schedule, is the first suspect."""
+    `max_busbw_gbps` of bus bandwidth, with the collectives of its kind and size at half its rate or more (a path
+    sets them all alike; waits for late peers spread them): the path between the GPUs, not the schedule, is the
+    first suspect."""
     limit = float(ctx.opt("max_busbw_gbps"))
     return {
         int(b["device_id"]): b
         for b in ctx.metric("collective_bandwidth")
         if int(b["n_large"]) >= 3 and float(b["best_busbw_gbps"]) < limit
+        and 2 * float(b["class_median_busbw_gbps"]) >= float(b["best_busbw_gbps"])
     }
 
 
