@@ -30,7 +30,7 @@ from advisor.perf.kernel_class import ClassifiedKernel, classify_run
 from advisor.perf.ncu_join import JoinResult, base_name, normalize_name
 from advisor.perf.ncu_join import KernelGroup as TimelineGroup
 from advisor.perf.sol import LATENCY_BOUND_PCT
-from advisor.rules.base import Context, Evidence, Fix, Option, Window, ms
+from advisor.rules.base import Context, Evidence, Fix, NotApplicable, Option, Window, ms
 from advisor.vocab import pct, rounded
 
 # the fix of a grid too small for the device (ME006 from Nsight Compute's waves, ME013 from the timeline's grids)
@@ -50,6 +50,37 @@ def raise_occupancy(limiter: str) -> Fix:
         "blocks": "use larger blocks: the per-SM block limit is reached with small ones",
     }.get(limiter, "find the limiter in Nsight Compute's Occupancy section and relax it")
     return Fix("raise occupancy", detail, "safe")
+
+
+@dataclass(frozen=True)
+class AppLaunches:
+    """Metric app_launches' rows of one kind (`flag`: small_grid or low_occupancy) for ME013/ME014: `firing`, the
+    rows on devices whose such kernels ran alone for `min_share_pct` of the span or more; `alone_ns`, the whole
+    time alone over all devices; `spans`, each device's span; `any`, whether there was a row at all."""
+
+    firing: list[dict[str, Any]]
+    alone_ns: int
+    spans: dict[int, int]
+    any: bool
+
+
+def app_launches(ctx: Context, flag: str) -> AppLaunches:
+    rows = [r for r in metrics.query(ctx.run, "app_launches") if r[flag]]
+    spans = {int(r["device_id"]): int(r["span_ns"]) for r in metrics.query(ctx.run, "device_spans")}
+    alone: dict[int, int] = defaultdict(int)
+    for r in rows:
+        alone[int(r["device_id"])] += int(r["alone_ns"])
+    least = float(ctx.opt("min_share_pct"))
+    firing = [r for r in rows if pct(alone[int(r["device_id"])], spans.get(int(r["device_id"]), 0), 0.0) >= least]
+    return AppLaunches(firing, sum(alone.values()), spans, bool(rows))
+
+
+def defer_to_ncu(ctx: Context, ncu_rule: str) -> NotApplicable | None:
+    """A timeline rule's applicability beside its Nsight Compute counterpart: where a report is joined
+    (analyze --ncu), `ncu_rule` reads the same kernels from their measurements."""
+    if not ctx.with_ncu:
+        return None
+    return NotApplicable(f"an Nsight Compute report is joined: {ncu_rule} reads these kernels' measurements", "")
 
 
 NCU_REQUIRES = frozenset({"ncu_kernels", "ncu_metrics"})

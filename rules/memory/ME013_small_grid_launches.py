@@ -15,7 +15,7 @@ from advisor.rules.base import (
     Window,
     ms,
 )
-from advisor.rules.ncu_kernels import ENLARGE_GRID
+from advisor.rules.ncu_kernels import ENLARGE_GRID, MAX_GAIN_FRACTION_OPTION, app_launches, defer_to_ncu
 from advisor.vocab import device_span_of, pct
 
 _NONE = (
@@ -75,35 +75,19 @@ class SmallGridLaunches(Rule):
         "min_share_pct": Option(
             2.0, "small-grid kernel time with no other kernel beside it, as % of the device span, to fire", "ours"
         ),
-        "max_gain_fraction": Option(0.9, "cap on the fraction of a kernel's time credited to the fix", "advisor"),
+        "max_gain_fraction": MAX_GAIN_FRACTION_OPTION,
     }
 
     def applies(self, ctx: Context) -> NotApplicable | None:
-        if ctx.with_ncu:
-            return NotApplicable(
-                "an Nsight Compute report is joined: ME006 grid-too-small reads these kernels' measured waves",
-                "",
-            )
-        return None
+        return defer_to_ncu(ctx, "ME006 grid-too-small")
 
     def check(self, ctx: Context) -> Outcome:
-        spans = {int(r["device_id"]): int(r["span_ns"]) for r in ctx.metric("device_spans")}
-        cap = float(ctx.opt("max_gain_fraction"))
-        rows = [r for r in ctx.metric("app_launches") if r["small_grid"]]
-        alone: dict[int, int] = {}
-        for r in rows:
-            alone[int(r["device_id"])] = alone.get(int(r["device_id"]), 0) + int(r["alone_ns"])
-        least = float(ctx.opt("min_share_pct"))
-        fired = [
-            self._finding(r, spans.get(int(r["device_id"]), 0), cap)
-            for r in rows
-            if pct(alone[int(r["device_id"])], spans.get(int(r["device_id"]), 0), 0.0) >= least
-        ]
-        if fired:
-            return Fired(tuple(fired))
-        if not rows:
+        found, cap = app_launches(ctx, "small_grid"), float(ctx.opt("max_gain_fraction"))
+        if found.firing:
+            return Fired(tuple(self._finding(r, found.spans.get(int(r["device_id"]), 0), cap) for r in found.firing))
+        if not found.any:
             return Clean(self.clean_none)
-        return self.clean(ctx.options, small_grid_time=sum(alone.values()))
+        return self.clean(ctx.options, small_grid_time=found.alone_ns)
 
     clean_sums = (("small_grid_time", "ns"),)
     clean_none = _NONE

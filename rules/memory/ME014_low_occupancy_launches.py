@@ -15,7 +15,7 @@ from advisor.rules.base import (
     Window,
     ms,
 )
-from advisor.rules.ncu_kernels import OF_WARPS, raise_occupancy
+from advisor.rules.ncu_kernels import MAX_GAIN_FRACTION_OPTION, OF_WARPS, app_launches, defer_to_ncu, raise_occupancy
 from advisor.vocab import device_span_of, pct
 
 # the occupancy a memory-latency-bound kernel needs to reach most of its speed: warps in flight scale the bytes in
@@ -90,7 +90,7 @@ class LowOccupancyLaunches(Rule):
         "min_share_pct": Option(
             2.0, "low-occupancy kernel time with no other kernel beside it, as % of the device span, to fire", "ours"
         ),
-        "max_gain_fraction": Option(0.9, "cap on the fraction of a kernel's time credited to the fix", "advisor"),
+        "max_gain_fraction": MAX_GAIN_FRACTION_OPTION,
     }
 
     clean_sums = (("low_occupancy_time", "ns"),)
@@ -101,29 +101,15 @@ class LowOccupancyLaunches(Rule):
     )
 
     def applies(self, ctx: Context) -> NotApplicable | None:
-        if ctx.with_ncu:
-            return NotApplicable(
-                "an Nsight Compute report is joined: ME003 low-occupancy reads these kernels' measured occupancy", ""
-            )
-        return None
+        return defer_to_ncu(ctx, "ME003 low-occupancy")
 
     def check(self, ctx: Context) -> Outcome:
-        spans = {int(r["device_id"]): int(r["span_ns"]) for r in ctx.metric("device_spans")}
-        rows = [r for r in ctx.metric("app_launches") if r["low_occupancy"]]
-        alone: dict[int, int] = {}
-        for r in rows:
-            alone[int(r["device_id"])] = alone.get(int(r["device_id"]), 0) + int(r["alone_ns"])
-        least, cap = float(ctx.opt("min_share_pct")), float(ctx.opt("max_gain_fraction"))
-        fired = [
-            self._finding(r, spans.get(int(r["device_id"]), 0), cap)
-            for r in rows
-            if pct(alone[int(r["device_id"])], spans.get(int(r["device_id"]), 0), 0.0) >= least
-        ]
-        if fired:
-            return Fired(tuple(fired))
-        if not rows:
+        found, cap = app_launches(ctx, "low_occupancy"), float(ctx.opt("max_gain_fraction"))
+        if found.firing:
+            return Fired(tuple(self._finding(r, found.spans.get(int(r["device_id"]), 0), cap) for r in found.firing))
+        if not found.any:
             return Clean(self.clean_none)
-        return self.clean(ctx.options, low_occupancy_time=sum(alone.values()))
+        return self.clean(ctx.options, low_occupancy_time=found.alone_ns)
 
     def _finding(self, r: dict[str, Any], span: int, cap: float) -> Finding:
         """One low-occupancy kernel name on one device, priced at its time alone x (1 - occupancy / 50%), capped."""
