@@ -75,12 +75,27 @@ def app_launches(ctx: Context, flag: str) -> AppLaunches:
     return AppLaunches(firing, sum(alone.values()), spans, bool(rows))
 
 
-def defer_to_ncu(ctx: Context, ncu_rule: str) -> NotApplicable | None:
-    """A timeline rule's applicability beside its Nsight Compute counterpart: where a report is joined
-    (analyze --ncu), `ncu_rule` reads the same kernels from their measurements."""
-    if not ctx.with_ncu:
-        return None
-    return NotApplicable(f"an Nsight Compute report is joined: {ncu_rule} reads these kernels' measurements", "")
+def launch_rule_applies(ctx: Context, ncu_rule: str, devices: str, kernels: str) -> NotApplicable | None:
+    """A timeline launch-configuration rule's applicability (ME013, ME014): where an Nsight Compute report is
+    joined (analyze --ncu), `ncu_rule` reads the same kernels from their measurements; the trace must record the
+    devices' properties (metric launch_records column `devices`) and the kernels' launch configuration
+    (column `kernels`)."""
+    if ctx.with_ncu:
+        return NotApplicable(f"an Nsight Compute report is joined: {ncu_rule} reads these kernels' measurements", "")
+    rec = metrics.one(ctx.run, "launch_records")
+    if not rec.get(devices):
+        return NotApplicable(
+            "the trace records no device properties (SM count, per-SM limits)",
+            "nsys profile --trace=cuda (the export's TARGET_INFO_GPU) or torch.profiler on a CUDA device "
+            "(deviceProperties)",
+        )
+    if not rec.get(kernels):
+        return NotApplicable(
+            "the trace records no launch configuration (grid, block) for its kernels",
+            "nsys profile --trace=cuda, or torch.profiler with ProfilerActivity.CUDA (PyTorch 1.9 or later records "
+            "each kernel's grid and block)",
+        )
+    return None
 
 
 NCU_REQUIRES = frozenset({"ncu_kernels", "ncu_metrics"})

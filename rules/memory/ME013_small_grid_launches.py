@@ -15,7 +15,7 @@ from advisor.rules.base import (
     Window,
     ms,
 )
-from advisor.rules.ncu_kernels import ENLARGE_GRID, MAX_GAIN_FRACTION_OPTION, app_launches, defer_to_ncu
+from advisor.rules.ncu_kernels import ENLARGE_GRID, MAX_GAIN_FRACTION_OPTION, app_launches, launch_rule_applies
 from advisor.vocab import device_span_of, pct
 
 _NONE = (
@@ -79,7 +79,7 @@ class SmallGridLaunches(Rule):
     }
 
     def applies(self, ctx: Context) -> NotApplicable | None:
-        return defer_to_ncu(ctx, "ME006 grid-too-small")
+        return launch_rule_applies(ctx, "ME006 grid-too-small", "devices_with_sms", "kernels_with_grid")
 
     def check(self, ctx: Context) -> Outcome:
         found, cap = app_launches(ctx, "small_grid"), float(ctx.opt("max_gain_fraction"))

@@ -15,7 +15,13 @@ from advisor.rules.base import (
     Window,
     ms,
 )
-from advisor.rules.ncu_kernels import MAX_GAIN_FRACTION_OPTION, OF_WARPS, app_launches, defer_to_ncu, raise_occupancy
+from advisor.rules.ncu_kernels import (
+    MAX_GAIN_FRACTION_OPTION,
+    OF_WARPS,
+    app_launches,
+    launch_rule_applies,
+    raise_occupancy,
+)
 from advisor.vocab import device_span_of, pct
 
 # the occupancy a memory-latency-bound kernel needs to reach most of its speed: warps in flight scale the bytes in
@@ -101,7 +107,7 @@ class LowOccupancyLaunches(Rule):
     )
 
     def applies(self, ctx: Context) -> NotApplicable | None:
-        return defer_to_ncu(ctx, "ME003 low-occupancy")
+        return launch_rule_applies(ctx, "ME003 low-occupancy", "devices_with_limits", "kernels_with_block")
 
     def check(self, ctx: Context) -> Outcome:
         found, cap = app_launches(ctx, "low_occupancy"), float(ctx.opt("max_gain_fraction"))
