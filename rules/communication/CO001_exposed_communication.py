@@ -56,7 +56,7 @@ class ExposedCommunication(Rule):
     a VM or container without peer access or shared memory, `NCCL_P2P_DISABLE`/`NCCL_SHM_DISABLE`,
     a missing InfiniBand/EFA plugin or the wrong `NCCL_SOCKET_IFNAME` leave it on sockets. Where
     most of a device's collectives run back to back in runs of 8 or more short ones (metric
-    `comm_runs`: no other kernel between them, median 100 us or less), the program issues one
+    `comm_runs`: no other kernel of 5 us or more between them, median 100 us or less), the program issues one
     collective per tensor and each pays its own latency and launch: coalescing them into a few
     large ones (DDP's buckets, `all_reduce_coalesced`, one all-reduce over the flattened
     gradients) is named before overlap.
@@ -212,7 +212,7 @@ def _burst_text(b: dict[str, Any] | None) -> str:
         return ""
     return (
         f"; {b['n_in_runs']} of its {b['n_comm']} communication kernels ran back to back in {b['n_runs']} runs of "
-        f"8 or more with no other kernel between (up to {b['longest_run']}; median "
+        f"8 or more with no other kernel of 5 us or more between (up to {b['longest_run']}; median "
         f"{float(b['median_run_kernel_ns']) / 1e3:.1f} us each): one collective per tensor, each paying its own "
         "latency and launch"
     )
