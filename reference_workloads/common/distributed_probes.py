@@ -14,6 +14,9 @@ steps (probe_trace.profile_steps) into DIR/NAME/NAME.rankR.json.gz, the layout `
 - manual_grad_allreduce: a 24-layer 512-wide stack (290 parameter tensors) without DDP whose gradients are averaged
   by one dist.all_reduce per parameter after backward, as older training scripts do; manual_grad_allreduce_flat is
   its fix (the gradients flattened into one buffer, one all-reduce).
+- pipeline_two_stage: 8 GPT blocks split over the 2 ranks (4 each) and run as a GPipe pipeline: 4 micro-batches
+  forward (activations sent with dist.send/recv), then 4 backward (gradients sent back): each rank idles while the
+  other fills and drains the pipeline.
 - ddp_tiny_buckets: DDP with bucket_cap_mb=1: hundreds of small all-reduces per step.
 - rank0_host_logging: DDP where rank 0 spends ~30 ms per step on host-side logging (NumPy over the outputs) while
   rank 1 waits for it in the next step's all-reduce.
@@ -117,6 +120,45 @@ def ddp_train() -> object:
 def ddp_tiny_buckets() -> object:
     """DDP over the 8 blocks with bucket_cap_mb=1 (about 400 MB of FP32 gradients), 4 x 1024 tokens per rank."""
     return _ddp_train(bucket_cap_mb=1)
+
+
+def pipeline_two_stage() -> object:
+    """8 GPT blocks (d 1024, bf16 autocast, fused AdamW) as a 2-stage GPipe pipeline: rank 0 holds blocks 0-3, rank 1
+    blocks 4-7; each step runs 4 micro-batches of 2 x 512 tokens forward, then 4 backward, with the activations and
+    their gradients sent between the ranks by dist.send / dist.recv."""
+    rank, n_micro = dist.get_rank(), 4
+    torch.manual_seed(0)
+    net = nn.Sequential(*(GptBlock(1024, 16) for _ in range(4))).cuda()
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)
+    xs = [_batch(512, k, b=2) for k in range(n_micro)]
+
+    def step(_: int) -> None:
+        opt.zero_grad(set_to_none=True)
+        outs = []
+        for k in range(n_micro):
+            if rank == 0:
+                with torch.autocast("cuda", dtype=torch.bfloat16):
+                    y = net(xs[k])
+                dist.send(y.detach().contiguous(), 1)
+                outs.append(y)
+            else:
+                a = torch.empty(2, 512, 1024, device="cuda", dtype=torch.bfloat16)
+                dist.recv(a, 0)
+                a.requires_grad_(True)
+                with torch.autocast("cuda", dtype=torch.bfloat16):
+                    loss = net(a).float().pow(2).mean() / n_micro
+                outs.append((a, loss))
+        for k in reversed(range(n_micro)):
+            if rank == 0:
+                g = torch.empty_like(outs[k])
+                dist.recv(g, 1)
+                outs[k].backward(g)
+            else:
+                a, loss = outs[k]
+                loss.backward()
+                dist.send(a.grad.contiguous(), 0)  # type: ignore[union-attr]
+        opt.step()
+    return step
 
 
 def _manual(flat: bool) -> Callable[[int], None]:
@@ -244,8 +286,8 @@ def gather_metrics_objects() -> object:
 
 PROBES = {f.__name__: f for f in (
     ddp_accum_allreduce_every_micro, ddp_accum_no_sync, fsdp_full_shard_train, ddp_train, ddp_tiny_buckets,
-    manual_grad_allreduce, manual_grad_allreduce_flat, rank0_host_logging, varlen_rank_imbalance, tp_mlp_decode,
-    gather_metrics_objects)}
+    manual_grad_allreduce, manual_grad_allreduce_flat, pipeline_two_stage, rank0_host_logging, varlen_rank_imbalance,
+    tp_mlp_decode, gather_metrics_objects)}
 
 
 def main() -> None:
