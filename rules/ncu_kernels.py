@@ -83,6 +83,11 @@ def launch_rule_applies(ctx: Context, ncu_rule: str, devices: str, kernels: str)
     if ctx.with_ncu:
         return NotApplicable(f"an Nsight Compute report is joined: {ncu_rule} reads these kernels' measurements", "")
     rec = metrics.one(ctx.run, "launch_records")
+    if devices == "devices_with_limits" and not rec.get(devices) and rec.get("devices_any_limits"):
+        return NotApplicable(
+            "theoretical occupancy is computed for NVIDIA GPUs only (AMD's wavefronts and LDS follow other rules)",
+            "rocprof-compute (Omniperf) reports occupancy on AMD GPUs",
+        )
     if not rec.get(devices):
         return NotApplicable(
             "the trace records no device properties (SM count, per-SM limits)",
