@@ -86,7 +86,7 @@ def launch_rule_applies(ctx: Context, ncu_rule: str, devices: str, kernels: str)
     if devices == "devices_with_limits" and not rec.get(devices) and rec.get("devices_any_limits"):
         return NotApplicable(
             "theoretical occupancy is computed for NVIDIA GPUs only (AMD's wavefronts and LDS follow other rules)",
-            "rocprof-compute (Omniperf) reports occupancy on AMD GPUs",
+            "rocprof-compute (Omniperf), which reports occupancy on AMD GPUs",
         )
     if not rec.get(devices):
         return NotApplicable(

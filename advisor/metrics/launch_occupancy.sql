@@ -9,7 +9,8 @@ WITH dev AS (
             AS reserved_smem
     FROM devices
     WHERE max_threads_per_sm > 0
-        AND (vendor = 'nvidia' OR regexp_matches(coalesce(compute_capability, ''), '^[0-9]+\.[0-9]+$'))
+        AND (vendor = 'nvidia' OR (coalesce(vendor, '') <> 'amd'
+            AND regexp_matches(coalesce(compute_capability, ''), '^[0-9]+\.[0-9]+$')))
 ),
 cfg AS (
     SELECT DISTINCT device_id, name_id,

@@ -3,7 +3,8 @@
 SELECT
     (SELECT count(*) FROM devices WHERE sm_count > 0) AS devices_with_sms,
     (SELECT count(*) FROM devices WHERE max_threads_per_sm > 0
-        AND (vendor = 'nvidia' OR regexp_matches(coalesce(compute_capability, ''), '^[0-9]+\.[0-9]+$')))
+        AND (vendor = 'nvidia' OR (coalesce(vendor, '') <> 'amd'
+            AND regexp_matches(coalesce(compute_capability, ''), '^[0-9]+\.[0-9]+$'))))
         AS devices_with_limits,
     (SELECT count(*) FROM devices WHERE max_threads_per_sm > 0) AS devices_any_limits,
     (SELECT count(*) FROM kernels WHERE grid_x > 0) AS kernels_with_grid,
