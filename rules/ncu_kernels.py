@@ -83,10 +83,12 @@ def launch_rule_applies(ctx: Context, ncu_rule: str, devices: str, kernels: str)
     if ctx.with_ncu:
         return NotApplicable(f"an Nsight Compute report is joined: {ncu_rule} reads these kernels' measurements", "")
     rec = metrics.one(ctx.run, "launch_records")
-    if devices == "devices_with_limits" and not rec.get(devices) and rec.get("devices_any_limits"):
+    if devices == "devices_with_limits" and not rec.get(devices):
         return NotApplicable(
-            "theoretical occupancy is computed for NVIDIA GPUs only (AMD's wavefronts and LDS follow other rules)",
-            "rocprof-compute (Omniperf), which reports occupancy on AMD GPUs",
+            "the trace records no NVIDIA GPU with its per-SM limits: theoretical occupancy is computed for NVIDIA "
+            "GPUs from their device properties (AMD's wavefronts and LDS follow other rules)",
+            "nsys profile --trace=cuda or torch.profiler on a CUDA device; on AMD GPUs rocprof-compute (Omniperf) "
+            "reports occupancy",
         )
     if not rec.get(devices):
         return NotApplicable(
