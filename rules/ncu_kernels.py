@@ -30,7 +30,7 @@ from advisor.perf.kernel_class import ClassifiedKernel, classify_run
 from advisor.perf.ncu_join import JoinResult, base_name, normalize_name
 from advisor.perf.ncu_join import KernelGroup as TimelineGroup
 from advisor.perf.sol import LATENCY_BOUND_PCT
-from advisor.rules.base import Context, Evidence, Fix, NotApplicable, Option, Window, ms
+from advisor.rules.base import Context, Evidence, Fix, Option, Window, ms
 from advisor.vocab import pct, rounded
 
 # the fix of a grid too small for the device (ME006 from Nsight Compute's waves, ME013 from the timeline's grids)
@@ -50,59 +50,6 @@ def raise_occupancy(limiter: str) -> Fix:
         "blocks": "use larger blocks: the per-SM block limit is reached with small ones",
     }.get(limiter, "find the limiter in Nsight Compute's Occupancy section and relax it")
     return Fix("raise occupancy", detail, "safe")
-
-
-@dataclass(frozen=True)
-class AppLaunches:
-    """Metric app_launches' rows of one kind (`flag`: small_grid or low_occupancy) for ME013/ME014: `firing`, the
-    rows on devices whose such kernels ran alone for `min_share_pct` of the span or more; `alone_ns`, the whole
-    time alone over all devices; `spans`, each device's span; `any`, whether there was a row at all."""
-
-    firing: list[dict[str, Any]]
-    alone_ns: int
-    spans: dict[int, int]
-    any: bool
-
-
-def app_launches(ctx: Context, flag: str) -> AppLaunches:
-    rows = [r for r in metrics.query(ctx.run, "app_launches") if r[flag]]
-    spans = {int(r["device_id"]): int(r["span_ns"]) for r in metrics.query(ctx.run, "device_spans")}
-    alone: dict[int, int] = defaultdict(int)
-    for r in rows:
-        alone[int(r["device_id"])] += int(r["alone_ns"])
-    least = float(ctx.opt("min_share_pct"))
-    firing = [r for r in rows if pct(alone[int(r["device_id"])], spans.get(int(r["device_id"]), 0), 0.0) >= least]
-    return AppLaunches(firing, sum(alone.values()), spans, bool(rows))
-
-
-def launch_rule_applies(ctx: Context, ncu_rule: str, devices: str, kernels: str) -> NotApplicable | None:
-    """A timeline launch-configuration rule's applicability (ME013, ME014): where an Nsight Compute report is
-    joined (analyze --ncu), `ncu_rule` reads the same kernels from their measurements; the trace must record the
-    devices' properties (metric launch_records column `devices`) and the kernels' launch configuration
-    (column `kernels`)."""
-    if ctx.with_ncu:
-        return NotApplicable(f"an Nsight Compute report is joined: {ncu_rule} reads these kernels' measurements", "")
-    rec = metrics.one(ctx.run, "launch_records")
-    if devices == "devices_with_limits" and not rec.get(devices):
-        return NotApplicable(
-            "the trace records no NVIDIA GPU with its per-SM limits: theoretical occupancy is computed for NVIDIA "
-            "GPUs from their device properties (AMD's wavefronts and LDS follow other rules)",
-            "nsys profile --trace=cuda or torch.profiler on a CUDA device; on AMD GPUs rocprof-compute (Omniperf) "
-            "reports occupancy",
-        )
-    if not rec.get(devices):
-        return NotApplicable(
-            "the trace records no device properties (SM count, per-SM limits)",
-            "nsys profile --trace=cuda (the export's TARGET_INFO_GPU) or torch.profiler on a CUDA device "
-            "(deviceProperties)",
-        )
-    if not rec.get(kernels):
-        return NotApplicable(
-            "the trace records no launch configuration (grid, block) for its kernels",
-            "nsys profile --trace=cuda, or torch.profiler with ProfilerActivity.CUDA (PyTorch 1.9 or later records "
-            "each kernel's grid and block)",
-        )
-    return None
 
 
 NCU_REQUIRES = frozenset({"ncu_kernels", "ncu_metrics"})

@@ -1,7 +1,7 @@
 -- metric: app_launches
 -- doc: Per device and application kernel name whose launches leave most of the GPU idle by their configuration alone, read from the timeline (nsys and Kineto record each launch's grid, block, registers per thread and shared memory per block; the device properties its SM count and per-SM limits), with a median duration of 50 us or more: small_grid where every launch used at most half as many blocks as the device has SMs and the kernel was issued on one stream only (small grids on several streams run side by side by design: when they serialize, LA003 says why); low_occupancy where the theoretical occupancy of its launches (resident warps per SM the launch configuration allows, as the CUDA occupancy calculator counts them: the fewest blocks per SM that the threads, the registers (allocated per warp in units of 256), the shared memory (plus 1 KB the runtime reserves per block) and the blocks-per-SM limit allow, times the block's warps, over the SM's warp slots) stays under 12.5% (fewer than 8 resident warps per SM of 64: under 2 per scheduler, too few to hide latency), on NVIDIA devices. Per row: its launches, blocks, threads per block, registers, shared memory, the occupancy, median and total time and the time it ran with no other kernel on the device (total less its overlap with other kernels, at least 0). Application kernels are those of no library by name: ATen/c10, cuDNN, cuBLAS(Lt), CUTLASS, CUB/Thrust, FBGEMM, Composable Kernel, MIOpen/rocBLAS/Tensile, FlashAttention/FlashInfer/xformers, TensorRT, Transformer Engine, vLLM, SGLang, DeepSpeed, Megatron, Marlin, Mamba's selective scan, torch.compile's Triton (triton_*), NCCL/RCCL (also as mangled names: _ZN2ck..., _ZN2at...), and no GEMM, convolution, attention or communication family (their launch configuration is the library's choice: a larger batch or another algorithm changes it, not the caller).
 -- materialize: true
--- uses: kernel_families, launch_occupancy
+-- uses: kernel_families, launch_configs, launch_occupancy
 WITH dev AS (SELECT device_id, sm_count FROM devices WHERE sm_count > 0),
 app AS (  -- application kernel names: no library's, no GEMM/conv/attention/communication family
     SELECT string_id AS name_id, name FROM m_kernel_families
@@ -15,14 +15,9 @@ app AS (  -- application kernel names: no library's, no GEMM/conv/attention/comm
             || '|selective_scan|_zn[0-9]+(ck|at|c10|torch|cutlass|cub|thrust|fbgemm|miopen|rocprim|hipcub|vllm))')
 ),
 k AS (
-    SELECT k.device_id, k.stream_id, k.start_ns, k.end_ns, k.name_id, d.sm_count,
-        k.grid_x * coalesce(k.grid_y, 1) * coalesce(k.grid_z, 1) AS blocks,
-        k.block_x * coalesce(k.block_y, 1) * coalesce(k.block_z, 1) AS threads,
-        k.registers_per_thread AS registers,
-        coalesce(k.shared_memory_bytes,
-                 coalesce(k.static_shared_memory_bytes, 0) + coalesce(k.dynamic_shared_memory_bytes, 0)) AS smem
-    FROM kernels k JOIN dev d USING (device_id) SEMI JOIN app USING (name_id)
-    WHERE k.grid_x > 0 AND k.end_ns > k.start_ns
+    SELECT c.*, d.sm_count
+    FROM m_launch_configs c JOIN dev d USING (device_id) SEMI JOIN app USING (name_id)
+    WHERE c.blocks > 0 AND c.end_ns > c.start_ns
 ),
 occ AS (  -- each launch with its theoretical occupancy and the blocks per SM each resource allows
     SELECT k.*, o.occupancy, o.by_warps, o.by_registers, o.by_shared_mem, o.by_blocks

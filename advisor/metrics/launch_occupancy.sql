@@ -1,24 +1,11 @@
 -- metric: launch_occupancy
 -- doc: Per device and kernel launch configuration (kernel name, threads per block, registers per thread, shared memory per block, as the timeline records them: nsys and Kineto): the theoretical occupancy, as the CUDA occupancy calculator and Nsight Compute's launch__occupancy_limit_* count it: the blocks per SM each resource allows (warps: the SM's thread slots over the block's warps; registers: the SM's registers over the block's, allocated per warp in units of 256; shared memory: the SM's over the block's plus the 1 KB the runtime reserves per block from compute capability 8.0; blocks: 16 per SM on compute capability 7.5, 8.6, 8.7, 8.9 and 12.x, else 32), the fewest of them times the block's warps over the SM's warp slots. NVIDIA devices whose per-SM limits the trace records only (AMD's wavefronts and LDS follow other rules); null where the launch records no block size.
 -- materialize: view
-WITH dev AS (
-    SELECT device_id, max_threads_per_sm, max_registers_per_sm, max_shared_memory_per_sm_bytes,
-        CASE WHEN compute_capability IN ('7.5', '8.6', '8.7', '8.9') OR starts_with(compute_capability, '12.')
-            THEN 16 ELSE 32 END AS by_blocks,
-        CASE WHEN TRY_CAST(split_part(compute_capability, '.', 1) AS INTEGER) >= 8 THEN 1024 ELSE 0 END
-            AS reserved_smem
-    FROM devices
-    WHERE max_threads_per_sm > 0
-        AND (vendor = 'nvidia' OR (coalesce(vendor, '') <> 'amd'
-            AND regexp_matches(coalesce(compute_capability, ''), '^[0-9]+\.[0-9]+$')))
-),
-cfg AS (
-    SELECT DISTINCT device_id, name_id,
-        block_x * coalesce(block_y, 1) * coalesce(block_z, 1) AS threads, registers_per_thread AS registers,
-        coalesce(shared_memory_bytes, coalesce(static_shared_memory_bytes, 0) + coalesce(dynamic_shared_memory_bytes, 0))
-            AS smem
-    FROM kernels SEMI JOIN dev USING (device_id)
-    WHERE block_x > 0
+-- uses: launch_configs, occupancy_devices
+WITH cfg AS (
+    SELECT DISTINCT c.device_id, c.name_id, c.threads, c.registers, c.smem
+    FROM m_launch_configs c SEMI JOIN m_occupancy_devices USING (device_id)
+    WHERE c.threads > 0
 ),
 limits AS (
     SELECT c.*, d.max_threads_per_sm, d.by_blocks,
@@ -28,7 +15,7 @@ limits AS (
             AS by_registers,
         CASE WHEN c.smem > 0 AND d.max_shared_memory_per_sm_bytes > 0
             THEN floor(d.max_shared_memory_per_sm_bytes / (c.smem + d.reserved_smem)) END AS by_shared_mem
-    FROM cfg c JOIN dev d USING (device_id)
+    FROM cfg c JOIN m_occupancy_devices d USING (device_id)
 )
 SELECT device_id, name_id, threads, registers, smem, by_warps, by_registers, by_shared_mem, by_blocks,
     least(by_blocks, by_warps, by_registers, by_shared_mem) * ceil(threads / 32) / (max_threads_per_sm / 32)

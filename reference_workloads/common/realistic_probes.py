@@ -1052,26 +1052,7 @@ def autocast_fp32_weights_decode() -> object:
     """Batch-4 greedy decoding of 32 tokens (static KV cache of 512 positions) from 8 GPT-style layers (d 2048) whose
     weights stay in FP32 while the forward runs under bf16 autocast, as when a training checkpoint is served as is:
     every token casts every weight matrix to bf16 again before its GEMM."""
-    d, h, n, t_max = 2048, 16, 8, 512
-    mods = nn.ModuleList(nn.ModuleList((nn.Linear(d, 3 * d), nn.Linear(d, d), nn.Linear(d, 4 * d), nn.Linear(4 * d, d)))
-                         for _ in range(n)).cuda()
-    cache = [(torch.zeros(4, h, t_max, d // h, device="cuda", dtype=torch.bfloat16),
-              torch.zeros(4, h, t_max, d // h, device="cuda", dtype=torch.bfloat16)) for _ in range(n)]
-    x0 = torch.randn(4, 1, d, device="cuda")
-
-    @torch.no_grad()
-    def step(_: int) -> None:
-        x = x0
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            for pos in range(256, 288):
-                for (qkv, proj, fc1, fc2), (kc, vc) in zip(mods, cache, strict=True):
-                    q, k, v = qkv(F.layer_norm(x, (d,))).view(4, 1, 3, h, d // h).permute(2, 0, 3, 1, 4)
-                    kc[:, :, pos], vc[:, :, pos] = k[:, :, 0], v[:, :, 0]
-                    a = F.scaled_dot_product_attention(q, kc[:, :, :pos + 1], vc[:, :, :pos + 1])
-                    x = x + proj(a.transpose(1, 2).reshape(4, 1, d))
-                    x = x + fc2(F.gelu(fc1(F.layer_norm(x, (d,)))))
-        x.float().sum().item()
-    return step
+    return _static_cache_decoder(2048, 16, 8, 512, range(256, 288), torch.float32)
 
 
 def fp64_model_train() -> object:
@@ -1184,10 +1165,10 @@ def ema_per_param() -> object:
     return step
 
 
-def _wide_decoder(weights: torch.dtype) -> Callable[[int], None]:
-    """Batch-4 greedy decoding of 16 tokens (static KV cache of 256 positions) from 4 wide layers (d 4096, 32 heads)
-    under bf16 autocast, the weights held in `weights`."""
-    d, h, n, t_max = 4096, 32, 4, 256
+def _static_cache_decoder(d: int, h: int, n: int, t_max: int, positions: range, weights: torch.dtype
+                          ) -> Callable[[int], None]:
+    """Batch-4 greedy decoding at `positions` of a static KV cache of `t_max` positions, from n GPT-style layers (d, h
+    heads) under bf16 autocast, the weights held in `weights`."""
     mods = nn.ModuleList(nn.ModuleList((nn.Linear(d, 3 * d), nn.Linear(d, d), nn.Linear(d, 4 * d), nn.Linear(4 * d, d)))
                          for _ in range(n)).cuda().to(weights)
     cache = [(torch.zeros(4, h, t_max, d // h, device="cuda", dtype=torch.bfloat16),
@@ -1198,7 +1179,7 @@ def _wide_decoder(weights: torch.dtype) -> Callable[[int], None]:
     def step(_: int) -> None:
         x = x0
         with torch.autocast("cuda", dtype=torch.bfloat16):
-            for pos in range(128, 144):
+            for pos in positions:
                 for (qkv, proj, fc1, fc2), (kc, vc) in zip(mods, cache, strict=True):
                     q, k, v = qkv(F.layer_norm(x, (d,))).view(4, 1, 3, h, d // h).permute(2, 0, 3, 1, 4)
                     kc[:, :, pos], vc[:, :, pos] = k[:, :, 0], v[:, :, 0]
@@ -1207,6 +1188,12 @@ def _wide_decoder(weights: torch.dtype) -> Callable[[int], None]:
                     x = x + fc2(F.gelu(fc1(F.layer_norm(x, (d,)))))
         x.float().sum().item()
     return step
+
+
+def _wide_decoder(weights: torch.dtype) -> Callable[[int], None]:
+    """Batch-4 greedy decoding of 16 tokens (static KV cache of 256 positions) from 4 wide layers (d 4096, 32 heads)
+    under bf16 autocast, the weights held in `weights`."""
+    return _static_cache_decoder(4096, 32, 4, 256, range(128, 144), weights)
 
 
 def autocast_fp32_weights_wide_decode() -> object:

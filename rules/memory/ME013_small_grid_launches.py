@@ -15,7 +15,8 @@ from advisor.rules.base import (
     Window,
     ms,
 )
-from advisor.rules.ncu_kernels import ENLARGE_GRID, MAX_GAIN_FRACTION_OPTION, app_launches, launch_rule_applies
+from advisor.rules.launch_configs import app_launches, launch_rule_applies
+from advisor.rules.ncu_kernels import ENLARGE_GRID, MAX_GAIN_FRACTION_OPTION
 from advisor.vocab import device_span_of, pct
 
 _NONE = (

@@ -15,11 +15,10 @@ from advisor.rules.base import (
     Window,
     ms,
 )
+from advisor.rules.launch_configs import app_launches, launch_rule_applies
 from advisor.rules.ncu_kernels import (
     MAX_GAIN_FRACTION_OPTION,
     OF_WARPS,
-    app_launches,
-    launch_rule_applies,
     raise_occupancy,
 )
 from advisor.vocab import device_span_of, pct
