@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from advisor.rules.base import Context, Evidence, Fired, Fix, Option, Outcome, Rule, Window, ms
 from advisor.rules.blocking import (
     MAX_REFILL_OPTION,
@@ -11,6 +13,48 @@ from advisor.rules.blocking import (
 )
 from advisor.rules.blocking import SYNC_CALLS as SYNC
 from advisor.vocab import pct
+
+REMOVE = Fix(
+    "remove syncs from the loop",
+    "sync once per step (or on an event where data is consumed); avoid .item()/.cpu()/print(tensor) inside the loop",
+    "safe",
+)
+# the first fix where one kind of framework op issued most of a device's syncs (metric sync_ops)
+BY_KIND = {
+    "copy_in": Fix(
+        "copy the step's host inputs to the GPU in one pinned batch",
+        "each torch.tensor(data, device='cuda') or .to('cuda') of a pageable host tensor copies through a staging "
+        "buffer and waits for the copy, a sync per tensor: build the step's inputs in one pinned host tensor (or "
+        "create them on the GPU) and copy it once with non_blocking=True",
+        "safe",
+    ),
+    "value": Fix(
+        "stop reading GPU values on the host inside the loop",
+        ".item(), float(t), `if t:` and torch.equal wait for all queued GPU work: keep the values on the GPU "
+        "(accumulate them, torch.where for branches) and read them every N steps",
+        "safe",
+    ),
+    "shape": Fix(
+        "give the ops in the loop static shapes",
+        "nonzero, boolean-mask indexing (x[mask]), masked_select, unique and repeat_interleave read a count from the "
+        "GPU to size their output: use fixed-shape forms (torch.where, multiplying by the mask, nonzero_static, "
+        "output_size= for repeat_interleave)",
+        "redesign",
+    ),
+    "copy_out": Fix(
+        "copy results to the host once per step",
+        ".cpu(), .tolist() and .numpy() wait for the GPU: gather what the host needs into one tensor and copy it "
+        "once per step (non_blocking=True into pinned memory, read after an event)",
+        "safe",
+    ),
+}
+KIND_SAID = {
+    "copy_in": "host-to-device copies of pageable memory",
+    "value": "values read on the host",
+    "shape": "outputs sized by the data",
+    "copy_out": "device-to-host copies",
+    "other": "",
+}
 
 
 class SyncInLoop(Rule):
@@ -37,7 +81,11 @@ class SyncInLoop(Rule):
     waited for (`metrics.busy_before`: the GPU busy time since the previous call's window): without
     the sync the host would have done that work while the GPU ran, so it saves at most
     min(host-only time, GPU time) per call. Idle while reading files or in the DataLoader is left
-    to IO003 / IO005.
+    to IO003 / IO005. Kineto traces also say which framework op issued each call (metric
+    `sync_ops`: the innermost cpu op holding the call's External id, named by the outermost aten op
+    above it) and what made it wait: a copy from pageable host memory (`torch.tensor(list,
+    device='cuda')`), a value read on the host (`.item()`), an output sized by the data
+    (`nonzero`, boolean masks), a copy back to the host (`.cpu()`).
 
     ## How to fix
     ```c++
@@ -53,6 +101,9 @@ class SyncInLoop(Rule):
     running += loss.detach()
     if step % 100 == 0: print(running.item() / 100)
     ```
+    Where one kind of op issued at least half of the calls from framework ops, its fix comes first:
+    one pinned batch of host inputs copied once (`non_blocking=True`), values kept on the GPU and
+    read every N steps, fixed-shape forms of data-dependent ops, one copy of the results per step.
     Reference workload: `reference_workloads/LA002_sync_in_loop/`.
 
     ## Fix risk
@@ -101,32 +152,64 @@ class SyncInLoop(Rule):
             return self.clean(ctx.options, sync_calls=sum(r.n_calls for r in rows),
                               gpu_idle_in_windows=sum(r.idle_ns for r in rows))
         bounded = overlappable_idle(ctx, SYNC)
+        ops: dict[int, list[dict[str, Any]]] = {}
+        for o in ctx.metric("sync_ops", pattern=SYNC, exclude="^$"):
+            ops.setdefault(int(o["device_id"]), []).append(o)
         return Fired(
             tuple(
                 self.finding(
                     f"{r.n_calls} host syncs ({r.top_name} most) on device {r.device_id} left the GPU idle "
                     f"{ms(r.idle_ns)} "
-                    f"({pct(r.idle_ns, r.span_ns, 0.0)}% of the device span)",
+                    f"({pct(r.idle_ns, r.span_ns, 0.0)}% of the device span){_ops_said(ops.get(r.device_id, []))}",
                     window=Window(device_id=r.device_id, start_ns=r.start_ns, end_ns=r.end_ns),
                     evidence=[
                         *idle_evidence(r, "sync_calls", "host_time_in_sync"),
                         Evidence("overlappable_idle", bounded.get(r.device_id, 0), "ns"),
+                        *_ops_evidence(r.device_id, ops.get(r.device_id, [])),
                     ],
                     est_gain_ns=max(r.idle_ns, bounded.get(r.device_id, 0)),
                     gain_basis="per sync call, GPU idle from the call's start to the next GPU activity, bounded by the "
                     "GPU work the call waited for (min(host-only time, GPU time): without the sync the host's work "
                     "after it would overlap that GPU work), summed; at least the idle up to max_refill_us after each "
                     "call returns (overlapping windows merged)",
-                    fixes=(
-                        Fix(
-                            "remove syncs from the loop",
-                            "sync once per step (or on an event where data is "
-                            "consumed); avoid .item()/.cpu()/print(tensor) inside the loop",
-                            "safe",
-                        ),
-                    ),
+                    fixes=_fixes(ops.get(r.device_id, [])),
                     location=f"device={r.device_id}",
                 )
                 for r in fired
             )
         )
+
+
+def _by_kind(ops: list[dict[str, Any]]) -> dict[str, int]:
+    """Sync calls per kind of issuing op (metric sync_ops), most first."""
+    out: dict[str, int] = {}
+    for o in ops:
+        out[str(o["kind"])] = out.get(str(o["kind"]), 0) + int(o["n_calls"])
+    return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _fixes(ops: list[dict[str, Any]]) -> tuple[Fix, ...]:
+    """The fix of the kind of op that issued most of the device's syncs from framework ops (at least half of them),
+    then the general one."""
+    kinds = _by_kind(ops)
+    top = next(iter(kinds), "other")
+    if top in BY_KIND and 2 * kinds[top] >= sum(kinds.values()):
+        return (BY_KIND[top], REMOVE)
+    return (REMOVE,)
+
+
+def _ops_said(ops: list[dict[str, Any]]) -> str:
+    """'; issued by framework ops: 'aten::to' x384 (host-to-device copies of pageable memory), ...' (the top 3)."""
+    if not ops:
+        return ""
+    said = ", ".join(f"'{o['op']}' x{o['n_calls']}" + (f" ({KIND_SAID[o['kind']]})" if KIND_SAID[o["kind"]] else "")
+                     for o in ops[:3])
+    return f"; issued by framework ops: {said}"
+
+
+def _ops_evidence(dev: int, ops: list[dict[str, Any]]) -> list[Evidence]:
+    """Each issuing op's share of the device's syncs from framework ops (top 3), and the kind most of them are."""
+    total = sum(int(o["n_calls"]) for o in ops)
+    of = f"host sync calls issued by framework ops on device {dev}"
+    out = [Evidence(f"syncs_in_op:{o['op']}", pct(o["n_calls"], total, 0.0), "%", of) for o in ops[:3]]
+    return [*out, Evidence("sync_op_kind", next(iter(_by_kind(ops))), "kind")] if ops else out
