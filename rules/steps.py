@@ -13,6 +13,8 @@ from typing import Any
 
 from advisor import metrics
 from advisor.model.store import Run
+from advisor.rules.base import Context
+from advisor.vocab import device_span_of
 
 # Warm-up iterations marked the same way (counted as iterations, not as steady state).
 WARMUP_PATTERN = r"^warm[ _-]?up([ _#:-]*[0-9]+)?$"
@@ -53,3 +55,21 @@ def step_windows(run: Run) -> list[metrics.WindowTimes]:
     steps: list[metrics.WindowTimes] = metrics.session(run).once(
         "steps", lambda: metrics.shares(run, "step_windows") if _marked(run) else [])
     return steps
+
+
+def idle_rows(ctx: Context, min_gap_ns: int) -> tuple[list[dict[str, Any]], dict[int, dict[str, Any]]]:
+    """Idle gaps of at least `min_gap_ns` by device, cause and pricing rule (metric idle_claims), and per device the
+    window they are a share of: the marked steps when the trace has them (start-up and warm-up left out, metric
+    idle_in_steps), else the device span (metric idle_by_cause). The rules pricing idle read it (ID001, LA014)."""
+    spans: dict[int, dict[str, Any]] = {}
+    steps = step_totals(ctx.run)
+    if steps:
+        for d in steps:
+            spans[d.device_id] = {"device_id": d.device_id, "span_ns": d.span_ns, "n": d.n_windows,
+                                  "start_ns": d.start_ns, "end_ns": d.end_ns,
+                                  "busy_ns": sum(v for c, v in d.ns.items() if not c.startswith("idle")),
+                                  "of": f"total time of the {d.n_windows} step(s) on device {d.device_id}"}
+        return ctx.metric("idle_in_steps", min_gap_ns=min_gap_ns), spans
+    for r in ctx.metric("device_spans"):
+        spans[int(r["device_id"])] = dict(r, of=device_span_of(int(r["device_id"])))
+    return ctx.metric("idle_by_cause", min_gap_ns=min_gap_ns), spans

@@ -41,6 +41,8 @@ was tuned on. Each writes one Kineto trace with probe_trace.profile_steps (3 act
   sparse_grad_big_embedding is dense_adam_big_embedding's measured fix.
 - generate_without_cache, triton_row_norm_few_rows (and its fix torch_row_norm): an eleventh round (each function
   says what it does); hf_style_generate is generate_without_cache's fix.
+- per_request_input_tensors (and its fix batched_input_tensor), attention_loop_over_heads (and its fix
+  attention_heads_batched), dataparallel_train (2 GPUs in one process): a thirteenth round.
 """
 
 import argparse
@@ -1298,6 +1300,104 @@ def torch_row_norm() -> object:
     return step
 
 
+def _serving_model() -> tuple[nn.Module, nn.Module]:
+    """4 GPT blocks (d 1024, bf16) and their token embedding, for the request-batching probes."""
+    net = nn.Sequential(*(GptBlock(1024, 16) for _ in range(4))).cuda().to(torch.bfloat16).eval()
+    return net, nn.Embedding(32000, 1024).cuda().to(torch.bfloat16)
+
+
+def _requests(n: int = 64) -> list[list[int]]:
+    rng = np.random.default_rng(0)
+    return [rng.integers(1, 32000, int(rng.integers(64, 129))).tolist() for _ in range(n)]
+
+
+def per_request_input_tensors() -> object:
+    """A serving step over 64 requests of 64-128 tokens: each request's token ids and positions are made into GPU
+    tensors one by one (torch.tensor(list, device='cuda'), 128 small pageable copies), padded on the GPU, then 4 GPT
+    blocks (d 1024, bf16) run on the batch: the host feeds the GPU a few hundred bytes at a time."""
+    net, emb = _serving_model()
+    reqs = _requests()
+
+    @torch.no_grad()
+    def step(_: int) -> None:
+        ids = [torch.tensor(r, device="cuda") for r in reqs]
+        pos = [torch.tensor(list(range(len(r))), device="cuda") for r in reqs]
+        batch = nn.utils.rnn.pad_sequence(ids, batch_first=True)
+        p = nn.utils.rnn.pad_sequence(pos, batch_first=True)
+        net(emb(batch) + emb(p)).float().mean().item()
+    return step
+
+
+def batched_input_tensor() -> object:
+    """per_request_input_tensors' fix: the padded ids and positions built in one pinned host array and copied once,
+    non-blocking."""
+    net, emb = _serving_model()
+    reqs = _requests()
+    width = max(len(r) for r in reqs)
+    host = torch.zeros(2, len(reqs), width, dtype=torch.int64).pin_memory()
+
+    @torch.no_grad()
+    def step(_: int) -> None:
+        for i, r in enumerate(reqs):
+            host[0, i, :len(r)] = torch.tensor(r)
+            host[1, i, :len(r)] = torch.arange(len(r))
+        batch, p = host.cuda(non_blocking=True)
+        net(emb(batch) + emb(p)).float().mean().item()
+    return step
+
+
+class HeadLoopBlock(GptBlock):
+    """A GPT block whose attention loops over its heads in Python, as some ported vision and speech models do: one
+    small score GEMM, softmax and value GEMM per head."""
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, self.h, d // self.h).permute(2, 0, 3, 1, 4)
+        heads = [F.softmax(q[:, i] @ k[:, i].transpose(-2, -1) / (d // self.h) ** 0.5, dim=-1) @ v[:, i]
+                 for i in range(self.h)]
+        x = x + self.proj(torch.cat(heads, dim=-1))
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
+def attention_loop_over_heads() -> object:
+    """A ViT-style encoder (6 HeadLoopBlocks, d 768, 12 heads, 197 tokens, batch 8) answering requests in FP16: each
+    head's attention is its own small GEMMs and softmax."""
+    net = nn.Sequential(*(HeadLoopBlock(768, 12) for _ in range(6))).cuda().half().eval()
+    x = torch.randn(8, 197, 768, device="cuda", dtype=torch.half)
+
+    @torch.no_grad()
+    def step(_: int) -> None:
+        net(x).float().mean().item()
+    return step
+
+
+def attention_heads_batched() -> object:
+    """attention_loop_over_heads' fix: the same encoder with all heads in one scaled_dot_product_attention call
+    (GptBlock, not causal here: the ViT attends to every token)."""
+    class Enc(GptBlock):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            b, t, d = x.shape
+            q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, self.h, d // self.h).permute(2, 0, 3, 1, 4)
+            x = x + self.proj(F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, t, d))
+            return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+    net = nn.Sequential(*(Enc(768, 12) for _ in range(6))).cuda().half().eval()
+    x = torch.randn(8, 197, 768, device="cuda", dtype=torch.half)
+
+    @torch.no_grad()
+    def step(_: int) -> None:
+        net(x).float().mean().item()
+    return step
+
+
+def dataparallel_train() -> object:
+    """8 GPT blocks (d 1024) trained with nn.DataParallel over every visible GPU (2), bf16 autocast, fused AdamW,
+    8 x 1024 tokens per step: each step replicates the model from GPU 0, scatters the batch, gathers the outputs
+    and reduces the gradients on GPU 0 in one process, as older training scripts do (DDP is the fix)."""
+    net = nn.DataParallel(nn.Sequential(*(GptBlock(1024, 16) for _ in range(8))).cuda())
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)
+    x = torch.randn(8, 1024, 1024, device="cuda")
+    return _train(opt, lambda: _bf16_square_loss(net, x))
+
+
 PROBES = {f.__name__: f for f in (
     loader_transform, bf16_mlp_train, graph_replay_infer, many_params_adamw, compiled_train, flash_attention_train,
     amp_gradscaler_train, cpu_offload_optimizer, greedy_decode, channels_last_amp_cnn, embedding_recsys,
@@ -1311,7 +1411,8 @@ PROBES = {f.__name__: f for f in (
     dense_adam_big_embedding, autocast_fp32_weights_decode, fp64_model_train, clip_grad_per_param,
     contiguous_copies_attention, eval_accuracy_item, fp32_tf32_model_train, clip_grad_foreach, ema_per_param,
     autocast_fp32_weights_wide_decode, bf16_weights_wide_decode, sdpa_float_mask_train, sparse_grad_big_embedding,
-    generate_without_cache, triton_row_norm_few_rows, torch_row_norm)}
+    generate_without_cache, triton_row_norm_few_rows, torch_row_norm, per_request_input_tensors, batched_input_tensor,
+    attention_loop_over_heads, attention_heads_batched, dataparallel_train)}
 WITH_STACK = {"small_encoder_infer_stack"}
 
 

@@ -7,8 +7,8 @@ from typing import Any
 from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms
 from advisor.rules.blocking import SYNC_CALLS, SYNCED_GRAPH, overlappable_idle, synced_steps
 from advisor.rules.compile_graphs import graph_gap_idle
-from advisor.rules.steps import step_totals
-from advisor.vocab import device_span_of, pct
+from advisor.rules.steps import idle_rows
+from advisor.vocab import pct
 
 FIXES = {
     "input": Fix("feed the GPU from a faster input pipeline", "more DataLoader workers, pin_memory, prefetch", "safe"),
@@ -91,7 +91,8 @@ GAIN_BASIS = (
     "GPU idle time in gaps >= min_gap_us (inside the marked steps when the trace has them) while the host was "
     "launching, running framework ops, waiting on the OS, in host-side communication or in a range that loads data "
     "(metric idle_claims, rule ID001); idle a dedicated rule prices (DataLoader: IO005, file reads: IO003, syncs: "
-    "LA002/IO004, allocation: LA004, unified-memory faults: ME007, host-only time after syncs: LA002, between "
+    "LA002/IO004, allocation: LA004, unified-memory faults: ME007, one DataParallel process's host: LA014, host-only "
+    "time after syncs: LA002, between "
     "torch.compile graphs: LA012) is left to it, and one-time start-up, compilation and idle with no recorded host "
     "cause are priced by no rule; idle before a step's first GPU operation or after its last counts up to the GPU's "
     "busy time in the steps (overlapping that host work hides it behind GPU work, no more); where the host ran "
@@ -192,7 +193,8 @@ class GpuIdleGaps(Rule):
     Traces that include start-up, evaluation or checkpointing phases have long legitimate gaps;
     mark the steps (NVTX range `step` / profiler schedule) so only steady state counts. The
     estimated gain leaves out idle that a dedicated rule prices (input pipeline: IO005, file
-    reads: IO003, syncs: LA002/IO004, allocation: LA004, host faulting unified memory: ME007), and prices
+    reads: IO003, syncs: LA002/IO004, allocation: LA004, host faulting unified memory: ME007, the host
+    of one torch.nn.DataParallel process feeding several GPUs: LA014), and prices
     none of the one-time start-up,
     the compilation or the idle whose host cause was not recorded (for those the finding is a fact,
     with what to capture, never a fix with a saving), so the total idle in the message is larger
@@ -230,7 +232,7 @@ class GpuIdleGaps(Rule):
     clean_worst = "idle_time"  # the clean note's worst device (Rule.clean_worst)
 
     def check(self, ctx: Context) -> Outcome:
-        rows, spans = _idle_rows(ctx)
+        rows, spans = idle_rows(ctx, ctx.ns("min_gap_us"))
         per: dict[int, list[dict[str, Any]]] = {}
         for r in rows:
             per.setdefault(int(r["device_id"]), []).append(r)
@@ -303,7 +305,8 @@ class GpuIdleGaps(Rule):
         host_short = sum(int(r["short_ns"]) for r in d.rows if r["cause"] == "host" and r["rule"] == PRICED_BY)
         return self.finding(
             f"device {d.dev} idled {ms(idle)} ({pct(idle, d.span['span_ns'], 0.0)}% of the {of}) in {n_gaps} gaps; "
-            f"by host activity: {split}{_names_said(d, idle)}{_not_priced_said(causes, idle, filtered)}",
+            f"by host activity: {split}{_names_said(d, idle)}{_not_priced_said(causes, idle, filtered)}"
+            f"{_data_parallel_said(d.rows, idle)}",
             window=Window(device_id=d.dev, start_ns=int(d.span["start_ns"]), end_ns=int(d.span["end_ns"])),
             evidence=evidence,
             # computation the host ran itself leaves the GPU's gaps whole: on the GPU it takes them all, syncs or not,
@@ -445,6 +448,13 @@ def _names_said(d: _Device, idle: int) -> str:
     return out
 
 
+def _data_parallel_said(rows: list[dict[str, Any]], idle: int) -> str:
+    """'; priced by LA014 ...: 98.7%' where the host idle of a device torch.nn.DataParallel drives is LA014's."""
+    dp = sum(int(r["idle_ns"]) for r in rows if r["rule"] == "LA014")
+    return f"; priced by LA014 (one process drives this and other GPUs through DataParallel): {pct(dp, idle, 0.0)}%" \
+        if dp else ""
+
+
 def _not_priced_said(causes: dict[str, int], idle: int, filtered: bool) -> str:
     said = [f"{why} ({pct(causes[c], idle, 0.0)}%)" for c, why in NOT_PRICED.items() if causes.get(c)]
     if not said:
@@ -452,20 +462,3 @@ def _not_priced_said(causes: dict[str, int], idle: int, filtered: bool) -> str:
     capture = CAPTURE_FILTERED if filtered else f"to attribute the unrecorded part, {CAPTURE_UNKNOWN}"
     hint = f"; {capture}" if causes.get("unknown") else ""
     return f"; not priced as a fix: {', '.join(said)}{hint}"
-
-
-def _idle_rows(ctx: Context) -> tuple[list[dict[str, Any]], dict[int, dict[str, Any]]]:
-    """Idle gaps by device and cause, and per device the window they are a share of: the marked
-    steps when the trace has them (start-up and warm-up left out), else the device span."""
-    spans: dict[int, dict[str, Any]] = {}
-    steps = step_totals(ctx.run)
-    if steps:
-        for d in steps:
-            spans[d.device_id] = {"device_id": d.device_id, "span_ns": d.span_ns, "n": d.n_windows,
-                                  "start_ns": d.start_ns, "end_ns": d.end_ns,
-                                  "busy_ns": sum(v for c, v in d.ns.items() if not c.startswith("idle")),
-                                  "of": f"total time of the {d.n_windows} step(s) on device {d.device_id}"}
-        return ctx.metric("idle_in_steps", min_gap_ns=ctx.ns("min_gap_us")), spans
-    for r in ctx.metric("device_spans"):
-        spans[int(r["device_id"])] = dict(r, of=device_span_of(int(r["device_id"])))
-    return ctx.metric("idle_by_cause", min_gap_ns=ctx.ns("min_gap_us")), spans

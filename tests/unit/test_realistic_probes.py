@@ -496,3 +496,48 @@ def test_a_triton_kernel_with_one_program_per_row_is_a_grid_too_small() -> None:
     assert top["est_gain_ns"] / 5 / 1e6 == pytest.approx(15.16, rel=0.1)
     fix = realkit.analyze(_probe("torch_row_norm")).doc
     assert not [f for f in fix["findings"] if f["code"] == "ME013"]
+
+
+def test_data_parallel_in_one_process_is_priced_as_ddp_not_as_host_work() -> None:
+    """nn.DataParallel over 2 H200s: one process replicates the model (Broadcast), scatters the batch and gathers the
+    outputs every step, and its replica threads' ops are not recorded, so both GPUs idle about 79% of the steps with
+    the next operation issued late. ID001 once said 'move host work off the critical path'; the fix is one process per
+    GPU. Unprofiled: 121.79 ms per step (PROVENANCE) against 20.2 ms for DDP over the same 8 x 1024 tokens (distributed
+    probe ddp_train), a saving of 83.4%; LA014 prices 78.8% of the steps."""
+    events = _events("dataparallel_train")
+    ops = [str(e["name"]) for e in events if e.get("cat") == "cpu_op"]
+    assert [ops.count(n) for n in ("Broadcast", "Scatter", "Gather", "ReduceAddCoalesced")] == [3, 6, 3, 3]
+    kernels = [e for e in events if e.get("cat") == "kernel"]
+    assert {e["args"]["device"] for e in kernels} == {0, 1}
+    assert len({e["pid"] for e in events if e.get("cat") == "cpu_op"}) == 1
+    doc = realkit.analyze(_probe("dataparallel_train")).doc
+    top = doc["findings"][0]
+    ev = {e["name"]: e["value"] for e in top["evidence"]}
+    assert top["code"] == "LA014" and top["fixes"][0]["title"] == "replace nn.DataParallel with DistributedDataParallel"
+    nccl = sum(e["dur"] for e in kernels if str(e["name"]).startswith("ncclDevKernel"))
+    assert abs(ev["communication_kernel_time"] - round(nccl * 1000)) <= len(kernels)
+    assert 0.5 <= ev["host_idle_share"] / (100 * (1 - 20.2 / 121.79)) <= 2
+    # the idle is LA014's to price: ID001 states it and leaves it
+    idle = [f for f in doc["findings"] if f["code"] == "ID001"]
+    assert idle and all(f["est_gain_ns"] == 0 and "priced by LA014" in f["message"] for f in idle)
+    assert doc["verdict"]["class"] == "launch"
+
+
+def test_per_request_input_tensors_name_the_copies_that_sync() -> None:
+    """torch.tensor(list, device='cuda') for each of 64 requests' ids and positions: 384 pageable host-to-device copies
+    over the 3 steps, each followed by a cudaStreamSynchronize inside the same aten::to. LA002 said 'remove syncs from
+    the loop'; it now names the op and the fix (one pinned batch, copied once: 6.13 -> 3.51 ms per step unprofiled),
+    and the fix's trace has no LA002."""
+    events = _events("per_request_input_tensors")
+    copies = [e for e in events if e.get("cat") == "gpu_memcpy" and e["name"] == "Memcpy HtoD (Pageable -> Device)"]
+    syncs = [e for e in events if e.get("cat") == "cuda_runtime" and e["name"] == "cudaStreamSynchronize"]
+    assert len(copies) == 384 and len(syncs) == 387
+    doc = realkit.analyze(_probe("per_request_input_tensors")).doc
+    top = doc["findings"][0]
+    ev = {e["name"]: e["value"] for e in top["evidence"]}
+    assert top["code"] == "LA002"
+    assert top["fixes"][0]["title"] == "copy the step's host inputs to the GPU in one pinned batch"
+    assert ev["sync_op_kind"] == "copy_in" and ev["syncs_in_op:aten::to"] == round(100 * 384 / 387, 1)
+    assert "'aten::to' x384 (host-to-device copies of pageable memory)" in top["message"]
+    fix = realkit.analyze(_probe("batched_input_tensor")).doc
+    assert not [f for f in fix["findings"] if f["code"] == "LA002"]
