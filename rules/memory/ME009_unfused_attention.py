@@ -14,8 +14,8 @@ class UnfusedAttention(Rule):
     Devices with unfused attention: a softmax kernel between two GEMM-family kernels on one
     stream (scores = Q K^T, softmax, then P V), with at most `max_between` kernels between the
     GEMMs and no idle gap inside longer than `max_gap_us` (a longer one, the host allocating the
-    scores' buffers mid-chain, is allowed where shapes or an attention scope prove the chain is
-    attention), when the kernels between them (softmax, scale, mask, dropout) take at least
+    scores' buffers mid-chain, is allowed where shapes, an attention scope or two batched GEMM
+    ops show the chain is attention), when the kernels between them (softmax, scale, mask, dropout) take at least
     `min_gain_pct` of the device span, and only where the trace shows attention, not just any
     GEMM > softmax > GEMM chain: the two GEMMs are batched with the same batch x heads and the
     second takes the first one's M x N output as an input, either way round (Kineto `Input Dims`;
