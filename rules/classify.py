@@ -94,6 +94,8 @@ SHARE_TEXT = {
     "roof_memory": "kernels of ops the roofline of their recorded shapes calls memory-bound running",
 }
 
+# Python function events below this many are too few to slow the host by a share worth a note (with_stack=True)
+PY_TRACED = 1000
 NAME_BASIS = "kernel-name families and the device timeline (idle gaps attributed to host activity)"
 STEP_NOTE = (
     ", within the steps the trace marks (ProfilerStep#N / ranges named step, iteration, ...): start-up and "
@@ -219,6 +221,8 @@ def with_host_record(v: RunVerdict, rows: Iterable[Mapping[str, Any]]) -> RunVer
     """The run verdict says so, at low confidence, where the host record is filtered (metric host_record rows, of
     one run or of every rank): the ops kept are only those that issued GPU work, so the idle gaps were left
     unattributed and not judged."""
+    rows = list(rows)
+    v = _traced(v, rows)
     kept = [r for r in rows if r["filtered"]]
     if not kept:
         return v
@@ -229,6 +233,22 @@ def with_host_record(v: RunVerdict, rows: Iterable[Mapping[str, Any]]) -> RunVer
         "event sampling, and its idle time is not judged: capture again without sampling or filtering"
     )
     return replace(v, run=replace(v.run, cause=v.run.cause + note, confidence="low"))
+
+
+def _traced(v: RunVerdict, rows: list[Mapping[str, Any]]) -> RunVerdict:
+    """A launch verdict says so where the host ran under Python tracing (metric host_record: Kineto python_function
+    events, with_stack=True, at least PY_TRACED of them and no fewer than the kernel launches): each traced call costs
+    the host time the unprofiled program does not spend, so part of the GPU's wait on the host may be the profiler's."""
+    calls, launches = sum(int(r["python_events"]) for r in rows), sum(int(r["launches"]) for r in rows)
+    if "launch" not in v.run.classes or calls < max(PY_TRACED, launches):
+        return v
+    per = f", {calls / launches:.1f} per kernel launch" if launches else ""
+    note = (
+        f"; the host ran under Python tracing: the trace holds {calls:,} Python function events "
+        f"(with_stack=True){per}, and recording each call slows the host, so part of the time the GPU waited on the "
+        "host may be the profiler's: capture again without with_stack (and profile_memory) to judge it"
+    )
+    return replace(v, run=replace(v.run, cause=v.run.cause + note))
 
 
 def _with_basis(v: RunVerdict, basis: str) -> RunVerdict:

@@ -1419,14 +1419,19 @@ WITH_STACK = {"small_encoder_infer_stack"}
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=".")
+    ap.add_argument("--variant", choices=("default", "plain", "full"), default="default",
+                    help="plain: torch.profiler's defaults (no shapes); full: shapes, memory, stacks, modules, FLOPs")
     ap.add_argument("names", nargs="*")
     args = ap.parse_args()
+    options = {"plain": {"record_shapes": False},
+               "full": {"profile_memory": True, "with_modules": True, "with_flops": True}}.get(args.variant, {})
+    suffix = "" if args.variant == "default" else f".{args.variant}"
     for name in args.names or list(PROBES):
         torch.manual_seed(0)
         torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = True, False  # PyTorch's defaults
         torch.backends.cudnn.benchmark = False
-        profile_steps(PROBES[name](), os.path.join(args.out, f"{name}.json.gz"),  # type: ignore[arg-type]
-                      with_stack=name in WITH_STACK)
+        profile_steps(PROBES[name](), os.path.join(args.out, f"{name}{suffix}.json.gz"),  # type: ignore[arg-type]
+                      with_stack=name in WITH_STACK or args.variant == "full", **options)
         torch.cuda.empty_cache()
         print(name, "ok", flush=True)
 

@@ -334,6 +334,25 @@ def test_attention_written_out_with_an_inline_mask_and_autocast_casts_is_unfused
     assert "ME009" not in {f["code"] for f in fixed["findings"]}
 
 
+def test_attention_written_out_is_found_without_recorded_shapes() -> None:
+    """The same program captured with torch.profiler's defaults (record_shapes=False, as most captures are): no
+    `Input Dims`, and the causal mask built inline leaves a 259 us allocator gap inside each forward chain. Both
+    GEMMs of each chain are aten::bmm ops (re-read from the JSON), which shows attention as the shapes did; ME009
+    was absent on this capture before and now finds every linked softmax's chain, as on the capture with shapes."""
+    events = _events("math_attention_train_plain")
+    assert not any("Input Dims" in e.get("args", {}) for e in events if e.get("cat") == "cpu_op")
+    ops = {e["args"]["External id"]: str(e["name"]) for e in events
+           if e.get("cat") == "cpu_op" and "External id" in e["args"]}
+    softmax = [e for e in events if e.get("cat") == "kernel" and "softmax" in str(e["name"]).lower()]
+    linked = sum(1 for e in softmax if e["args"].get("External id") in ops)
+    assert "aten::bmm" in ops.values()
+    doc = realkit.analyze(_probe("math_attention_train_plain")).doc
+    top = doc["findings"][0]
+    ev = {e["name"]: e["value"] for e in top["evidence"]}
+    assert top["code"] == "ME009" and ev["attention_chains"] == linked == 24
+    shaped = realkit.analyze(_probe("math_attention_train")).doc["findings"][0]
+    assert top["est_gain_ns"] == pytest.approx(shaped["est_gain_ns"], rel=0.05)
+
 def test_a_moe_loop_that_syncs_per_expert_is_not_offered_a_plain_cuda_graph() -> None:
     """An MoE layer routed by a Python loop over experts: torch.where per expert syncs the host 32 times a step
     (counted in the JSON: cudaStreamSynchronize inside the ProfilerStep ranges), so the step cannot be captured in a
@@ -541,3 +560,24 @@ def test_per_request_input_tensors_name_the_copies_that_sync() -> None:
     assert "'aten::to' x384 (host-to-device copies of pageable memory)" in top["message"]
     fix = realkit.analyze(_probe("batched_input_tensor")).doc
     assert not [f for f in fix["findings"] if f["code"] == "LA002"]
+
+
+def test_a_launch_verdict_under_python_tracing_says_the_profiler_slows_the_host() -> None:
+    """compiled_train captured with every profiler option (with_stack, profile_memory, with_modules, with_flops): the
+    host takes 24.1 ms per step against 9.1 ms in the capture with shapes only (ProfilerStep ranges, re-read from the
+    JSON), and the run reads launch-bound where that capture reads compute-bound. The verdict keeps its class and
+    says the host ran under Python tracing, with the count of Python function events and their ratio to launches."""
+    events = _events("compiled_train_full")
+    calls = sum(1 for e in events if e.get("cat") == "python_function")
+    launches = sum(1 for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")
+                   and str(e["name"]).startswith(("cudaLaunch", "cuLaunch", "cudaGraphLaunch")))
+    step = [e["dur"] for e in events
+            if e.get("cat") == "user_annotation" and str(e["name"]).startswith("ProfilerStep#")]
+    plain = [e["dur"] for e in _events("compiled_train") if e.get("cat") == "user_annotation"
+             and str(e["name"]).startswith("ProfilerStep#")]
+    assert sum(step) > 2.5 * sum(plain) and calls == 14142
+    doc = realkit.analyze(_probe("compiled_train_full")).doc
+    assert doc["verdict"]["class"] == "launch"
+    assert (f"the trace holds {calls:,} Python function events (with_stack=True), {calls / launches:.1f} per kernel "
+            "launch") in doc["verdict"]["cause"]
+    assert "Python tracing" not in realkit.analyze(_probe("compiled_train")).doc["verdict"]["cause"]
