@@ -26,6 +26,8 @@ steps (probe_trace.profile_steps) into DIR/NAME/NAME.rankR.json.gz, the layout `
   tokens: one all-reduce per layer on the critical path of every forward.
 - gather_metrics_objects: DDP training whose per-step metrics are read with .item() and gathered as Python objects
   (dist.all_gather_object) for logging on every step.
+- syncbn_cnn_train: a ResNet-style conv net under DDP with SyncBatchNorm (statistics gathered across the ranks at every
+  BatchNorm, forward and backward); bn_cnn_train is the same net with per-GPU BatchNorm.
 """
 
 import argparse
@@ -284,10 +286,48 @@ def gather_metrics_objects() -> object:
     return step
 
 
+def _cnn(sync_bn: bool) -> Callable[[int], None]:
+    torch.manual_seed(0)
+
+    def block(c: int) -> nn.Module:
+        return nn.Sequential(nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c), nn.ReLU(inplace=True))
+    net: nn.Module = nn.Sequential(
+        nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(3, 2, 1),
+        *(block(64) for _ in range(4)), nn.Conv2d(64, 128, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(128),
+        *(block(128) for _ in range(4)), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(128, 1000))
+    if sync_bn:
+        net = nn.SyncBatchNorm.convert_sync_batchnorm(net)
+    net = DDP(net.cuda().to(memory_format=torch.channels_last))
+    opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, foreach=True)
+    g = torch.Generator(device="cuda").manual_seed(dist.get_rank())
+    x = torch.randn(32, 3, 224, 224, device="cuda", generator=g).to(memory_format=torch.channels_last)
+    y = torch.randint(0, 1000, (32,), device="cuda", generator=g)
+
+    def step(_: int) -> None:
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = F.cross_entropy(net(x), y)
+        loss.backward()
+        opt.step()
+    return step
+
+
+def syncbn_cnn_train() -> object:
+    """A ResNet-style conv net (11 BatchNorm layers) trained under DDP with SyncBatchNorm, bf16 autocast,
+    channels_last, 32 x 3 x 224 x 224 images per rank: every BatchNorm all-gathers its statistics across the ranks in
+    the forward and all-reduces them in the backward, on the critical path."""
+    return _cnn(sync_bn=True)
+
+
+def bn_cnn_train() -> object:
+    """syncbn_cnn_train with per-GPU BatchNorm (the fix where each GPU's batch is large enough)."""
+    return _cnn(sync_bn=False)
+
+
 PROBES = {f.__name__: f for f in (
     ddp_accum_allreduce_every_micro, ddp_accum_no_sync, fsdp_full_shard_train, ddp_train, ddp_tiny_buckets,
     manual_grad_allreduce, manual_grad_allreduce_flat, pipeline_two_stage, rank0_host_logging, varlen_rank_imbalance,
-    tp_mlp_decode, gather_metrics_objects)}
+    tp_mlp_decode, gather_metrics_objects, syncbn_cnn_train, bn_cnn_train)}
 
 
 def main() -> None:

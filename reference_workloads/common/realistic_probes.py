@@ -42,7 +42,8 @@ was tuned on. Each writes one Kineto trace with probe_trace.profile_steps (3 act
 - generate_without_cache, triton_row_norm_few_rows (and its fix torch_row_norm): an eleventh round (each function
   says what it does); hf_style_generate is generate_without_cache's fix.
 - per_request_input_tensors (and its fix batched_input_tensor), attention_loop_over_heads (and its fix
-  attention_heads_batched), dataparallel_train (2 GPUs in one process): a thirteenth round.
+  attention_heads_batched), dataparallel_train (2 GPUs in one process): a thirteenth round; eval_cat_accumulate (and
+  its fix eval_list_then_cat) a fourteenth.
 """
 
 import argparse
@@ -1398,6 +1399,35 @@ def dataparallel_train() -> object:
     return _train(opt, lambda: _bf16_square_loss(net, x))
 
 
+def eval_cat_accumulate() -> object:
+    """An evaluation loop over 100 batches of 512 rows (a 3 x 2048 MLP in bf16 with a 1000-class FP32 head) that
+    collects the logits with torch.cat after every batch, as many metric scripts do: each cat copies everything
+    collected so far, so the copies grow with the square of the batches."""
+    net = nn.Sequential(nn.Linear(1024, 2048), nn.GELU(), nn.Linear(2048, 2048), nn.GELU(),
+                        nn.Linear(2048, 1000)).cuda().to(torch.bfloat16).eval()
+    xs = torch.randn(100, 512, 1024, device="cuda", dtype=torch.bfloat16)
+
+    @torch.no_grad()
+    def step(_: int) -> None:
+        out = torch.empty(0, 1000, device="cuda")
+        for x in xs:
+            out = torch.cat([out, net(x).float()])
+        out.argmax(1).sum().item()
+    return step
+
+
+def eval_list_then_cat() -> object:
+    """eval_cat_accumulate's fix: the logits appended to a list and concatenated once."""
+    net = nn.Sequential(nn.Linear(1024, 2048), nn.GELU(), nn.Linear(2048, 2048), nn.GELU(),
+                        nn.Linear(2048, 1000)).cuda().to(torch.bfloat16).eval()
+    xs = torch.randn(100, 512, 1024, device="cuda", dtype=torch.bfloat16)
+
+    @torch.no_grad()
+    def step(_: int) -> None:
+        torch.cat([net(x).float() for x in xs]).argmax(1).sum().item()
+    return step
+
+
 PROBES = {f.__name__: f for f in (
     loader_transform, bf16_mlp_train, graph_replay_infer, many_params_adamw, compiled_train, flash_attention_train,
     amp_gradscaler_train, cpu_offload_optimizer, greedy_decode, channels_last_amp_cnn, embedding_recsys,
@@ -1412,7 +1442,7 @@ PROBES = {f.__name__: f for f in (
     contiguous_copies_attention, eval_accuracy_item, fp32_tf32_model_train, clip_grad_foreach, ema_per_param,
     autocast_fp32_weights_wide_decode, bf16_weights_wide_decode, sdpa_float_mask_train, sparse_grad_big_embedding,
     generate_without_cache, triton_row_norm_few_rows, torch_row_norm, per_request_input_tensors, batched_input_tensor,
-    attention_loop_over_heads, attention_heads_batched, dataparallel_train)}
+    attention_loop_over_heads, attention_heads_batched, dataparallel_train, eval_cat_accumulate, eval_list_then_cat)}
 WITH_STACK = {"small_encoder_infer_stack"}
 
 

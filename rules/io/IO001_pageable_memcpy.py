@@ -24,6 +24,9 @@ class PageableMemcpy(Rule):
     `pageable` (nsys `srcKind/dstKind = 0`; Kineto "Memcpy HtoD (Pageable -> Device)"). The
     reference bandwidth is that of pinned copies of the same direction of at least
     `min_ref_bytes` in the same trace; without any, `assumed_pinned_gbps` is used and said so.
+    Where the trace marks steps, a direction counts only if a pageable copy of it overlaps a step,
+    and then with its copies outside the steps (a warm-up iteration's): an input uploaded once
+    before the loop or a result read back once after it is not the loop's pattern.
 
     ## How to fix
     Allocate the host buffers page-locked and keep them for the whole run.
