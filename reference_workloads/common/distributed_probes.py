@@ -313,7 +313,7 @@ def _cnn(sync_bn: bool) -> Callable[[int], None]:
 
 
 def syncbn_cnn_train() -> object:
-    """A ResNet-style conv net (11 BatchNorm layers) trained under DDP with SyncBatchNorm, bf16 autocast,
+    """A ResNet-style conv net (10 BatchNorm layers) trained under DDP with SyncBatchNorm, bf16 autocast,
     channels_last, 32 x 3 x 224 x 224 images per rank: every BatchNorm all-gathers its statistics across the ranks in
     the forward and all-reduces them in the backward, on the critical path."""
     return _cnn(sync_bn=True)

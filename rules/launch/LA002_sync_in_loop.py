@@ -202,9 +202,18 @@ def _ops_said(ops: list[dict[str, Any]]) -> str:
     """'; issued by framework ops: 'aten::to' x384 (host-to-device copies of pageable memory), ...' (the top 3)."""
     if not ops:
         return ""
-    said = ", ".join(f"'{o['op']}' x{o['n_calls']}" + (f" ({KIND_SAID[o['kind']]})" if KIND_SAID[o["kind"]] else "")
-                     for o in ops[:3])
+    said = ", ".join(f"'{o['op']}' x{o['n_calls']}" + _paren(KIND_SAID[o["kind"]], _scope(o)) for o in ops[:3])
     return f"; issued by framework ops: {said}"
+
+
+def _scope(o: dict[str, Any]) -> str:
+    """"inside 'SyncBatchNorm'" where most of an op's calls ran inside that autograd function or module op."""
+    return f"inside '{o['scope']}'" if o["scope"] and 2 * int(o["scoped_calls"]) >= int(o["n_calls"]) else ""
+
+
+def _paren(*parts: str) -> str:
+    said = "; ".join(p for p in parts if p)
+    return f" ({said})" if said else ""
 
 
 def _ops_evidence(dev: int, ops: list[dict[str, Any]]) -> list[Evidence]:
