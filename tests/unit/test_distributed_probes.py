@@ -225,9 +225,10 @@ def test_one_all_reduce_per_gradient_is_told_to_coalesce() -> None:
 def test_sync_batchnorm_syncs_are_named_inside_sync_batchnorm() -> None:
     """DDP with SyncBatchNorm: each of the 10 BatchNorm layers gathers its statistics across the ranks in the forward,
     and SyncBatchNorm's forward drops ranks with no samples by boolean indexing (aten::index > aten::nonzero): 30
-    SyncBatchNorm calls and 90 host syncs inside them over rank 0's 3 steps (re-read from the JSON). The per-GPU BatchNorm arm runs 10.53 ms per step
-    against 15.03 unprofiled. Where LA002 said 'aten::index' and nothing of where, it now names SyncBatchNorm, and
-    ID001 names it among the framework ops the host was in while the GPU idled."""
+    SyncBatchNorm calls and 90 host syncs inside them over rank 0's 3 steps (re-read from the JSON). The per-GPU
+    BatchNorm arm runs 10.53 ms per step against 15.03 unprofiled. Where LA002 said 'aten::index' and nothing of
+    where, it now names SyncBatchNorm, and ID001 names it among the framework ops the host was in while the GPU
+    idled."""
     events = _events("syncbn_cnn_train", 0)
     sbn = [e for e in events if e.get("cat") == "cpu_op" and e["name"] == "SyncBatchNorm"]
     syncs = [e for e in events if e.get("cat") == "cuda_runtime" and e["name"] == "cudaStreamSynchronize"
