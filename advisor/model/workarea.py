@@ -27,6 +27,7 @@ import errno
 import fcntl
 import itertools
 import os
+import secrets
 import shutil
 import tempfile
 import threading
@@ -45,6 +46,16 @@ _areas: dict[tuple[int, str], Path] = {}  # (pid, cache root or "") -> this proc
 _owners: list[int] = []  # open .owner descriptors: closing one would release the area's lock
 _key_locks: dict[str, threading.Lock] = {}  # threads of one process take turns before the file lock
 _names = itertools.count()
+_made: list[tuple[int, Path]] = []  # (pid, area) this process made or was about to make: removed at its exit
+
+
+def _remove_made() -> None:
+    for pid, path in _made:
+        if pid == os.getpid():  # a forked child does not remove its parent's areas
+            shutil.rmtree(path, ignore_errors=True)
+
+
+atexit.register(_remove_made)
 
 
 class CacheUnwritable(OSError):
@@ -75,20 +86,33 @@ def temp_area() -> Path:
 def _make_area(root: Path | None) -> Path:
     try:
         if root is None:
-            area = Path(tempfile.mkdtemp(prefix="advisor-"))
+            area = _new_dir(Path(tempfile.gettempdir()), "advisor-")
         else:
             base = root / WORK
             base.mkdir(parents=True, exist_ok=True)
             sweep(base)
-            area = Path(tempfile.mkdtemp(prefix=f"{AREA_PREFIX}{os.getpid()}-", dir=base))
+            area = _new_dir(base, f"{AREA_PREFIX}{os.getpid()}-")
         fd = os.open(area / OWNER, os.O_CREAT | os.O_RDWR, 0o600)
     except OSError as e:
         raise CacheUnwritable(e.errno or errno.EACCES, f"cannot write in {root} ({e.strerror or e})") from None
     with contextlib.suppress(OSError):
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     _owners.append(fd)
-    atexit.register(shutil.rmtree, area, ignore_errors=True)
     return area
+
+
+def _new_dir(parent: Path, prefix: str) -> Path:
+    """A new private folder `<parent>/<prefix><random>`, listed for removal at exit before it is made: an interrupt
+    between making it and listing it (mkdtemp, then atexit.register) left the folder and its .owner behind."""
+    for _ in range(100):
+        path = parent / f"{prefix}{secrets.token_hex(4)}"
+        _made.append((os.getpid(), path))
+        try:
+            path.mkdir(mode=0o700)
+            return path
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, f"no free folder name under {parent}")
 
 
 def work_dir(root: Path | None, key: str) -> Path:
