@@ -1399,13 +1399,18 @@ def dataparallel_train() -> object:
     return _train(opt, lambda: _bf16_square_loss(net, x))
 
 
+def _eval_mlp() -> tuple[nn.Module, torch.Tensor]:
+    """A 3 x 2048 MLP in bf16 with a 1000-class head, and 100 batches of 512 rows to evaluate."""
+    net = nn.Sequential(nn.Linear(1024, 2048), nn.GELU(), nn.Linear(2048, 2048), nn.GELU(),
+                        nn.Linear(2048, 1000)).cuda().to(torch.bfloat16).eval()
+    return net, torch.randn(100, 512, 1024, device="cuda", dtype=torch.bfloat16)
+
+
 def eval_cat_accumulate() -> object:
     """An evaluation loop over 100 batches of 512 rows (a 3 x 2048 MLP in bf16 with a 1000-class FP32 head) that
     collects the logits with torch.cat after every batch, as many metric scripts do: each cat copies everything
     collected so far, so the copies grow with the square of the batches."""
-    net = nn.Sequential(nn.Linear(1024, 2048), nn.GELU(), nn.Linear(2048, 2048), nn.GELU(),
-                        nn.Linear(2048, 1000)).cuda().to(torch.bfloat16).eval()
-    xs = torch.randn(100, 512, 1024, device="cuda", dtype=torch.bfloat16)
+    net, xs = _eval_mlp()
 
     @torch.no_grad()
     def step(_: int) -> None:
@@ -1418,9 +1423,7 @@ def eval_cat_accumulate() -> object:
 
 def eval_list_then_cat() -> object:
     """eval_cat_accumulate's fix: the logits appended to a list and concatenated once."""
-    net = nn.Sequential(nn.Linear(1024, 2048), nn.GELU(), nn.Linear(2048, 2048), nn.GELU(),
-                        nn.Linear(2048, 1000)).cuda().to(torch.bfloat16).eval()
-    xs = torch.randn(100, 512, 1024, device="cuda", dtype=torch.bfloat16)
+    net, xs = _eval_mlp()
 
     @torch.no_grad()
     def step(_: int) -> None:

@@ -172,7 +172,7 @@ class SyncInLoop(Rule):
                     "GPU work the call waited for (min(host-only time, GPU time): without the sync the host's work "
                     "after it would overlap that GPU work), summed; at least the idle up to max_refill_us after each "
                     "call returns (overlapping windows merged)",
-                    fixes=_fixes(ops.get(r.device_id, [])),
+                    fixes=_fixes(ops.get(r.device_id, []), r.n_calls),
                     location=f"device={r.device_id}",
                 )
                 for r in fired
@@ -188,12 +188,13 @@ def _by_kind(ops: list[dict[str, Any]]) -> dict[str, int]:
     return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def _fixes(ops: list[dict[str, Any]]) -> tuple[Fix, ...]:
-    """The fix of the kind of op that issued most of the device's syncs from framework ops (at least half of them),
-    then the general one."""
+def _fixes(ops: list[dict[str, Any]], n_calls: int) -> tuple[Fix, ...]:
+    """The fix of the kind of op that issued at least half of the device's syncs (of `n_calls`, or of those framework
+    ops issued where more: start-up's count there too), then the general one; a loop of syncs no op issued
+    (torch.cuda.synchronize(), a CUDA program) keeps the general fix alone."""
     kinds = _by_kind(ops)
     top = next(iter(kinds), "other")
-    if top in BY_KIND and 2 * kinds[top] >= sum(kinds.values()):
+    if top in BY_KIND and 2 * kinds[top] >= max(sum(kinds.values()), n_calls):
         return (BY_KIND[top], REMOVE)
     return (REMOVE,)
 

@@ -145,8 +145,8 @@ class SingleProcessDataParallel(Rule):
             f"one process drives devices {names} through torch.nn.DataParallel ({worst['broadcasts']} weight "
             f"broadcasts from the first GPU, {worst['scatters']} scatters, {worst['gathers']} gathers, "
             f"{worst['reduces']} gradient reductions); device {dev} idled {ms(gain)} "
-            f"({pct(gain, span['span_ns'], 0.0)}% of the {of}) waiting on that process's host, and its copies and "
-            f"reductions ran {ms(comm)} of communication kernels over the devices",
+            f"({pct(gain, span['span_ns'], 0.0)}% of the {of}) waiting on that process's host; the broadcasts and "
+            f"reductions ran {ms(comm)} of communication kernels on its devices",
             window=Window(device_id=dev, start_ns=int(span["start_ns"]), end_ns=int(span["end_ns"])),
             evidence=[
                 Evidence("data_parallel_devices", len(devs), "count"),
