@@ -19,6 +19,7 @@ up(call_pid, call_ext, op_id, parent_id, name_id, depth, category) AS (  -- each
     UNION ALL
     SELECT u.call_pid, u.call_ext, o.op_id, o.parent_id, o.name_id, o.depth, o.category
     FROM up u JOIN cpu_ops o ON o.op_id = u.parent_id
+    WHERE o.depth < u.depth  -- a parent sits above its child: a damaged nesting cannot loop
 ),
 named AS (
     SELECT u.*, s.value AS name FROM up u JOIN strings s ON s.string_id = u.name_id

@@ -80,6 +80,12 @@ FIXES = {
         "DataLoader workers so it overlaps the previous step's GPU work (that hides at most the GPU's busy time)",
         "redesign",
     ),
+    "data_parallel": Fix(
+        "use one process per GPU (see LA014)",
+        "one process drives these GPUs through torch.nn.DataParallel, and its host is what they wait on: "
+        "DistributedDataParallel with one process per GPU (torchrun) gives each GPU its own host",
+        "redesign",
+    ),
     "um": Fix(
         "prefetch managed memory instead of faulting it",
         "the host touches unified (managed) memory the GPU holds, so every page faults back: cudaMemPrefetchAsync "
@@ -313,8 +319,10 @@ class GpuIdleGaps(Rule):
             # and the copies to and from the host that fed it
             est_gain_ns=max(residual, on_host + copies),
             gain_basis=GAIN_BASIS,
-            fixes=_fixes(_dispatch(causes, host_short, graphed), filtered,
-                         _mostly_at_edges(edge - taken, residual), _retuned(d, idle), d.synced, bool(on_host)),
+            fixes=_data_parallel_first(
+                d.rows, idle,
+                _fixes(_dispatch(causes, host_short, graphed), filtered,
+                       _mostly_at_edges(edge - taken, residual), _retuned(d, idle), d.synced, bool(on_host))),
             location=f"device={d.dev}",
         )
 
@@ -446,6 +454,12 @@ def _names_said(d: _Device, idle: int) -> str:
         out += (f"; {d.tuned['calls']} convolution calls timed candidate algorithms ({d.tuned['syncs']} host syncs) "
                 f"for {d.tuned['shapes']} input shapes")
     return out
+
+
+def _data_parallel_first(rows: list[dict[str, Any]], idle: int, fixes: tuple[Fix, ...]) -> tuple[Fix, ...]:
+    """LA014's remedy first where it prices at least half of the device's idle (one DataParallel process)."""
+    dp = sum(int(r["idle_ns"]) for r in rows if r["rule"] == "LA014")
+    return (FIXES["data_parallel"], *fixes[:2]) if dp and 2 * dp >= idle else fixes
 
 
 def _data_parallel_said(rows: list[dict[str, Any]], idle: int) -> str:

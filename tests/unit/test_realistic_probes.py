@@ -539,6 +539,7 @@ def test_data_parallel_in_one_process_is_priced_as_ddp_not_as_host_work() -> Non
     # the idle is LA014's to price: ID001 states it and leaves it
     idle = [f for f in doc["findings"] if f["code"] == "ID001"]
     assert idle and all(f["est_gain_ns"] == 0 and "priced by LA014" in f["message"] for f in idle)
+    assert all(f["fixes"][0]["title"] == "use one process per GPU (see LA014)" for f in idle)
     assert doc["verdict"]["class"] == "launch"
 
 
