@@ -6,12 +6,13 @@ the same kernels to the ncu rule that measures them (ME006, ME003)."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from advisor import metrics
-from advisor.rules.base import Context, NotApplicable
-from advisor.vocab import pct
+from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, NotApplicable, Outcome, Rule
+from advisor.vocab import device_span_of, pct
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,28 @@ def app_launches(ctx: Context, flag: str) -> AppLaunches:
     least = float(ctx.opt("min_share_pct"))
     firing = [r for r in rows if pct(alone[int(r["device_id"])], spans.get(int(r["device_id"]), 0), 0.0) >= least]
     return AppLaunches(firing, sum(alone.values()), spans, bool(rows))
+
+
+def launch_outcome(rule: Rule, ctx: Context, flag: str, total: str,
+                   finding: Callable[[dict[str, Any], int, float], Finding]) -> Outcome:
+    """ME013/ME014's check: a finding per firing row of metric app_launches' `flag` kind (`finding(row, device span,
+    max_gain_fraction)`), else clean with the kind's time alone summed as evidence `total`."""
+    found, cap = app_launches(ctx, flag), float(ctx.opt("max_gain_fraction"))
+    if found.firing:
+        return Fired(tuple(finding(r, found.spans.get(int(r["device_id"]), 0), cap) for r in found.firing))
+    if not found.any:
+        return Clean(rule.clean_none)
+    return rule.clean(ctx.options, **{total: found.alone_ns})
+
+
+def alone_evidence(r: dict[str, Any], span: int) -> list[Evidence]:
+    """A kernel row's total time, its time with no other kernel beside it and that time's share of the span."""
+    dev, alone = int(r["device_id"]), int(r["alone_ns"])
+    return [
+        Evidence("kernel_time", int(r["total_ns"]), "ns"),
+        Evidence("alone_time", alone, "ns"),
+        Evidence("alone_share", pct(alone, span, 0.0), "%", device_span_of(dev)),
+    ]
 
 
 def launch_rule_applies(ctx: Context, ncu_rule: str, devices: str, kernels: str) -> NotApplicable | None:

@@ -16,6 +16,8 @@ from advisor.model.store import Run
 from advisor.rules.base import Context
 from advisor.vocab import device_span_of
 
+# Shortest GPU idle gap the idle-pricing rules consider (us): ID001's min_gap_us default, and LA014's gaps
+MIN_IDLE_GAP_US = 100.0
 # Warm-up iterations marked the same way (counted as iterations, not as steady state).
 WARMUP_PATTERN = r"^warm[ _-]?up([ _#:-]*[0-9]+)?$"
 

@@ -1359,16 +1359,21 @@ class HeadLoopBlock(GptBlock):
         return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
 
 
-def attention_loop_over_heads() -> object:
-    """A ViT-style encoder (6 HeadLoopBlocks, d 768, 12 heads, 197 tokens, batch 8) answering requests in FP16: each
-    head's attention is its own small GEMMs and softmax."""
-    net = nn.Sequential(*(HeadLoopBlock(768, 12) for _ in range(6))).cuda().half().eval()
+def _vit_encoder(block: type[GptBlock]) -> Callable[[int], None]:
+    """6 `block`s (d 768, 12 heads) in FP16 answering a batch of 8 requests of 197 tokens per step."""
+    net = nn.Sequential(*(block(768, 12) for _ in range(6))).cuda().half().eval()
     x = torch.randn(8, 197, 768, device="cuda", dtype=torch.half)
 
     @torch.no_grad()
     def step(_: int) -> None:
         net(x).float().mean().item()
     return step
+
+
+def attention_loop_over_heads() -> object:
+    """A ViT-style encoder (6 HeadLoopBlocks, d 768, 12 heads, 197 tokens, batch 8) answering requests in FP16: each
+    head's attention is its own small GEMMs and softmax."""
+    return _vit_encoder(HeadLoopBlock)
 
 
 def attention_heads_batched() -> object:
@@ -1380,13 +1385,7 @@ def attention_heads_batched() -> object:
             q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, self.h, d // self.h).permute(2, 0, 3, 1, 4)
             x = x + self.proj(F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, t, d))
             return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
-    net = nn.Sequential(*(Enc(768, 12) for _ in range(6))).cuda().half().eval()
-    x = torch.randn(8, 197, 768, device="cuda", dtype=torch.half)
-
-    @torch.no_grad()
-    def step(_: int) -> None:
-        net(x).float().mean().item()
-    return step
+    return _vit_encoder(Enc)
 
 
 def dataparallel_train() -> object:

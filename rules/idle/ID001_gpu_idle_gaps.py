@@ -7,7 +7,7 @@ from typing import Any
 from advisor.rules.base import Clean, Context, Evidence, Finding, Fired, Fix, Option, Outcome, Rule, Window, ms
 from advisor.rules.blocking import SYNC_CALLS, SYNCED_GRAPH, overlappable_idle, synced_steps
 from advisor.rules.compile_graphs import graph_gap_idle
-from advisor.rules.steps import idle_rows
+from advisor.rules.steps import MIN_IDLE_GAP_US, idle_rows
 from advisor.vocab import pct
 
 FIXES = {
@@ -123,6 +123,7 @@ CAPTURE_FILTERED = (
 # syncs, LA004 allocation) are left to it, so the specific fix ranks first; one-time start-up and compilation, and
 # gaps whose host cause was not recorded, are priced by no rule: the finding states them as facts.
 PRICED_BY = "ID001"
+DATA_PARALLEL = "LA014"  # prices the host idle of devices one torch.nn.DataParallel process feeds
 NOT_PRICED = {
     "unknown": "the host's activity was not recorded",
     "queued": "the GPU held work already issued (a dependency the trace does not show)",
@@ -224,7 +225,7 @@ class GpuIdleGaps(Rule):
     status = "stable"
     options = {
         "min_gap_us": Option(
-            100.0,
+            MIN_IDLE_GAP_US,
             "shortest idle gap considered (us)",
             "nsys gpu_gaps uses 500 ms for starvation; HTA counts all gaps; we keep >= 100 us",
         ),
@@ -309,10 +310,11 @@ class GpuIdleGaps(Rule):
                          Evidence("copies_around_host_compute", copies, "ns")]
         split = ", ".join(f"{c} {pct(v, idle, 0.0)}%" for c, v in causes.items())
         host_short = sum(int(r["short_ns"]) for r in d.rows if r["cause"] == "host" and r["rule"] == PRICED_BY)
+        dp = sum(int(r["idle_ns"]) for r in d.rows if r["rule"] == DATA_PARALLEL)  # LA014's to price
         return self.finding(
             f"device {d.dev} idled {ms(idle)} ({pct(idle, d.span['span_ns'], 0.0)}% of the {of}) in {n_gaps} gaps; "
             f"by host activity: {split}{_names_said(d, idle)}{_not_priced_said(causes, idle, filtered)}"
-            f"{_data_parallel_said(d.rows, idle)}",
+            f"{_data_parallel_said(dp, idle)}",
             window=Window(device_id=d.dev, start_ns=int(d.span["start_ns"]), end_ns=int(d.span["end_ns"])),
             evidence=evidence,
             # computation the host ran itself leaves the GPU's gaps whole: on the GPU it takes them all, syncs or not,
@@ -320,7 +322,7 @@ class GpuIdleGaps(Rule):
             est_gain_ns=max(residual, on_host + copies),
             gain_basis=GAIN_BASIS,
             fixes=_data_parallel_first(
-                d.rows, idle,
+                dp, idle,
                 _fixes(_dispatch(causes, host_short, graphed), filtered,
                        _mostly_at_edges(edge - taken, residual), _retuned(d, idle), d.synced, bool(on_host))),
             location=f"device={d.dev}",
@@ -456,15 +458,13 @@ def _names_said(d: _Device, idle: int) -> str:
     return out
 
 
-def _data_parallel_first(rows: list[dict[str, Any]], idle: int, fixes: tuple[Fix, ...]) -> tuple[Fix, ...]:
-    """LA014's remedy first where it prices at least half of the device's idle (one DataParallel process)."""
-    dp = sum(int(r["idle_ns"]) for r in rows if r["rule"] == "LA014")
+def _data_parallel_first(dp: int, idle: int, fixes: tuple[Fix, ...]) -> tuple[Fix, ...]:
+    """LA014's remedy first where it prices (`dp`) at least half of the device's idle (one DataParallel process)."""
     return (FIXES["data_parallel"], *fixes[:2]) if dp and 2 * dp >= idle else fixes
 
 
-def _data_parallel_said(rows: list[dict[str, Any]], idle: int) -> str:
-    """'; priced by LA014 ...: 98.7%' where the host idle of a device torch.nn.DataParallel drives is LA014's."""
-    dp = sum(int(r["idle_ns"]) for r in rows if r["rule"] == "LA014")
+def _data_parallel_said(dp: int, idle: int) -> str:
+    """'; priced by LA014 ...: 98.7%' where LA014 prices (`dp`) host idle of a device torch.nn.DataParallel drives."""
     return f"; priced by LA014 (one process drives this and other GPUs through DataParallel): {pct(dp, idle, 0.0)}%" \
         if dp else ""
 

@@ -15,11 +15,11 @@ from advisor.rules.base import (
     Window,
     ms,
 )
-from advisor.rules.steps import idle_rows
+from advisor.rules.steps import MIN_IDLE_GAP_US, idle_rows
 from advisor.vocab import pct
 
 PRICED_BY = "LA014"
-MIN_GAP_NS = 100_000  # the gaps ID001 considers (its min_gap_us default): the same idle, not more
+MIN_GAP_NS = int(MIN_IDLE_GAP_US * 1000)  # the gaps ID001 considers by default: the same idle, not more
 
 _DDP = Fix(
     "replace nn.DataParallel with DistributedDataParallel",

@@ -3,11 +3,9 @@ from __future__ import annotations
 from typing import Any
 
 from advisor.rules.base import (
-    Clean,
     Context,
     Evidence,
     Finding,
-    Fired,
     NotApplicable,
     Option,
     Outcome,
@@ -15,9 +13,9 @@ from advisor.rules.base import (
     Window,
     ms,
 )
-from advisor.rules.launch_configs import app_launches, launch_rule_applies
+from advisor.rules.launch_configs import alone_evidence, launch_outcome, launch_rule_applies
 from advisor.rules.ncu_kernels import ENLARGE_GRID, MAX_GAIN_FRACTION_OPTION
-from advisor.vocab import device_span_of, pct
+from advisor.vocab import pct
 
 _NONE = (
     "no application kernel ran with fewer blocks than half the SMs for 50 us or more (median) on one stream "
@@ -83,12 +81,7 @@ class SmallGridLaunches(Rule):
         return launch_rule_applies(ctx, "ME006 grid-too-small", "devices_with_sms", "kernels_with_grid")
 
     def check(self, ctx: Context) -> Outcome:
-        found, cap = app_launches(ctx, "small_grid"), float(ctx.opt("max_gain_fraction"))
-        if found.firing:
-            return Fired(tuple(self._finding(r, found.spans.get(int(r["device_id"]), 0), cap) for r in found.firing))
-        if not found.any:
-            return Clean(self.clean_none)
-        return self.clean(ctx.options, small_grid_time=found.alone_ns)
+        return launch_outcome(self, ctx, "small_grid", "small_grid_time", self._finding)
 
     clean_sums = (("small_grid_time", "ns"),)
     clean_none = _NONE
@@ -114,9 +107,7 @@ class SmallGridLaunches(Rule):
                 Evidence("grid_blocks", blocks, "block"),
                 Evidence("block_threads", int(r["threads"]), "thread"),
                 Evidence("sm_count", sms, "SM"),
-                Evidence("kernel_time", int(r["total_ns"]), "ns"),
-                Evidence("alone_time", alone, "ns"),
-                Evidence("alone_share", pct(alone, span, 0.0), "%", device_span_of(dev)),
+                *alone_evidence(r, span),
             ],
             est_gain_ns=alone * fraction,
             gain_basis=f"the kernel's time with no other kernel beside it x (1 - blocks / SMs = {blocks} / {sms}), "

@@ -3,11 +3,9 @@ from __future__ import annotations
 from typing import Any
 
 from advisor.rules.base import (
-    Clean,
     Context,
     Evidence,
     Finding,
-    Fired,
     NotApplicable,
     Option,
     Outcome,
@@ -15,13 +13,13 @@ from advisor.rules.base import (
     Window,
     ms,
 )
-from advisor.rules.launch_configs import app_launches, launch_rule_applies
+from advisor.rules.launch_configs import alone_evidence, launch_outcome, launch_rule_applies
 from advisor.rules.ncu_kernels import (
     MAX_GAIN_FRACTION_OPTION,
     OF_WARPS,
     raise_occupancy,
 )
-from advisor.vocab import device_span_of, pct
+from advisor.vocab import pct
 
 # the occupancy a memory-latency-bound kernel needs to reach most of its speed: warps in flight scale the bytes in
 # flight (Little's law) until about half the warp slots
@@ -109,12 +107,7 @@ class LowOccupancyLaunches(Rule):
         return launch_rule_applies(ctx, "ME003 low-occupancy", "devices_with_limits", "kernels_with_block")
 
     def check(self, ctx: Context) -> Outcome:
-        found, cap = app_launches(ctx, "low_occupancy"), float(ctx.opt("max_gain_fraction"))
-        if found.firing:
-            return Fired(tuple(self._finding(r, found.spans.get(int(r["device_id"]), 0), cap) for r in found.firing))
-        if not found.any:
-            return Clean(self.clean_none)
-        return self.clean(ctx.options, low_occupancy_time=found.alone_ns)
+        return launch_outcome(self, ctx, "low_occupancy", "low_occupancy_time", self._finding)
 
     def _finding(self, r: dict[str, Any], span: int, cap: float) -> Finding:
         """One low-occupancy kernel name on one device, priced at its time alone x (1 - occupancy / 50%), capped."""
@@ -136,9 +129,7 @@ class LowOccupancyLaunches(Rule):
                 Evidence("registers_per_thread", int(r["registers"] or 0), "register"),
                 Evidence("shared_memory_per_block", int(r["smem_bytes"] or 0), "B"),
                 Evidence("limiter", LIMITERS[key], "name"),
-                Evidence("kernel_time", int(r["total_ns"]), "ns"),
-                Evidence("alone_time", alone, "ns"),
-                Evidence("alone_share", pct(alone, span, 0.0), "%", device_span_of(dev)),
+                *alone_evidence(r, span),
             ],
             est_gain_ns=alone * fraction,
             gain_basis=f"the kernel's time with no other kernel beside it x (1 - theoretical occupancy / "
