@@ -22,6 +22,18 @@ MORE_PER_GRAPH = Fix(
 FUSE = Fix("fuse the tiny kernels", "torch.compile, or hand-fused kernels for elementwise chains", "changes-numerics")
 
 
+def batch_loop(loop: dict[str, Any]) -> Fix:
+    """The first fix where a Python loop over one dimension of a tensor launched most of the kernels."""
+    return Fix(
+        f"batch the Python loop over dimension {loop['dim']} of the {loop['shape']} tensor into one op",
+        "run the loop body once on the whole dimension instead of once per index: all heads in one "
+        "scaled_dot_product_attention call, torch.bmm / torch.einsum on the stacked operands, the samples or "
+        "requests as one batch, torch.vmap over the body; iterations that depend on each other (a recurrence over "
+        "time steps) stay a loop: capture it in a CUDA graph instead",
+        "changes-numerics",
+    )
+
+
 class SmallKernelStorm(Rule):
     """Many tiny kernels with launch gaps between them: the GPU waits on the host's launch rate.
 
@@ -49,14 +61,21 @@ class SmallKernelStorm(Rule):
     delays; nsys-ai's `kernel_launch_overhead` skill looks at the same gaps. The dispatch-bound form
     counts the gaps of at most `max_gap_us` that metric `idle_claims` gives to the host issuing work
     (cause `launch` or `host`; metric `dispatch_gaps`), next to kernels of any length; longer gaps
-    are ID001's.
+    are ID001's. Where recorded shapes show a Python loop over one dimension of a tensor (metric `index_loops`:
+    `aten::select` at index 0, 1, ... up to the dimension's size, or `aten::slice` in equal pieces, on one thread)
+    and the kernels launched inside such loops are at least half of the finding's kernels (tiny ones for the storm,
+    all for the dispatch-bound form), the message names the loop and its first fix is to batch it (evidence
+    `loop_kernels`, `loops`, `loop_iterations`, `loop_host_time`).
 
     ## How to fix
     Launch fewer, larger kernels: capture the steady-state step in a CUDA graph, fuse elementwise
     chains, or batch the per-item work. Where the marked steps sync the host two or more times each
     (data-dependent shapes: torch.nonzero, boolean indexing, .item(); a graph cannot capture a sync),
     the first fix says to remove those syncs first (static shapes, one grouped kernel instead of a
-    Python loop over groups), then graph the step.
+    Python loop over groups), then graph the step. Where a Python loop over a tensor's dimension (heads,
+    samples, requests, GEMMs of a batch) launched most of the kernels, batching it comes first: one op over the
+    whole dimension removes the launches and gives each kernel more work; only a loop whose iterations depend on
+    each other (a recurrence) is left to the graph.
 
     ```python
     # before
@@ -129,8 +148,10 @@ class SmallKernelStorm(Rule):
         stormed = {int(r["device_id"]) for r in storms}
         dispatch = [r for r in self._dispatch_rows(ctx) if int(r["device_id"]) not in stormed]
         synced = synced_steps(ctx) if storms or dispatch else set()  # steps a CUDA graph cannot capture as they are
-        fired = [self._finding(r, int(r["device_id"]) in synced) for r in storms] + [
-            self._dispatch_finding(r, ctx.ns("max_gap_us"), int(r["device_id"]) in synced) for r in dispatch]
+        loops = self._loops(ctx) if storms or dispatch else {}
+        fired = [self._finding(r, int(r["device_id"]) in synced, loops.get(int(r["device_id"]))) for r in storms] + [
+            self._dispatch_finding(r, ctx.ns("max_gap_us"), int(r["device_id"]) in synced,
+                                   loops.get(int(r["device_id"]))) for r in dispatch]
         if fired:
             return Fired(tuple(fired))
         r = max(rows, key=lambda r: r["launch_gap_ns"])
@@ -151,6 +172,15 @@ class SmallKernelStorm(Rule):
             and pct(r["launch_gap_ns"], r["span_ns"], 0.0) >= float(ctx.opt("min_gap_pct"))
         )
 
+    def _loops(self, ctx: Context) -> dict[int, dict[str, Any]]:
+        """Per device, the Python loop over a tensor's dimension that launched the most kernels (metric index_loops)."""
+        best: dict[int, dict[str, Any]] = {}
+        for r in ctx.metric("index_loops", short_ns=ctx.ns("short_kernel_us")):
+            d = int(r["device_id"])
+            if d not in best or int(r["kernels"]) > int(best[d]["kernels"]):
+                best[d] = r
+        return best
+
     def _dispatch_rows(self, ctx: Context) -> list[dict[str, Any]]:
         """Devices whose kernels are not tiny but whose short host-dispatch gaps reach `min_gap_pct` of the span."""
         rows = ctx.metric("dispatch_gaps", max_gap_ns=ctx.ns("max_gap_us"),
@@ -158,14 +188,16 @@ class SmallKernelStorm(Rule):
         return [r for r in rows if int(r["n_kernels"]) >= int(ctx.opt("min_kernels"))
                 and pct(r["gap_ns"], r["span_ns"], 0.0) >= float(ctx.opt("min_gap_pct"))]
 
-    def _dispatch_finding(self, r: dict[str, Any], max_gap_ns: int, synced: bool) -> Finding:
+    def _dispatch_finding(self, r: dict[str, Any], max_gap_ns: int, synced: bool,
+                          loop: dict[str, Any] | None) -> Finding:
         gaps = int(r["gap_ns"])
+        said, shown, batch = _loop_part(loop, "kernels", int(r["n_kernels"]), "kernels")
         p50_us = float(r["p50_kernel_ns"] or 0) / 1e3
         return self.finding(
             f"device {r['device_id']}: the GPU waited {ms(gaps)} in {r['n_gaps']} gaps of at most "
             f"{ms(max_gap_ns)} while the host issued the next operation "
             f"({pct(gaps, r['span_ns'], 0.0)}% of the device span); its {r['n_kernels']} kernels are not tiny "
-            f"(median {p50_us:.1f} us): the host's per-op cost, not kernel size, sets the pace",
+            f"(median {p50_us:.1f} us): the host's per-op cost, not kernel size, sets the pace{said}",
             window=Window(device_id=int(r["device_id"]), start_ns=int(r["start_ns"]), end_ns=int(r["end_ns"])),
             evidence=[
                 Evidence("kernels", int(r["n_kernels"]), "count"),
@@ -174,12 +206,14 @@ class SmallKernelStorm(Rule):
                 Evidence("dispatch_gap_time", gaps, "ns"),
                 Evidence("dispatch_gap_share", pct(gaps, r["span_ns"], 0.0), "%", device_span_of(r["device_id"])),
                 Evidence("optimizer_gap_time", int(r["optimizer_gap_ns"]), "ns"),
+                *shown,
             ],
             est_gain_ns=gaps,
             gain_basis="sum of the idle gaps (<= max_gap_us) the host opened while issuing the next operation "
             "(metric idle_claims: framework ops or launch calls); graph replay issues the step without that "
             "per-op cost",
             fixes=(
+                *batch,
                 SYNCED_GRAPH if synced else CUDA_GRAPH,
                 Fix(
                     "give each operation more work",
@@ -190,14 +224,15 @@ class SmallKernelStorm(Rule):
             location=f"device={r['device_id']}",
         )
 
-    def _finding(self, r: dict[str, Any], synced: bool) -> Finding:
+    def _finding(self, r: dict[str, Any], synced: bool, loop: dict[str, Any] | None) -> Finding:
         gaps = int(r["launch_gap_ns"])
+        said, shown, batch = _loop_part(loop, "short_kernels", int(r["n_short"]), "tiny kernels")
         graphed = int(r["graph_kernels"]) * 2 >= int(r["n_kernels"])
         why = (f"; {r['graph_kernels']} of them are replayed from CUDA graphs already, so these gaps are the host's "
                "graph launches (the gaps between a graph's own kernels are left out)") if graphed else ""
         return self.finding(
             f"device {r['device_id']}: {r['n_short']} of {r['n_kernels']} kernels are tiny and the GPU waited "
-            f"{ms(gaps)} for launches between them ({pct(gaps, r['span_ns'], 0.0)}% of the device span){why}",
+            f"{ms(gaps)} for launches between them ({pct(gaps, r['span_ns'], 0.0)}% of the device span){why}{said}",
             window=Window(device_id=int(r["device_id"]), start_ns=int(r["start_ns"]), end_ns=int(r["end_ns"])),
             evidence=[
                 Evidence("kernels", int(r["n_kernels"]), "count"),
@@ -210,11 +245,32 @@ class SmallKernelStorm(Rule):
                 Evidence("optimizer_gap_time", int(r["optimizer_gap_ns"]), "ns"),
                 Evidence("graph_kernels", int(r["graph_kernels"]), "count"),
                 Evidence("graph_gap_time", int(r["graph_gap_ns"]), "ns"),
+                *shown,
             ],
             est_gain_ns=gaps,
             gain_basis="sum of the idle gaps (<= max_gap_us) before or after tiny kernels, but those between the "
             "kernels one graph launch replays; graph replay (or more work per replay) or fusion removes the "
             "per-launch host cost that opens them",
-            fixes=(MORE_PER_GRAPH, FUSE) if graphed else (SYNCED_GRAPH if synced else CUDA_GRAPH, FUSE),
+            fixes=(MORE_PER_GRAPH, FUSE) if graphed else (*batch, SYNCED_GRAPH if synced else CUDA_GRAPH, FUSE),
             location=f"device={r['device_id']}",
         )
+
+
+def _loop_part(loop: dict[str, Any] | None, key: str, total: int,
+               what: str) -> tuple[str, list[Evidence], tuple[Fix, ...]]:
+    """What the finding says of a Python loop over a tensor's dimension that launched at least half of its `what`:
+    a clause for the message, evidence, and the batching fix that then comes first."""
+    if loop is None or total <= 0 or int(loop[key]) * 2 < total:
+        return "", [], ()
+    n = int(loop[key])
+    said = (f"; {n} of the {total} {what} were launched inside {loop['loops']} Python loops over dimension "
+            f"{loop['dim']} of a {loop['shape']} tensor ({loop['iterations']} iterations each: "
+            f"{'aten::select at index' if int(loop['width']) == 1 else 'aten::slice from index'} 0 to "
+            f"{int(loop['iterations']) - 1}{'' if int(loop['width']) == 1 else ' in pieces of ' + str(loop['width'])})")
+    shown = [
+        Evidence("loop_kernels", n, "count"),
+        Evidence("loops", int(loop["loops"]), "count"),
+        Evidence("loop_iterations", int(loop["iterations"]), "count"),
+        Evidence("loop_host_time", int(loop["host_ns"]), "ns"),
+    ]
+    return said, shown, (batch_loop(loop),)

@@ -1,0 +1,69 @@
+-- metric: index_loops
+-- doc: Python loops over one dimension of a tensor, as the framework ops record them (Kineto with recorded shapes: `for h in range(x.size(1)): x[:, h]` or `x[:, h*c:(h+1)*c]`). A loop is a run of aten::select calls (or aten::slice calls of one width c, step 1) on one thread, on inputs of one shape and along one dimension, whose index (select) or start / c (slice) walks 0, 1, ... up to the dimension's size less one, each index once or the same number of times (q, k and v of one head); a select or slice inside another aten op (unbind, split, chunk, a view) is that op's own work and not a loop. Its host interval runs from its first index-0 call to its first call of the last index plus one mean iteration (the last iteration's body). One row per device and loop form (pid, tid, shape: the input's recorded dimensions as text, dim, width: 1 for select, c for slice): iterations (the dimension's size / width), loops, host_ns (the loops' summed intervals), and the kernels launched from that thread inside them (metric kernel_launches, by the launch call's start): kernels, short_kernels (shorter than $short_ns), kernel_ns.
+-- uses: kernel_launches
+WITH picks AS (
+    SELECT o.pid, o.tid, o.start_ns, s.value AS op,
+        TRY_CAST(json_extract(o.input_shapes, '$[0]') AS BIGINT[]) AS dims,
+        TRY_CAST(json_extract_string(o.concrete_inputs, '$[1]') AS BIGINT) AS dim0,
+        TRY_CAST(json_extract_string(o.concrete_inputs, '$[2]') AS BIGINT) AS a,
+        TRY_CAST(json_extract_string(o.concrete_inputs, '$[3]') AS BIGINT) AS b,
+        TRY_CAST(json_extract_string(o.concrete_inputs, '$[4]') AS BIGINT) AS step
+    FROM cpu_ops o
+    JOIN strings s ON s.string_id = o.name_id AND s.value IN ('aten::select', 'aten::slice')
+    LEFT JOIN cpu_ops p ON p.op_id = o.parent_id
+    LEFT JOIN strings ps ON ps.string_id = p.name_id
+    WHERE o.concrete_inputs IS NOT NULL AND o.pid IS NOT NULL AND o.tid IS NOT NULL
+      AND (ps.value IS NULL OR NOT starts_with(ps.value, 'aten::'))
+),
+pieces AS (  -- each call as (dimension, width, index): select picks index a; slice [a, b) of width b - a
+    SELECT pid, tid, start_ns, CAST(dims AS VARCHAR) AS shape, dim, width, idx, dims[dim + 1] // width AS iterations
+    FROM (
+        SELECT *, CASE WHEN dim0 < 0 THEN dim0 + len(dims) ELSE dim0 END AS dim,
+            CASE WHEN op = 'aten::select' THEN 1 ELSE b - a END AS width,
+            CASE WHEN op = 'aten::select' THEN (CASE WHEN a < 0 THEN a + dims[dim0 + 1] ELSE a END)
+                 WHEN b > a AND a % (b - a) = 0 THEN a // (b - a) END AS idx
+        FROM picks
+        WHERE dims IS NOT NULL AND dim0 IS NOT NULL AND a IS NOT NULL
+          AND (op = 'aten::select' OR (step = 1 AND a >= 0 AND b > a AND b <= dims[dim0 + 1]))
+    )
+    WHERE dim BETWEEN 0 AND len(dims) - 1 AND idx IS NOT NULL AND idx >= 0 AND width >= 1
+      AND dims[dim + 1] >= 4 * width AND dims[dim + 1] % width = 0
+),
+starts AS (  -- a loop starts where the index falls back (or at the form's first call)
+    SELECT *, coalesce(lag(idx) OVER w > idx, TRUE) AS first_call
+    FROM pieces
+    WINDOW w AS (PARTITION BY pid, tid, shape, dim, width, iterations ORDER BY start_ns)
+),
+numbered AS (
+    SELECT *, sum(first_call::INT) OVER (PARTITION BY pid, tid, shape, dim, width, iterations ORDER BY start_ns
+                                         ROWS UNBOUNDED PRECEDING) AS loop_no
+    FROM starts
+),
+loops AS (  -- whole loops only: every index from 0 to iterations - 1, each the same number of times
+    SELECT pid, tid, shape, dim, width, iterations, min(start_ns) AS start_ns,
+        min(start_ns) FILTER (WHERE idx = iterations - 1) AS last_ns
+    FROM numbered
+    GROUP BY pid, tid, shape, dim, width, iterations, loop_no
+    HAVING min(idx) = 0 AND max(idx) = iterations - 1 AND count(DISTINCT idx) = iterations
+       AND count(*) % iterations = 0
+),
+spans AS (
+    SELECT *, last_ns + (last_ns - start_ns) // (iterations - 1) AS end_ns FROM loops
+),
+launched AS (
+    SELECT k.device_id, l.pid, l.tid, l.shape, l.dim, l.width, count(*) AS kernels,
+        count(*) FILTER (WHERE k.end_ns - k.start_ns < $short_ns) AS short_kernels, sum(k.end_ns - k.start_ns) AS kernel_ns
+    FROM spans l
+    JOIN m_kernel_launches k ON k.pid = l.pid AND k.tid = l.tid AND k.call_ns >= l.start_ns AND k.call_ns < l.end_ns
+    WHERE NOT k.graph
+    GROUP BY ALL
+),
+forms AS (
+    SELECT pid, tid, shape, dim, width, any_value(iterations) AS iterations, count(*) AS loops,
+        sum(end_ns - start_ns) AS host_ns
+    FROM spans GROUP BY ALL
+)
+SELECT n.device_id, f.pid, f.tid, f.shape, f.dim, f.width, f.iterations, f.loops, f.host_ns, n.kernels,
+    n.short_kernels, n.kernel_ns
+FROM forms f JOIN launched n USING (pid, tid, shape, dim, width)
+ORDER BY n.kernels DESC, n.device_id, f.pid, f.tid, f.shape, f.dim, f.width
