@@ -1,5 +1,5 @@
 -- metric: index_loops
--- doc: Python loops over one dimension of a tensor, as the framework ops record them (Kineto with recorded shapes: `for h in range(x.size(1)): x[:, h]` or `x[:, h*c:(h+1)*c]`). A loop is a run of aten::select calls (or aten::slice calls of one width c, step 1) on one thread, on inputs of one shape and along one dimension, whose index (select) or start / c (slice) walks 0, 1, ... up to the dimension's size less one, each index once or the same number of times (q, k and v of one head); a select or slice inside another aten op (unbind, split, chunk, a view) is that op's own work and not a loop. Its host interval runs from its first index-0 call to its first call of the last index plus one mean iteration (the last iteration's body). One row per device and loop form (pid, tid, shape: the input's recorded dimensions as text, dim, width: 1 for select, c for slice): iterations (the dimension's size / width), loops, host_ns (the loops' summed intervals), and the kernels launched from that thread inside them (metric kernel_launches, by the launch call's start): kernels, short_kernels (shorter than $short_ns), kernel_ns.
+-- doc: Python loops over one dimension of a tensor, as the framework ops record them (Kineto with recorded shapes: `for h in range(x.size(1)): x[:, h]` or `x[:, h*c:(h+1)*c]`). A loop is a run of aten::select calls (or aten::slice calls of one width c, step 1) on one thread, on inputs of one shape and along one dimension, whose index (select) or start / c (slice) walks 0, 1, ... up to the dimension's size less one, each index once or the same number of times (q, k and v of one head); a select or slice inside another aten op (unbind, split, chunk, a view) is that op's own work and not a loop. Its host interval runs from its first index-0 call to its first call of the last index plus one mean iteration (the last iteration's body). One row per device and loop form (pid, tid, shape: the input's recorded dimensions as text, dim, width: 1 for select, c for slice): iterations (the dimension's size / width), loops, host_ns (the loops' summed intervals), and the kernels launched from that thread inside them (metric kernel_launches, by the launch call's start) or inside the backward of the ops it started there (autograd's evaluate_function ops carrying a sequence number of those ops, on their own thread): kernels (both), backward_kernels (the second), short_kernels (shorter than $short_ns), kernel_ns.
 -- uses: kernel_launches
 WITH picks AS (
     SELECT o.pid, o.tid, o.start_ns, s.value AS op,
@@ -50,11 +50,26 @@ loops AS (  -- whole loops only: every index from 0 to iterations - 1, each the 
 spans AS (
     SELECT *, last_ns + (last_ns - start_ns) // (iterations - 1) AS end_ns FROM loops
 ),
-launched AS (
-    SELECT k.device_id, l.pid, l.tid, l.shape, l.dim, l.width, count(*) AS kernels,
-        count(*) FILTER (WHERE k.end_ns - k.start_ns < $short_ns) AS short_kernels, sum(k.end_ns - k.start_ns) AS kernel_ns
+backward AS (  -- the backward of the ops a loop ran (autograd's evaluate_function ops carrying the sequence number
+               -- of a forward op the loop's thread started inside the loop): their kernels come from the loop too
+    SELECT DISTINCT l.pid, l.tid, l.shape, l.dim, l.width, b.tid AS b_tid, b.start_ns, b.end_ns
     FROM spans l
-    JOIN m_kernel_launches k ON k.pid = l.pid AND k.tid = l.tid AND k.call_ns >= l.start_ns AND k.call_ns < l.end_ns
+    JOIN cpu_ops f ON f.pid = l.pid AND f.tid = l.tid AND f.start_ns >= l.start_ns AND f.start_ns < l.end_ns
+        AND f.sequence_number IS NOT NULL
+    JOIN cpu_ops b ON b.pid = l.pid AND b.sequence_number = f.sequence_number AND b.op_id <> f.op_id
+    JOIN strings bs ON bs.string_id = b.name_id AND starts_with(bs.value, 'autograd::engine::evaluate_function:')
+),
+calls AS (
+    SELECT pid, tid, shape, dim, width, tid AS call_tid, start_ns, end_ns, FALSE AS bwd FROM spans
+    UNION ALL
+    SELECT pid, tid, shape, dim, width, b_tid, start_ns, end_ns, TRUE FROM backward
+),
+launched AS (
+    SELECT k.device_id, c.pid, c.tid, c.shape, c.dim, c.width, count(*) AS kernels,
+        count(*) FILTER (WHERE c.bwd) AS backward_kernels,
+        count(*) FILTER (WHERE k.end_ns - k.start_ns < $short_ns) AS short_kernels, sum(k.end_ns - k.start_ns) AS kernel_ns
+    FROM calls c
+    JOIN m_kernel_launches k ON k.pid = c.pid AND k.tid = c.call_tid AND k.call_ns >= c.start_ns AND k.call_ns < c.end_ns
     WHERE NOT k.graph
     GROUP BY ALL
 ),
@@ -64,6 +79,6 @@ forms AS (
     FROM spans GROUP BY ALL
 )
 SELECT n.device_id, f.pid, f.tid, f.shape, f.dim, f.width, f.iterations, f.loops, f.host_ns, n.kernels,
-    n.short_kernels, n.kernel_ns
+    n.backward_kernels, n.short_kernels, n.kernel_ns
 FROM forms f JOIN launched n USING (pid, tid, shape, dim, width)
 ORDER BY n.kernels DESC, n.device_id, f.pid, f.tid, f.shape, f.dim, f.width

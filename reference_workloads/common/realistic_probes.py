@@ -44,6 +44,10 @@ was tuned on. Each writes one Kineto trace with probe_trace.profile_steps (3 act
 - per_request_input_tensors (and its fix batched_input_tensor), attention_loop_over_heads (and its fix
   attention_heads_batched), dataparallel_train (2 GPUs in one process): a thirteenth round; eval_cat_accumulate (and
   its fix eval_list_then_cat) a fourteenth.
+- per_sample_infer_loop (its fix per_sample_batched; rows_iter_infer_loop the same loop over `for img in x`),
+  gru_cell_loop_train (its fix gru_cudnn_train), device_map_two_gpu_infer (2 GPUs in one process; its fix
+  device_map_two_gpu_replicas, and two pipelined arms that are not: device_map_two_gpu_pipelined,
+  device_map_two_gpu_microbatch4): a sixteenth round.
 """
 
 import argparse
@@ -1430,6 +1434,139 @@ def eval_list_then_cat() -> object:
     return step
 
 
+def _small_cnn() -> nn.Module:
+    """A small FP16 image classifier: a stem and 4 bottleneck blocks (256 channels) over 112 x 112 inputs."""
+    return nn.Sequential(nn.Conv2d(3, 256, 7, stride=4, padding=3), *(Bottleneck(256) for _ in range(4)),
+                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(256, 1000)).cuda().half().eval()
+
+
+def per_sample_infer_loop() -> object:
+    """A batch of 32 images classified one at a time, net(x[i:i + 1]) in a Python loop over the batch (as code written
+    for one request at a time and then fed a batch does): about 30 small kernels per image."""
+    net = _small_cnn()
+    x = torch.randn(32, 3, 112, 112, device="cuda", dtype=torch.half)
+
+    @torch.no_grad()
+    def step(_: int) -> None:
+        torch.cat([net(x[i:i + 1]) for i in range(x.size(0))]).argmax(1).cpu()
+    return step
+
+
+def per_sample_batched() -> object:
+    """per_sample_infer_loop's fix: the 32 images in one call."""
+    net = _small_cnn()
+    x = torch.randn(32, 3, 112, 112, device="cuda", dtype=torch.half)
+
+    @torch.no_grad()
+    def step(_: int) -> None:
+        net(x).argmax(1).cpu()
+    return step
+
+
+def rows_iter_infer_loop() -> object:
+    """per_sample_infer_loop written as `for img in x` (Python iterates a tensor through one aten::unbind, so no
+    per-row indexing op is recorded)."""
+    net = _small_cnn()
+    x = torch.randn(32, 3, 112, 112, device="cuda", dtype=torch.half)
+
+    @torch.no_grad()
+    def step(_: int) -> None:
+        torch.cat([net(img[None]) for img in x]).argmax(1).cpu()
+    return step
+
+
+class LoopGru(nn.Module):
+    """A GRU language model whose recurrence is an nn.GRUCell stepped over time in Python (x[:, t])."""
+    def __init__(self, vocab: int, d: int) -> None:
+        super().__init__()
+        self.emb, self.cell, self.head = nn.Embedding(vocab, d), nn.GRUCell(d, d), nn.Linear(d, vocab)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        x = self.emb(idx)
+        h = x.new_zeros(x.size(0), x.size(2))
+        out = []
+        for t in range(x.size(1)):
+            h = self.cell(x[:, t], h)
+            out.append(h)
+        return self.head(torch.stack(out, 1))
+
+
+def gru_cell_loop_train() -> object:
+    """A GRU language model (hidden 512, 8K vocabulary) trained on 32 sequences of 64 tokens, its recurrence an
+    nn.GRUCell in a Python loop over the time steps (FP32, Adam foreach)."""
+    net = LoopGru(8192, 512).cuda()
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3, foreach=True)
+    idx = torch.randint(0, 8192, (32, 64), device="cuda")
+    return _train(opt, lambda: F.cross_entropy(net(idx).view(-1, 8192), idx.view(-1)))
+
+
+def gru_cudnn_train() -> object:
+    """gru_cell_loop_train's fix: the same model with nn.GRU running all 64 time steps in one cuDNN call."""
+    emb, rnn = nn.Embedding(8192, 512).cuda(), nn.GRU(512, 512, batch_first=True).cuda()
+    head = nn.Linear(512, 8192).cuda()
+    opt = torch.optim.Adam([*emb.parameters(), *rnn.parameters(), *head.parameters()], lr=1e-3, foreach=True)
+    idx = torch.randint(0, 8192, (32, 64), device="cuda")
+    return _train(opt, lambda: F.cross_entropy(head(rnn(emb(idx))[0]).reshape(-1, 8192), idx.view(-1)))
+
+
+def _split_gpt(n: int = 24, d: int = 2048) -> tuple[nn.Module, nn.Module]:
+    """n GPT blocks (d 2048) in FP16, the first half on cuda:0 and the second on cuda:1, as device_map='auto' places
+    a model too large for one GPU."""
+    first = nn.Sequential(*(GptBlock(d, 16) for _ in range(n // 2))).to("cuda:0").half().eval()
+    second = nn.Sequential(*(GptBlock(d, 16) for _ in range(n // 2))).to("cuda:1").half().eval()
+    return first, second
+
+
+def device_map_two_gpu_infer() -> object:
+    """24 GPT blocks split over 2 GPUs in one process (layers 0-11 on cuda:0, 12-23 on cuda:1) answering a batch of
+    8 x 1024 tokens: the hidden states cross to cuda:1 halfway, so each GPU waits while the other works."""
+    first, second = _split_gpt()
+    x = torch.randn(8, 1024, 2048, device="cuda:0", dtype=torch.half)
+
+    @torch.no_grad()
+    def step(_: int) -> None:
+        second(first(x).to("cuda:1")).float().mean().item()
+    return step
+
+
+def device_map_two_gpu_pipelined() -> object:
+    """device_map_two_gpu_infer's fix: the batch in 8 micro-batches of 1, each handed to cuda:1 as soon as cuda:0 is
+    done with it, so both GPUs work at once."""
+    first, second = _split_gpt()
+    x = torch.randn(8, 1024, 2048, device="cuda:0", dtype=torch.half)
+
+    @torch.no_grad()
+    def step(_: int) -> None:
+        outs = [second(first(mb).to("cuda:1")) for mb in x.split(1)]
+        torch.cat(outs).float().mean().item()
+    return step
+
+
+
+def device_map_two_gpu_replicas() -> object:
+    """device_map_two_gpu_infer's fix where the model fits on one GPU: a replica of all 24 blocks on each GPU, each
+    answering half of the batch (4 x 1024 tokens) at the same time."""
+    reps = [nn.Sequential(*(GptBlock(2048, 16) for _ in range(24))).to(f"cuda:{i}").half().eval() for i in range(2)]
+    xs = [torch.randn(4, 1024, 2048, device=f"cuda:{i}", dtype=torch.half) for i in range(2)]
+
+    @torch.no_grad()
+    def step(_: int) -> None:
+        outs = [rep(x) for rep, x in zip(reps, xs, strict=True)]
+        sum(o.float().mean().item() for o in outs)
+    return step
+
+
+def device_map_two_gpu_microbatch4() -> object:
+    """device_map_two_gpu_pipelined with 2 micro-batches of 4 sequences."""
+    first, second = _split_gpt()
+    x = torch.randn(8, 1024, 2048, device="cuda:0", dtype=torch.half)
+
+    @torch.no_grad()
+    def step(_: int) -> None:
+        outs = [second(first(mb).to("cuda:1")) for mb in x.split(4)]
+        torch.cat(outs).float().mean().item()
+    return step
+
 PROBES = {f.__name__: f for f in (
     loader_transform, bf16_mlp_train, graph_replay_infer, many_params_adamw, compiled_train, flash_attention_train,
     amp_gradscaler_train, cpu_offload_optimizer, greedy_decode, channels_last_amp_cnn, embedding_recsys,
@@ -1444,7 +1581,10 @@ PROBES = {f.__name__: f for f in (
     contiguous_copies_attention, eval_accuracy_item, fp32_tf32_model_train, clip_grad_foreach, ema_per_param,
     autocast_fp32_weights_wide_decode, bf16_weights_wide_decode, sdpa_float_mask_train, sparse_grad_big_embedding,
     generate_without_cache, triton_row_norm_few_rows, torch_row_norm, per_request_input_tensors, batched_input_tensor,
-    attention_loop_over_heads, attention_heads_batched, dataparallel_train, eval_cat_accumulate, eval_list_then_cat)}
+    attention_loop_over_heads, attention_heads_batched, dataparallel_train, eval_cat_accumulate, eval_list_then_cat,
+    per_sample_infer_loop, per_sample_batched, rows_iter_infer_loop, gru_cell_loop_train, gru_cudnn_train,
+    device_map_two_gpu_infer, device_map_two_gpu_pipelined, device_map_two_gpu_replicas,
+    device_map_two_gpu_microbatch4)}
 WITH_STACK = {"small_encoder_infer_stack"}
 
 

@@ -28,8 +28,9 @@ def batch_loop(loop: dict[str, Any]) -> Fix:
         f"batch the Python loop over dimension {loop['dim']} of the {loop['shape']} tensor into one op",
         "run the loop body once on the whole dimension instead of once per index: all heads in one "
         "scaled_dot_product_attention call, torch.bmm / torch.einsum on the stacked operands, the samples or "
-        "requests as one batch, torch.vmap over the body; iterations that depend on each other (a recurrence over "
-        "time steps) stay a loop: capture it in a CUDA graph instead",
+        "requests as one batch, torch.vmap over the body; a recurrence over time steps (an RNN cell stepped in "
+        "Python) runs as one op in nn.GRU / nn.LSTM (cuDNN), and a loop whose iterations depend on each other in "
+        "any other way is left to a CUDA graph",
         "changes-numerics",
     )
 
@@ -63,9 +64,10 @@ class SmallKernelStorm(Rule):
     (cause `launch` or `host`; metric `dispatch_gaps`), next to kernels of any length; longer gaps
     are ID001's. Where recorded shapes show a Python loop over one dimension of a tensor (metric `index_loops`:
     `aten::select` at index 0, 1, ... up to the dimension's size, or `aten::slice` in equal pieces, on one thread)
-    and the kernels launched inside such loops are at least half of the finding's kernels (tiny ones for the storm,
-    all for the dispatch-bound form), the message names the loop and its first fix is to batch it (evidence
-    `loop_kernels`, `loops`, `loop_iterations`, `loop_host_time`).
+    and the kernels launched inside such loops, or in the backward of the ops they ran (autograd's ops carrying their
+    sequence numbers), are at least half of the finding's kernels (tiny ones for the storm, all for the
+    dispatch-bound form), the message names the loop and its first fix is to batch it (evidence `loop_kernels`,
+    `loop_backward_kernels`, `loops`, `loop_iterations`, `loop_host_time`).
 
     ## How to fix
     Launch fewer, larger kernels: capture the steady-state step in a CUDA graph, fuse elementwise
@@ -263,12 +265,16 @@ def _loop_part(loop: dict[str, Any] | None, key: str, total: int,
     if loop is None or total <= 0 or int(loop[key]) * 2 < total:
         return "", [], ()
     n = int(loop[key])
-    said = (f"; {n} of the {total} {what} were launched inside {loop['loops']} Python loops over dimension "
+    back = int(loop["backward_kernels"])
+    backward = f"; {back} of the loops' kernels ran in their backward" if back else ""
+    said = (f"; {n} of the {total} {what} came from {loop['loops']} Python loops over dimension "
             f"{loop['dim']} of a {loop['shape']} tensor ({loop['iterations']} iterations each: "
             f"{'aten::select at index' if int(loop['width']) == 1 else 'aten::slice from index'} 0 to "
-            f"{int(loop['iterations']) - 1}{'' if int(loop['width']) == 1 else ' in pieces of ' + str(loop['width'])})")
+            f"{int(loop['iterations']) - 1}{'' if int(loop['width']) == 1 else ' in pieces of ' + str(loop['width'])}"
+            f"{backward})")
     shown = [
         Evidence("loop_kernels", n, "count"),
+        Evidence("loop_backward_kernels", back, "count"),
         Evidence("loops", int(loop["loops"]), "count"),
         Evidence("loop_iterations", int(loop["iterations"]), "count"),
         Evidence("loop_host_time", int(loop["host_ns"]), "ns"),
