@@ -53,6 +53,7 @@ CLASS_OF: dict[str, VerdictClass] = {
     "idle_late": "launch",
     "idle_comm": "communication",
     "idle_um": "io",
+    "idle_peer": "communication",
     # kernels an Nsight Compute report of the same program classified (analyze --ncu; rules/ncu_verdict.py)
     "ncu_compute": "compute",
     "ncu_memory": "memory",
@@ -84,6 +85,8 @@ SHARE_TEXT = {
     "idle_comm": "GPU idle while the host was inside a communication range (MPI, collectives on the host)",
     "idle_um": "GPU idle while the host touched unified (managed) memory: CPU page faults, pages migrating between "
     "host and device",
+    "idle_peer": "GPU idle while another device its process feeds ran the work it waits for (the devices take turns: "
+    "layers split across them)",
     "idle_startup": "GPU idle during one-time start-up (module loading, context/stream/handle creation, first "
     "launches, ranges named init/setup/warm-up)",
     "idle_compile": "GPU idle while the host compiled (ranges named compile/JIT/NVRTC/autotune)",
@@ -538,6 +541,8 @@ def _cause(best: VerdictClass, ns: Mapping[str, int], span_ns: int, of: str) -> 
         "launch": "the GPU waits on the host",
         "communication": "communication is not hidden behind compute",
     }.get(best, "")
+    if parts and parts[0][0] == "idle_peer":  # the devices wait on each other's work, not on a transfer
+        lead = "the devices wait on each other"
     return f"{lead}: {said} (of the {of})"
 
 

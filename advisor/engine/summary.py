@@ -21,7 +21,7 @@ from advisor.model.store import Run
 from advisor.redact import redact
 from advisor.vocab import share
 
-JSON_SCHEMA_VERSION = "1.5"  # docs/json-output.md, "Versions"
+JSON_SCHEMA_VERSION = "1.6"  # docs/json-output.md, "Versions"
 
 COUNT_TABLES = (
     "kernels", "memops", "api_calls", "sync", "ranges", "cpu_ops", "collectives",

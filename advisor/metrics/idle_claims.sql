@@ -1,7 +1,7 @@
 -- metric: idle_claims
--- doc: Every GPU idle gap (idle_gaps) with its final cause, the host range that names it, and the rule that prices it: the one definition of an idle gap's cause that the timeline, the verdict and the rules share. idle_gaps' host-activity cause is refined by what the host was inside: a host range (NVTX, user annotation) of a feeding process covering at least half of the gap, named like JIT compilation, start-up (init, set-up, warm-up), loading or reading data, or host-side communication, gives 'compile', 'startup', 'io' or 'comm' and its name (range_name) (the range says which phase the host was in); else a host API call of 1 ms or more covering at least half of the gap is one-time start-up when it loads modules, creates a context, stream, event or handle, allocates pinned memory, or launches a kernel that long (lazy module loading), a blocking copy when it copies, an allocation when it allocates or frees device memory ('startup' / 'sync' / 'alloc', the last two only where the GPU was not already holding its next work: see below; allocation before the process's second iteration, marked by ProfilerStep ranges or else DataLoader calls, is the caching allocator growing: 'startup'); a stream-capture window (metric capture_windows: launches recorded into a CUDA/HIP graph, not run) covering at least half of the gap is 'startup' too, and so is every such gap of a device fed by a process that captured graphs and launched none (a trace of the capture phase); else a gap attributed to launch, host, OS wait or a sync whose closing operations were all issued before it opened (their launch calls returned), or any gap of those or with no recorded host activity whose closing operations were issued early enough that the GPU held them for at least half of the gap and 1 ms or more without running them (a synchronous copy or memset is issued when its call starts; a launch takes microseconds, not a millisecond), is 'queued' (the GPU had its next work and waited on a dependency, another stream's event or a peer, not on the host, whatever the host was inside); else a gap in which a feeding process took a unified-memory CPU page fault, or that a demand unified-memory page migration (cause fault or speculative prefetch) closes, is 'um' (the host's loop stalls on page migration); else a gap with no recorded host activity whose closing operation the host issued in its second half or later is 'late' (the GPU waited on the host, whatever the host did), and one whose work was issued earlier stays 'unknown' (host activity the capture did not record, or work held under a millisecond: the trace cannot tell). A device fed by a process whose host record is filtered (metric host_record: every recorded op issued GPU work, as after event sampling) keeps every such gap 'unknown': what the host did between the ops kept was removed. Only gaps attributed to launch, host, wait or nothing recorded are refined: input, sync and OS-read gaps keep their cause. rule: IO005 (input), LA002 (sync), LA004 (alloc), IO003 (io from OS reads), ME007 (um: unified-memory page migration), LA014 (launch, host, wait, late on a device one torch.nn.DataParallel process feeds with others, metric data_parallel: the single host process is the bottleneck), ID001 (launch, host, wait, late, comm, io named by a range); NULL where no fix is priced: startup and compile are one-time costs, queued is a dependency the trace does not show, unknown means the cause was not recorded. in_span false: a gap in a marked step before the device's first or after its last activity (idle_gaps), which the verdict's step shares, the gap lists and ID001's pricing within steps (idle_in_steps) count, and the span and the other rules' pricing leave out.
+-- doc: Every GPU idle gap (idle_gaps) with its final cause, the host range that names it, and the rule that prices it: the one definition of an idle gap's cause that the timeline, the verdict and the rules share. idle_gaps' host-activity cause is refined by what the host was inside: a host range (NVTX, user annotation) of a feeding process covering at least half of the gap, named like JIT compilation, start-up (init, set-up, warm-up), loading or reading data, or host-side communication, gives 'compile', 'startup', 'io' or 'comm' and its name (range_name) (the range says which phase the host was in); else a host API call of 1 ms or more covering at least half of the gap is one-time start-up when it loads modules, creates a context, stream, event or handle, allocates pinned memory, or launches a kernel that long (lazy module loading), a blocking copy when it copies, an allocation when it allocates or frees device memory ('startup' / 'sync' / 'alloc', the last two only where the GPU was not already holding its next work: see below; allocation before the process's second iteration, marked by ProfilerStep ranges or else DataLoader calls, is the caching allocator growing: 'startup'); a stream-capture window (metric capture_windows: launches recorded into a CUDA/HIP graph, not run) covering at least half of the gap is 'startup' too, and so is every such gap of a device fed by a process that captured graphs and launched none (a trace of the capture phase); else a gap attributed to launch, host, OS wait, a sync or nothing recorded on a device of a process that hands data between its devices (metric device_turns) is 'peer' where one other device of that process was busy for at least half of the gap (the devices take turns: this one waits for the work another runs, whatever the host was inside); else a gap attributed to launch, host, OS wait or a sync whose closing operations were all issued before it opened (their launch calls returned), or any gap of those or with no recorded host activity whose closing operations were issued early enough that the GPU held them for at least half of the gap and 1 ms or more without running them (a synchronous copy or memset is issued when its call starts; a launch takes microseconds, not a millisecond), is 'queued' (the GPU had its next work and waited on a dependency, another stream's event or a peer, not on the host, whatever the host was inside); else a gap in which a feeding process took a unified-memory CPU page fault, or that a demand unified-memory page migration (cause fault or speculative prefetch) closes, is 'um' (the host's loop stalls on page migration); else a gap with no recorded host activity whose closing operation the host issued in its second half or later is 'late' (the GPU waited on the host, whatever the host did), and one whose work was issued earlier stays 'unknown' (host activity the capture did not record, or work held under a millisecond: the trace cannot tell). A device fed by a process whose host record is filtered (metric host_record: every recorded op issued GPU work, as after event sampling) keeps every such gap 'unknown': what the host did between the ops kept was removed. Only gaps attributed to launch, host, wait or nothing recorded are refined: input, sync and OS-read gaps keep their cause. rule: IO005 (input), LA002 (sync), LA004 (alloc), IO003 (io from OS reads), ME007 (um: unified-memory page migration), CO004 (peer: devices taking turns), LA014 (launch, host, wait, late on a device one torch.nn.DataParallel process feeds with others, metric data_parallel: the single host process is the bottleneck), ID001 (launch, host, wait, late, comm, io named by a range); NULL where no fix is priced: startup and compile are one-time costs, queued is a dependency the trace does not show, unknown means the cause was not recorded. in_span false: a gap in a marked step before the device's first or after its last activity (idle_gaps), which the verdict's step shares, the gap lists and ID001's pricing within steps (idle_in_steps) count, and the span and the other rules' pricing leave out.
 -- materialize: true
--- uses: idle_gaps, device_pids, dataloader_ops, host_record, capture_windows, host_classes, range_phases, data_parallel
+-- uses: idle_gaps, device_pids, dataloader_ops, host_record, capture_windows, host_classes, range_phases, data_parallel, device_turns, device_segments
 -- The 1 ms and 50% bounds are properties of the data, not tuning knobs: a launch or create call that takes a
 -- millisecond is loading code or building state (a launch costs microseconds), and idle_gaps attributes a gap to
 -- the activity covering at least half of it in the same way.
@@ -120,6 +120,22 @@ capture_only AS (  -- devices fed by a process that captured graphs and launched
       AND p.pid NOT IN (SELECT a.pid FROM api_calls a JOIN strings s ON s.string_id = a.name_id
                         WHERE regexp_matches(s.value, '^(cuda|cu|hip)GraphLaunch') AND a.pid IS NOT NULL)
 ),
+turns AS (  -- gaps on a device of a process that hands data between its devices (device_turns): the longest time one
+            -- other device of that process was busy during the gap (it ran the work this one waits for)
+    SELECT device_id, start_ns, max(ns) AS ns
+    FROM (
+        SELECT g.device_id, g.start_ns, o.device_id AS other,
+            sum(least(g.end_ns, s.end_ns) - greatest(g.start_ns, s.start_ns)) AS ns
+        FROM m_idle_gaps g
+        JOIN m_device_turns t ON t.device_id = g.device_id
+        JOIN m_device_turns o ON o.pid = t.pid AND o.device_id <> t.device_id
+        JOIN m_device_segments s ON s.device_id = o.device_id AND s.cls <> 'idle'
+            AND s.start_ns < g.end_ns AND s.end_ns > g.start_ns
+        WHERE g.cause IN ('launch', 'host', 'wait', 'sync', 'unknown')
+        GROUP BY ALL
+    )
+    GROUP BY ALL
+),
 refined AS (
     SELECT g.device_id, g.start_ns, g.end_ns, g.gap_ns, g.cause AS host_cause, g.in_span,
         CASE
@@ -129,6 +145,7 @@ refined AS (
             WHEN c.ns * 2 >= g.gap_ns AND c.c = 'startup' THEN c.c
             WHEN g.device_id IN (SELECT device_id FROM capture_only) AND g.cause IN ('launch', 'host', 'wait', 'unknown')
                 THEN 'startup'
+            WHEN g.cause IN ('launch', 'host', 'wait', 'sync', 'unknown') AND p.ns * 2 >= g.gap_ns THEN 'peer'
             WHEN g.cause IN ('launch', 'host', 'wait', 'sync') AND i.last_return_ns < g.start_ns THEN 'queued'
             WHEN g.cause IN ('launch', 'host', 'wait', 'sync', 'unknown') AND g.end_ns - i.last_issue_ns >= 1000000
                 AND (g.end_ns - i.last_issue_ns) * 2 >= g.gap_ns THEN 'queued'
@@ -144,6 +161,7 @@ refined AS (
     LEFT JOIN by_range r USING (device_id, start_ns)
     LEFT JOIN issued i USING (device_id, start_ns)
     LEFT JOIN um u USING (device_id, start_ns)
+    LEFT JOIN turns p USING (device_id, start_ns)
 )
 SELECT f.device_id, f.start_ns, f.end_ns, f.gap_ns, f.cause, f.host_cause, s.value AS range_name,
     CASE
@@ -151,6 +169,7 @@ SELECT f.device_id, f.start_ns, f.end_ns, f.gap_ns, f.cause, f.host_cause, s.val
         WHEN f.cause = 'sync' THEN 'LA002'
         WHEN f.cause = 'alloc' THEN 'LA004'
         WHEN f.cause = 'um' THEN 'ME007'
+        WHEN f.cause = 'peer' THEN 'CO004'
         WHEN f.cause = 'io' AND f.range_name_id IS NULL THEN 'IO003'
         WHEN f.cause IN ('launch', 'host', 'wait', 'late')
             AND f.device_id IN (SELECT device_id FROM m_data_parallel) THEN 'LA014'

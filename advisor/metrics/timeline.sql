@@ -1,5 +1,5 @@
 -- metric: timeline
--- doc: device_segments with idle split by cause (idle_input, idle_sync, idle_io, idle_wait, idle_launch, idle_host, idle_unknown, and from the host's ranges and long calls idle_startup, idle_compile, idle_comm, idle_alloc, idle_late, idle_um, idle_queued: metric idle_claims) and a small integer code k per class, in (device, k, start) order: how metrics.clip reads one class of a device at a time and adds up its time before each segment.
+-- doc: device_segments with idle split by cause (idle_input, idle_sync, idle_io, idle_wait, idle_launch, idle_host, idle_unknown, and from the host's ranges and long calls idle_startup, idle_compile, idle_comm, idle_alloc, idle_late, idle_um, idle_queued, idle_peer: metric idle_claims) and a small integer code k per class, in (device, k, start) order: how metrics.clip reads one class of a device at a time and adds up its time before each segment.
 -- materialize: true
 -- uses: device_segments, idle_claims
 WITH s AS (
@@ -17,6 +17,7 @@ c AS (
             WHEN 'idle_startup' THEN 13 WHEN 'idle_compile' THEN 14 WHEN 'idle_comm' THEN 15
             WHEN 'idle_alloc' THEN 16 WHEN 'idle_late' THEN 17
             WHEN 'comm_wait' THEN 18 WHEN 'idle_um' THEN 19 WHEN 'idle_queued' THEN 20
+            WHEN 'idle_peer' THEN 21
             ELSE error('timeline: no class code for ' || cls) END::UTINYINT AS k
     FROM s
 )

@@ -86,6 +86,12 @@ FIXES = {
         "DistributedDataParallel with one process per GPU (torchrun) gives each GPU its own host",
         "redesign",
     ),
+    "turns": Fix(
+        "pipeline the work across the devices (see CO004)",
+        "this device waits while another device of its process runs the work it needs (layers split across GPUs): "
+        "keep batches or micro-batches in flight on every device, or run one replica per GPU",
+        "redesign",
+    ),
     "um": Fix(
         "prefetch managed memory instead of faulting it",
         "the host touches unified (managed) memory the GPU holds, so every page faults back: cudaMemPrefetchAsync "
@@ -97,8 +103,8 @@ GAIN_BASIS = (
     "GPU idle time in gaps >= min_gap_us (inside the marked steps when the trace has them) while the host was "
     "launching, running framework ops, waiting on the OS, in host-side communication or in a range that loads data "
     "(metric idle_claims, rule ID001); idle a dedicated rule prices (DataLoader: IO005, file reads: IO003, syncs: "
-    "LA002/IO004, allocation: LA004, unified-memory faults: ME007, one DataParallel process's host: LA014, host-only "
-    "time after syncs: LA002, between "
+    "LA002/IO004, allocation: LA004, unified-memory faults: ME007, one DataParallel process's host: LA014, devices "
+    "taking turns: CO004, host-only time after syncs: LA002, between "
     "torch.compile graphs: LA012) is left to it, and one-time start-up, compilation and idle with no recorded host "
     "cause are priced by no rule; idle before a step's first GPU operation or after its last counts up to the GPU's "
     "busy time in the steps (overlapping that host work hides it behind GPU work, no more); where the host ran "
@@ -123,7 +129,12 @@ CAPTURE_FILTERED = (
 # syncs, LA004 allocation) are left to it, so the specific fix ranks first; one-time start-up and compilation, and
 # gaps whose host cause was not recorded, are priced by no rule: the finding states them as facts.
 PRICED_BY = "ID001"
-DATA_PARALLEL = "LA014"  # prices the host idle of devices one torch.nn.DataParallel process feeds
+# other rules pricing a device's idle as a whole: what the note says of them, and their remedy, first where they
+# price at least half of the device's idle
+OTHER_PRICERS = {
+    "LA014": ("one process drives this and other GPUs through DataParallel", "data_parallel"),
+    "CO004": ("the devices of its process take turns", "turns"),
+}
 NOT_PRICED = {
     "unknown": "the host's activity was not recorded",
     "queued": "the GPU held work already issued (a dependency the trace does not show)",
@@ -201,7 +212,8 @@ class GpuIdleGaps(Rule):
     mark the steps (NVTX range `step` / profiler schedule) so only steady state counts. The
     estimated gain leaves out idle that a dedicated rule prices (input pipeline: IO005, file
     reads: IO003, syncs: LA002/IO004, allocation: LA004, host faulting unified memory: ME007, the host
-    of one torch.nn.DataParallel process feeding several GPUs: LA014), and prices
+    of one torch.nn.DataParallel process feeding several GPUs: LA014, a device waiting while another device
+    of its process works: CO004), and prices
     none of the one-time start-up,
     the compilation or the idle whose host cause was not recorded (for those the finding is a fact,
     with what to capture, never a fix with a saving), so the total idle in the message is larger
@@ -310,19 +322,19 @@ class GpuIdleGaps(Rule):
                          Evidence("copies_around_host_compute", copies, "ns")]
         split = ", ".join(f"{c} {pct(v, idle, 0.0)}%" for c, v in causes.items())
         host_short = sum(int(r["short_ns"]) for r in d.rows if r["cause"] == "host" and r["rule"] == PRICED_BY)
-        dp = sum(int(r["idle_ns"]) for r in d.rows if r["rule"] == DATA_PARALLEL)  # LA014's to price
+        others = {code: sum(int(r["idle_ns"]) for r in d.rows if r["rule"] == code) for code in OTHER_PRICERS}
         return self.finding(
             f"device {d.dev} idled {ms(idle)} ({pct(idle, d.span['span_ns'], 0.0)}% of the {of}) in {n_gaps} gaps; "
             f"by host activity: {split}{_names_said(d, idle)}{_not_priced_said(causes, idle, filtered)}"
-            f"{_data_parallel_said(dp, idle)}",
+            f"{_others_said(others, idle)}",
             window=Window(device_id=d.dev, start_ns=int(d.span["start_ns"]), end_ns=int(d.span["end_ns"])),
             evidence=evidence,
             # computation the host ran itself leaves the GPU's gaps whole: on the GPU it takes them all, syncs or not,
             # and the copies to and from the host that fed it
             est_gain_ns=max(residual, on_host + copies),
             gain_basis=GAIN_BASIS,
-            fixes=_data_parallel_first(
-                dp, idle,
+            fixes=_others_first(
+                others, idle,
                 _fixes(_dispatch(causes, host_short, graphed), filtered,
                        _mostly_at_edges(edge - taken, residual), _retuned(d, idle), d.synced, bool(on_host))),
             location=f"device={d.dev}",
@@ -458,15 +470,16 @@ def _names_said(d: _Device, idle: int) -> str:
     return out
 
 
-def _data_parallel_first(dp: int, idle: int, fixes: tuple[Fix, ...]) -> tuple[Fix, ...]:
-    """LA014's remedy first where it prices (`dp`) at least half of the device's idle (one DataParallel process)."""
-    return (FIXES["data_parallel"], *fixes[:2]) if dp and 2 * dp >= idle else fixes
+def _others_first(others: dict[str, int], idle: int, fixes: tuple[Fix, ...]) -> tuple[Fix, ...]:
+    """The remedy of a rule pricing the device's idle as a whole (LA014, CO004) first where it prices at least half."""
+    code, ns = max(others.items(), key=lambda kv: kv[1])
+    return (FIXES[OTHER_PRICERS[code][1]], *fixes[:2]) if ns and 2 * ns >= idle else fixes
 
 
-def _data_parallel_said(dp: int, idle: int) -> str:
-    """'; priced by LA014 ...: 98.7%' where LA014 prices (`dp`) host idle of a device torch.nn.DataParallel drives."""
-    return f"; priced by LA014 (one process drives this and other GPUs through DataParallel): {pct(dp, idle, 0.0)}%" \
-        if dp else ""
+def _others_said(others: dict[str, int], idle: int) -> str:
+    """'; priced by LA014 (one process drives ...): 98.7%' for each rule pricing part of the device's idle."""
+    return "".join(f"; priced by {code} ({OTHER_PRICERS[code][0]}): {pct(ns, idle, 0.0)}%"
+                   for code, ns in others.items() if ns)
 
 
 def _not_priced_said(causes: dict[str, int], idle: int, filtered: bool) -> str:

@@ -44,7 +44,7 @@ def test_json_contract_and_denominators(rel: str, capsys: pytest.CaptureFixture[
     rc, out, _ = _run(["analyze", str(real_path(rel)), "--format", "json"], capsys)
     assert rc == 0
     doc = json.loads(out)
-    assert doc["schema_version"] == "1.5"
+    assert doc["schema_version"] == "1.6"
     for key in ("inputs", "devices", "counts", "time", "findings", "verdict"):
         assert key in doc
     assert {"path", "format", "tool", "tool_version"} <= set(doc["inputs"][0])
