@@ -1,5 +1,5 @@
 -- metric: index_loops
--- doc: Python loops over one dimension of a tensor, as the framework ops record them (Kineto with recorded shapes: `for h in range(x.size(1)): x[:, h]` or `x[:, h*c:(h+1)*c]`). A loop is a run of aten::select calls (or aten::slice calls of one width c, step 1) on one thread, on inputs of one shape and along one dimension, whose index (select) or start / c (slice) walks 0, 1, ... up to the dimension's size less one, each index once or the same number of times (q, k and v of one head); a select or slice inside another aten op (unbind, split, chunk, a view) is that op's own work and not a loop. Its host interval runs from its first index-0 call to its first call of the last index plus one mean iteration (the last iteration's body). One row per device and loop form (pid, tid, shape: the input's recorded dimensions as text, dim, width: 1 for select, c for slice): iterations (the dimension's size / width), loops, host_ns (the loops' summed intervals), and the kernels launched from that thread inside them (metric kernel_launches, by the launch call's start) or inside the backward of the ops it started there (autograd's evaluate_function ops carrying a sequence number of those ops, on their own thread): kernels (both), backward_kernels (the second), short_kernels (shorter than $short_ns), kernel_ns.
+-- doc: Python loops over one dimension of a tensor, as the framework ops record them (Kineto with recorded shapes: `for h in range(x.size(1)): x[:, h]` or `x[:, h*c:(h+1)*c]`). A loop is a run of aten::select calls (or aten::slice calls of one width c, step 1) on one thread, on inputs of one shape and along one dimension, whose index (select) or start / c (slice) walks 0, 1, ... up to the dimension's size less one, each index once or the same number of times (q, k and v of one head); a select or slice inside another aten op (unbind, split, chunk, a view) is that op's own work and not a loop. Python's iteration over a tensor (`for x in t`) is one aten::unbind called from Python (no aten op above it) of a dimension of 4 or more, followed on its thread, before the next unbind of the same shape, by ops called from Python whose first input has a piece's shape, as many for each piece (width 0; each iteration starts at its first such op). Its host interval runs from its first index-0 call to its first call of the last index plus one mean iteration (the last iteration's body). One row per device and loop form (pid, tid, shape: the input's recorded dimensions as text, dim, width: 1 for select, c for slice, 0 for unbind): iterations (the dimension's size / width), loops, host_ns (the loops' summed intervals), and the kernels launched from that thread inside them (metric kernel_launches, by the launch call's start) or inside the backward of the ops it started there (autograd's evaluate_function ops carrying a sequence number of those ops, on their own thread): kernels (both), backward_kernels (the second), short_kernels (shorter than $short_ns), kernel_ns.
 -- uses: kernel_launches
 WITH picks AS (
     SELECT o.pid, o.tid, o.start_ns, s.value AS op,
@@ -47,8 +47,57 @@ loops AS (  -- whole loops only: every index from 0 to iterations - 1, each the 
     HAVING min(idx) = 0 AND max(idx) = iterations - 1 AND count(DISTINCT idx) = iterations
        AND count(*) % iterations = 0
 ),
+unbinds AS (  -- Python iteration over a tensor (`for x in t`): one aten::unbind, then the body once per piece
+    SELECT pid, tid, end_ns AS after_ns, CAST(dims AS VARCHAR) AS shape, dim, dims[dim + 1] AS iterations,
+        CAST(list_concat(dims[1:dim], dims[dim + 2:]) AS VARCHAR) AS piece,
+        lead(start_ns) OVER (PARTITION BY pid, tid, CAST(dims AS VARCHAR) ORDER BY start_ns) AS next_ns
+    FROM (
+        SELECT o.pid, o.tid, o.start_ns, o.end_ns, dims,
+            CASE WHEN dim0 < 0 THEN dim0 + len(dims) ELSE dim0 END AS dim
+        FROM (
+            SELECT o.*, TRY_CAST(json_extract(o.input_shapes, '$[0]') AS BIGINT[]) AS dims,
+                TRY_CAST(json_extract_string(o.concrete_inputs, '$[1]') AS BIGINT) AS dim0
+            FROM cpu_ops o
+            JOIN strings s ON s.string_id = o.name_id AND s.value = 'aten::unbind'
+            LEFT JOIN cpu_ops p ON p.op_id = o.parent_id
+            LEFT JOIN strings ps ON ps.string_id = p.name_id
+            WHERE o.concrete_inputs IS NOT NULL AND o.pid IS NOT NULL AND o.tid IS NOT NULL
+              AND (ps.value IS NULL OR NOT starts_with(ps.value, 'aten::'))
+        ) o
+        WHERE dims IS NOT NULL AND dim0 IS NOT NULL
+    )
+    WHERE dim BETWEEN 0 AND len(dims) - 1 AND dims[dim + 1] >= 4
+),
+top_ops AS (  -- the framework ops called from Python (no aten op above them) on the threads that unbind
+    SELECT o.pid, o.tid, o.start_ns, CAST(TRY_CAST(json_extract(o.input_shapes, '$[0]') AS BIGINT[]) AS VARCHAR) AS first
+    FROM cpu_ops o
+    LEFT JOIN cpu_ops p ON p.op_id = o.parent_id
+    LEFT JOIN strings ps ON ps.string_id = p.name_id
+    WHERE (o.pid, o.tid) IN (SELECT pid, tid FROM unbinds) AND o.input_shapes IS NOT NULL
+      AND (ps.value IS NULL OR NOT starts_with(ps.value, 'aten::'))
+),
+used AS (  -- the ops taking a piece's shape between the unbind and the next of the same tensor shape
+    SELECT u.pid, u.tid, u.after_ns, u.shape, u.dim, u.iterations, c.start_ns,
+        row_number() OVER w - 1 AS r, count(*) OVER (PARTITION BY u.pid, u.tid, u.after_ns) AS n_used
+    FROM unbinds u
+    JOIN top_ops c ON c.pid = u.pid AND c.tid = u.tid AND c.start_ns >= u.after_ns
+        AND (u.next_ns IS NULL OR c.start_ns < u.next_ns) AND c.first = u.piece
+    WINDOW w AS (PARTITION BY u.pid, u.tid, u.after_ns ORDER BY c.start_ns)
+),
+iterated AS (  -- each piece taken by the same number of ops: the first of each iteration starts it
+    SELECT pid, tid, shape, dim, 0 AS width, iterations, min(start_ns) AS start_ns,
+        max(start_ns) FILTER (WHERE r = (iterations - 1) * (n_used // iterations)) AS last_ns
+    FROM used
+    WHERE n_used % iterations = 0
+    GROUP BY pid, tid, after_ns, shape, dim, iterations, n_used
+),
 spans AS (
-    SELECT *, last_ns + (last_ns - start_ns) // (iterations - 1) AS end_ns FROM loops
+    SELECT pid, tid, shape, dim, width, iterations, start_ns,
+        last_ns + (last_ns - start_ns) // (iterations - 1) AS end_ns
+    FROM (SELECT pid, tid, shape, dim, width, iterations, start_ns, last_ns FROM loops
+          UNION ALL
+          SELECT pid, tid, shape, dim, width, iterations, start_ns, last_ns FROM iterated)
+    WHERE last_ns > start_ns
 ),
 backward AS (  -- the backward of the ops a loop ran (autograd's evaluate_function ops carrying the sequence number
                -- of a forward op the loop's thread started inside the loop): their kernels come from the loop too

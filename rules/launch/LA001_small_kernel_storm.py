@@ -267,11 +267,12 @@ def _loop_part(loop: dict[str, Any] | None, key: str, total: int,
     n = int(loop[key])
     back = int(loop["backward_kernels"])
     backward = f"; {back} of the loops' kernels ran in their backward" if back else ""
+    width, last = int(loop["width"]), int(loop["iterations"]) - 1
+    how = ("`for x in tensor`: one aten::unbind, then the body once per piece" if width == 0 else
+           f"aten::select at index 0 to {last}" if width == 1 else
+           f"aten::slice from index 0 to {last} in pieces of {width}")
     said = (f"; {n} of the {total} {what} came from {loop['loops']} Python loops over dimension "
-            f"{loop['dim']} of a {loop['shape']} tensor ({loop['iterations']} iterations each: "
-            f"{'aten::select at index' if int(loop['width']) == 1 else 'aten::slice from index'} 0 to "
-            f"{int(loop['iterations']) - 1}{'' if int(loop['width']) == 1 else ' in pieces of ' + str(loop['width'])}"
-            f"{backward})")
+            f"{loop['dim']} of a {loop['shape']} tensor ({loop['iterations']} iterations each: {how}{backward})")
     shown = [
         Evidence("loop_kernels", n, "count"),
         Evidence("loop_backward_kernels", back, "count"),

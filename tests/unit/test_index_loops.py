@@ -1,7 +1,9 @@
-"""index_loops: Python loops over one dimension of a tensor (aten::select at index 0, 1, ... or aten::slice in pieces),
-checked against an independent read of the same Kineto JSON (gzip + json: the selects' recorded index, the launch
-calls' start inside each loop); a synthetic trace for the slice form and the look-alikes that are not loops (a
-constant index, the selects aten::unbind makes); LA001 puts batching the loop first where it launched most kernels."""
+"""index_loops: Python loops over one dimension of a tensor (aten::select at index 0, 1, ..., aten::slice in pieces,
+or Python's iteration over the tensor through one aten::unbind), checked against an independent read of the same
+Kineto JSON (gzip + json: the selects' recorded index, the launch calls' start inside each loop); a synthetic trace
+for the slice and unbind forms and the look-alikes that are not loops (a constant index, the selects aten::unbind
+makes, an unbind whose pieces are used unevenly); LA001 puts batching the loop first where it launched most
+kernels."""
 
 from __future__ import annotations
 
@@ -84,7 +86,8 @@ def _launch(ts: float, corr: int, dur_us: float) -> list[dict[str, Any]]:
 
 def _synthetic(path: Path) -> None:
     """Slices x[:, 4i:4i+4] of a [2, 16] tensor, i = 0..3, twice, one kernel per piece; then x[:, 0] five times and
-    an unbind of a [6, 3] tensor (its six selects inside it), each followed by a kernel: not loops."""
+    an unbind of a [6, 3] tensor (its six selects inside it), each followed by a kernel: not loops; then a Python
+    iteration over the 5 rows of a [5, 8] tensor (a loop), and an unbind whose pieces are used unevenly (not one)."""
     ev: list[dict[str, Any]] = []
     t, corr = 0.0, 1
     for _ in range(2):
@@ -100,6 +103,21 @@ def _synthetic(path: Path) -> None:
     ev.append(_op("aten::unbind", t, 12, [[6, 3], []], ["", "0"], corr))
     ev += [_op("aten::select", t + 1 + i, 1, [[6, 3], [], []], ["", "0", str(i)], corr) for i in range(6)]
     ev += _launch(t + 14, corr + 1, 3)
+    t, corr = t + 40, corr + 2
+    # `for row in y` over a [5, 8] tensor: one unbind, then each row unsqueezed and run (a kernel each)
+    ev.append(_op("aten::unbind", t, 3, [[5, 8], []], ["", "0"], corr))
+    t, corr = t + 5, corr + 1
+    for _ in range(5):
+        ev.append(_op("aten::unsqueeze", t, 1, [[8], []], ["", "0"], corr))
+        ev += _launch(t + 2, corr, 3)
+        t, corr = t + 20, corr + 1
+    # an unbind of a [4, 2] tensor whose pieces are used 5 times: not as many for each piece, not a loop
+    ev.append(_op("aten::unbind", t, 3, [[4, 2], []], ["", "0"], corr))
+    t, corr = t + 5, corr + 1
+    for _ in range(5):
+        ev.append(_op("aten::neg", t, 1, [[2]], [""], corr))
+        ev += _launch(t + 2, corr, 3)
+        t, corr = t + 20, corr + 1
     with path.open("w") as f:
         json.dump({"schemaVersion": 1, "traceEvents": ev}, f)
 
@@ -116,4 +134,4 @@ def test_slice_loops_and_look_alikes(tmp_path: Path) -> None:
     for r in rows:
         got[r["shape"]].append((r["dim"], r["width"], r["iterations"], r["loops"], r["kernels"], r["short_kernels"]))
     # the second loop's last piece ends one mean iteration after its start: its kernel is inside
-    assert dict(got) == {"[2, 16]": [(1, 4, 4, 2, 8, 8)]}
+    assert dict(got) == {"[2, 16]": [(1, 4, 4, 2, 8, 8)], "[5, 8]": [(0, 0, 5, 1, 5, 5)]}
