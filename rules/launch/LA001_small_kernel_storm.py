@@ -63,7 +63,8 @@ class SmallKernelStorm(Rule):
     counts the gaps of at most `max_gap_us` that metric `idle_claims` gives to the host issuing work
     (cause `launch` or `host`; metric `dispatch_gaps`), next to kernels of any length; longer gaps
     are ID001's. Where recorded shapes show a Python loop over one dimension of a tensor (metric `index_loops`:
-    `aten::select` at index 0, 1, ... up to the dimension's size, or `aten::slice` in equal pieces, on one thread)
+    `aten::select` at index 0, 1, ... up to the dimension's size, or `aten::slice` in equal pieces, on one thread;
+    or `for x in tensor`: one `aten::unbind`, then ops taking each piece)
     and the kernels launched inside such loops, or in the backward of the ops they ran (autograd's ops carrying their
     sequence numbers), are at least half of the finding's kernels (tiny ones for the storm, all for the
     dispatch-bound form), the message names the loop and its first fix is to batch it (evidence `loop_kernels`,
