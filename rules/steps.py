@@ -62,7 +62,8 @@ def step_windows(run: Run) -> list[metrics.WindowTimes]:
 def idle_rows(ctx: Context, min_gap_ns: int) -> tuple[list[dict[str, Any]], dict[int, dict[str, Any]]]:
     """Idle gaps of at least `min_gap_ns` by device, cause and pricing rule (metric idle_claims), and per device the
     window they are a share of: the marked steps when the trace has them (start-up and warm-up left out, metric
-    idle_in_steps), else the device span (metric idle_by_cause). The rules pricing idle read it (ID001, LA014)."""
+    idle_in_steps), else the device span (metric idle_by_cause). The rules pricing idle read it (ID001, LA014,
+    CO004)."""
     spans: dict[int, dict[str, Any]] = {}
     steps = step_totals(ctx.run)
     if steps:
@@ -75,3 +76,22 @@ def idle_rows(ctx: Context, min_gap_ns: int) -> tuple[list[dict[str, Any]], dict
     for r in ctx.metric("device_spans"):
         spans[int(r["device_id"])] = dict(r, of=device_span_of(int(r["device_id"])))
     return ctx.metric("idle_by_cause", min_gap_ns=min_gap_ns), spans
+
+
+def claimed_idle(ctx: Context, rule: str, min_gap_ns: int) -> tuple[dict[int, int], dict[int, dict[str, Any]]]:
+    """Per device, the idle in gaps of at least `min_gap_ns` that metric idle_claims gives `rule` to price (LA014,
+    CO004: the idle of a device as a whole), and per device the window it is a share of (idle_rows)."""
+    rows, spans = idle_rows(ctx, min_gap_ns)
+    idle: dict[int, int] = {}
+    for r in rows:
+        if r["rule"] == rule:
+            idle[int(r["device_id"])] = idle.get(int(r["device_id"]), 0) + int(r["idle_ns"])
+    return idle, spans
+
+
+def by_pid(rows: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
+    """Metric rows (one per process and device) grouped by process, in their order."""
+    out: dict[int, list[dict[str, Any]]] = {}
+    for r in rows:
+        out.setdefault(int(r["pid"]), []).append(r)
+    return out

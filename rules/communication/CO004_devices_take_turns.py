@@ -15,7 +15,7 @@ from advisor.rules.base import (
     Window,
     ms,
 )
-from advisor.rules.steps import MIN_IDLE_GAP_US, idle_rows
+from advisor.rules.steps import MIN_IDLE_GAP_US, by_pid, claimed_idle
 from advisor.vocab import pct
 
 PRICED_BY = "CO004"
@@ -127,15 +127,8 @@ class DevicesTakeTurns(Rule):
 
     def check(self, ctx: Context) -> Outcome:
         turns = ctx.metric("device_turns")
-        rows, spans = idle_rows(ctx, MIN_GAP_NS)
-        idle: dict[int, int] = {}
-        for r in rows:
-            if r["rule"] == PRICED_BY:
-                idle[int(r["device_id"])] = idle.get(int(r["device_id"]), 0) + int(r["idle_ns"])
-        by_pid: dict[int, list[dict[str, Any]]] = {}
-        for r in turns:
-            by_pid.setdefault(int(r["pid"]), []).append(r)
-        fired = [f for devs in by_pid.values() if (f := self._finding(ctx, devs, idle, spans)) is not None]
+        idle, spans = claimed_idle(ctx, PRICED_BY, MIN_GAP_NS)
+        fired = [f for devs in by_pid(turns).values() if (f := self._finding(ctx, devs, idle, spans)) is not None]
         if fired:
             return Fired(tuple(fired))
         return self.clean(ctx.options, split_process_devices=len(turns))
@@ -156,13 +149,13 @@ class DevicesTakeTurns(Rule):
         worst = max(devs, key=lambda r: (idle.get(int(r["device_id"]), 0), -int(r["device_id"])))
         dev = int(worst["device_id"])
         span = spans[dev]
-        waits = ", ".join(f"device {d} {ms(idle.get(d, 0))} ({shares[d]}% of its {spans[d]['of'].split(' on ')[0]})"
-                          for d in sorted(shares))
+        waits = ", ".join(f"device {d} {ms(idle.get(d, 0))} ({shares[d]}%)" for d in sorted(shares))
+        each = "marked steps" if "n" in span else "span"  # idle_rows' windows: the steps where the trace marks them
         return self.finding(
             f"one process drives devices {', '.join(str(d) for d in sorted(shares))} and hands data between them "
             f"({worst['copies']} peer copies, {int(worst['copy_bytes']) / 1e6:.1f} MB): they take turns, busy at "
             f"the same time for {together}% of the least busy one's work; each idled while another ran the work it "
-            f"waits for: {waits}",
+            f"waits for: {waits} (percent of each device's {each})",
             window=Window(device_id=dev, start_ns=int(span["start_ns"]), end_ns=int(span["end_ns"])),
             evidence=[
                 Evidence("split_process_devices", len(devs), "count"),

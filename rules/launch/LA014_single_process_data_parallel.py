@@ -15,7 +15,7 @@ from advisor.rules.base import (
     Window,
     ms,
 )
-from advisor.rules.steps import MIN_IDLE_GAP_US, idle_rows
+from advisor.rules.steps import MIN_IDLE_GAP_US, by_pid, claimed_idle
 from advisor.vocab import pct
 
 PRICED_BY = "LA014"
@@ -116,16 +116,9 @@ class SingleProcessDataParallel(Rule):
 
     def check(self, ctx: Context) -> Outcome:
         dp = ctx.metric("data_parallel")
-        rows, spans = idle_rows(ctx, MIN_GAP_NS)
-        idle: dict[int, int] = {}
-        for r in rows:
-            if r["rule"] == PRICED_BY:
-                idle[int(r["device_id"])] = idle.get(int(r["device_id"]), 0) + int(r["idle_ns"])
-        by_pid: dict[int, list[dict[str, Any]]] = {}
-        for r in dp:
-            by_pid.setdefault(int(r["pid"]), []).append(r)
+        idle, spans = claimed_idle(ctx, PRICED_BY, MIN_GAP_NS)
         least = float(ctx.opt("min_idle_pct"))
-        fired = [f for devs in by_pid.values() if (f := self._finding(devs, idle, spans, least)) is not None]
+        fired = [f for devs in by_pid(dp).values() if (f := self._finding(devs, idle, spans, least)) is not None]
         if fired:
             return Fired(tuple(fired))
         return self.clean(ctx.options, data_parallel_devices=len(dp))
