@@ -387,3 +387,19 @@ def test_runtime_under_other_category_names(tmp_path: Path, runtime_cat: str, dr
         (20000, 24000, 8),
     ]
     assert run.sql_rows("SELECT count(*) FROM kernels k JOIN api_calls a USING (correlation_id)") == [(2,)]
+
+
+def test_mtia_device_events_and_runtime_calls(tmp_path: Path) -> None:
+    """Meta's MTIA writes its on-device work as `mtia_ccp_events` and its host runtime calls as `mtia_runtime`
+    (HolisticTraceAnalysis reads them as device kernels and runtime calls): they become kernels and API calls,
+    linked by correlation id, the device taken from the pid where no args.device is given."""
+    events = [
+        {"ph": "X", "cat": "mtia_runtime", "name": "launchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 5,
+         "args": {"correlation": 7}},
+        {"ph": "X", "cat": "mtia_ccp_events", "name": "fused_linear_relu", "pid": 0, "tid": 3, "ts": 16, "dur": 30,
+         "args": {"correlation": 7}},
+    ]
+    p = _write(tmp_path, "mtia.json", json.dumps({"traceEvents": events}).encode())
+    run = open_run(p, cache_dir=tmp_path / "cache")
+    assert run.sql_rows("SELECT device_id, start_ns, end_ns FROM kernels") == [(0, 16000, 46000)]
+    assert run.sql_rows("SELECT count(*) FROM kernels k JOIN api_calls a USING (correlation_id)") == [(1,)]
