@@ -102,15 +102,32 @@ KINDS["driver"] = KINDS["runtime"]
 # Small helpers
 
 
-def as_int(v: Any) -> int | None:
-    """pid/tid/stream values: ints, numeric strings, or 'stream 7' (old GPU rows)."""
-    if isinstance(v, int):
+def wrap64(v: int) -> int | None:
+    """An id as a signed 64-bit value: unsigned 64-bit ids (thread ids, correlation and External ids some
+    profilers write past 2^63) keep their identity as the two's complement; wider values are damage."""
+    if -(2**63) <= v < 2**63:
         return v
+    return v - 2**64 if 2**63 <= v < 2**64 else None
+
+
+def as_int(v: Any) -> int | None:
+    """pid/tid/stream/id values: ints, numeric strings, or 'stream 7' (old GPU rows), as signed 64-bit (wrap64)."""
+    if isinstance(v, int):
+        return wrap64(v)
     if isinstance(v, str):
         s = v.rsplit(" ", 1)[-1]
         if s.lstrip("-").isdigit():
-            return int(s)
+            return wrap64(int(s))
     return None
+
+
+def id_column(values: Sequence[Any], typ: pa.DataType = I64) -> pa.Array:
+    """Ids (correlation, External id, sequence number, context) as an Arrow column: one conversion when every value
+    fits, else value by value through as_int (an unsigned 64-bit id past 2^63 wraps; see wrap64)."""
+    try:
+        return pa.array(values, typ)
+    except (pa.ArrowException, TypeError, OverflowError):
+        return pa.array([as_int(v) for v in values], typ)
 
 
 def fits(v: Any, bound: float) -> bool:
@@ -211,7 +228,7 @@ def _clean_durations(
 
 def _ints(values: Sequence[Any]) -> list[int | None]:
     """pid/tid columns: plain ints pass straight through; strings take the slow path."""
-    return [v if type(v) is int else as_int(v) for v in values]
+    return [v if type(v) is int and -(2**63) <= v < 2**63 else as_int(v) for v in values]
 
 
 def int_column(values: Sequence[Any], typ: pa.DataType = I64) -> pa.Array:
@@ -582,8 +599,8 @@ class FileColumns:
             "tid": int_column([e.tid for e in evs]),
             **self._x(kind, evs),
             "name": self._names(evs),
-            "correlation": pa.array([a.correlation for a in args], I64),
-            "external_id": pa.array(_ext(args), I64),
+            "correlation": id_column([a.correlation for a in args]),
+            "external_id": id_column(_ext(args)),
         }
 
     def _gpu(self, kind: str, evs: Sequence[Event]) -> None:
@@ -594,11 +611,11 @@ class FileColumns:
             self.need_flow += [(kind, base + i, (e.pid, e.tid, e.ts)) for i, e in enumerate(evs) if corr[i] is None]
         cols = {
             "device": pa.array(_gpu_device(evs, args), I32),
-            "stream": pa.array(_gpu_stream(evs, args), I64),
-            "context": pa.array([a.context for a in args], I64),
+            "stream": id_column(_gpu_stream(evs, args)),
+            "context": id_column([a.context for a in args]),
             **self._x(kind, evs),
-            "correlation": pa.array(corr, I64),
-            "external_id": pa.array(_ext(args), I64),
+            "correlation": id_column(corr),
+            "external_id": id_column(_ext(args)),
         }
         names = self._names(evs)
         if kind == "kernel":
@@ -621,12 +638,12 @@ class FileColumns:
         kinds = mappings().sync_kinds
         return {
             "device": pa.array([a.device for a in args], I32),
-            "stream": pa.array([as_int(a.stream) if a.stream is not None else None for a in args], I64),
+            "stream": id_column([as_int(a.stream) if a.stream is not None else None for a in args]),
             **self._x("sync", evs),
             "kind": pa.array(
                 [kinds.get(a.sync_kind or e.name or "", "unknown") for e, a in zip(evs, args, strict=True)], STR
             ),
-            "correlation": pa.array([a.correlation for a in args], I64),
+            "correlation": id_column([a.correlation for a in args]),
         }
 
     def _host_range(self, kind: str, evs: Sequence[Event]) -> dict[str, pa.Array]:
@@ -644,7 +661,7 @@ class FileColumns:
         names = self._names(evs)
         return {
             "device": pa.array(_gpu_device(evs, args), I32),
-            "stream": pa.array(_gpu_stream(evs, args), I64),
+            "stream": id_column(_gpu_stream(evs, args)),
             **self._x("gpu_user_annotation", evs),
             "name": names,
             "step": per_name(names, step_of, I64),
@@ -672,8 +689,8 @@ class FileColumns:
                 "tid": int_column([e.tid for e in evs]),
                 **self._x(kind, evs),
                 "name": names,
-                "external_id": pa.array(_ext(args), I64),
-                "sequence_number": pa.array([a.sequence_number for a in args], I64),
+                "external_id": id_column(_ext(args)),
+                "sequence_number": id_column([a.sequence_number for a in args]),
                 "input_shapes": _raw_texts(_input_dims(args)),
                 "input_dtypes": _raw_texts([a.input_type for a in args]),
                 "input_strides": _raw_texts([a.input_strides for a in args]),
@@ -730,7 +747,7 @@ class FileColumns:
         values = corr.to_pylist()
         for row, key in need:
             values[row] = (by_pos if _simple_key(*key) else self.flow_side).get(key)
-        return pa.array(values, I64)
+        return id_column(values)
 
     def _meta(self, evs: Sequence[Event]) -> None:
         for e in evs:

@@ -403,3 +403,24 @@ def test_mtia_device_events_and_runtime_calls(tmp_path: Path) -> None:
     run = open_run(p, cache_dir=tmp_path / "cache")
     assert run.sql_rows("SELECT device_id, start_ns, end_ns FROM kernels") == [(0, 16000, 46000)]
     assert run.sql_rows("SELECT count(*) FROM kernels k JOIN api_calls a USING (correlation_id)") == [(1,)]
+
+
+def test_unsigned_64_bit_ids_keep_their_links(tmp_path: Path) -> None:
+    """Thread, correlation and External ids past 2^63 (unsigned 64-bit values, as HolisticTraceAnalysis' large-integer
+    test trace holds) stopped the parse with an overflow; they are kept as their two's complement, so a kernel still
+    meets its launch call and its op."""
+    big = 2**64 - 3
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 7, "tid": big, "ts": 1, "dur": 50,
+         "args": {"External id": 2**63 + 11, "Sequence number": 2**64 - 1}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 7, "tid": big, "ts": 10, "dur": 5,
+         "args": {"External id": 2**63 + 11, "correlation": 2**64 - 2}},
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 20, "dur": 30,
+         "args": {"device": 0, "stream": 7, "correlation": 2**64 - 2, "External id": 2**63 + 11}},
+    ]
+    p = _write(tmp_path, "big.json", json.dumps({"traceEvents": events}).encode())
+    run = open_run(p, cache_dir=tmp_path / "cache")
+    assert run.sql_rows(
+        "SELECT k.correlation_id, a.tid, o.tid, o.sequence_number FROM kernels k "
+        "JOIN api_calls a USING (correlation_id) JOIN cpu_ops o ON o.external_id = k.external_id"
+    ) == [(-2, -3, -3, -1)]
