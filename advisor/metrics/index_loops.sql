@@ -6,7 +6,9 @@ WITH picks AS (
         TRY_CAST(json_extract(o.input_shapes, '$[0]') AS BIGINT[]) AS dims,
         TRY_CAST(json_extract_string(o.concrete_inputs, '$[1]') AS BIGINT) AS dim0,
         TRY_CAST(json_extract_string(o.concrete_inputs, '$[2]') AS BIGINT) AS a,
-        TRY_CAST(json_extract_string(o.concrete_inputs, '$[3]') AS BIGINT) AS b,
+        -- a slice's end: open ends are written as 2^63 - 1, and no arithmetic may touch them
+        CASE WHEN s.value = 'aten::slice' THEN TRY_CAST(json_extract_string(o.concrete_inputs, '$[3]') AS BIGINT)
+            END AS b,
         TRY_CAST(json_extract_string(o.concrete_inputs, '$[4]') AS BIGINT) AS step
     FROM cpu_ops o
     JOIN strings s ON s.string_id = o.name_id AND s.value IN ('aten::select', 'aten::slice')
@@ -18,13 +20,19 @@ WITH picks AS (
 pieces AS (  -- each call as (dimension, width, index): select picks index a; slice [a, b) of width b - a
     SELECT pid, tid, start_ns, CAST(dims AS VARCHAR) AS shape, dim, width, idx, dims[dim + 1] // width AS iterations
     FROM (
-        SELECT *, CASE WHEN dim0 < 0 THEN dim0 + len(dims) ELSE dim0 END AS dim,
-            CASE WHEN op = 'aten::select' THEN 1 ELSE b - a END AS width,
-            CASE WHEN op = 'aten::select' THEN (CASE WHEN a < 0 THEN a + dims[dim0 + 1] ELSE a END)
-                 WHEN b > a AND a % (b - a) = 0 THEN a // (b - a) END AS idx
-        FROM picks
-        WHERE dims IS NOT NULL AND dim0 IS NOT NULL AND a IS NOT NULL
-          AND (op = 'aten::select' OR (step = 1 AND a >= 0 AND b > a AND b <= dims[dim0 + 1]))
+        SELECT *, CASE WHEN op = 'aten::select' THEN 1 ELSE hi - lo END AS width,
+            CASE WHEN op = 'aten::select' THEN (CASE WHEN a < 0 THEN a + dims[dim + 1] ELSE a END)
+                 WHEN lo % (hi - lo) = 0 THEN lo // (hi - lo) END AS idx
+        FROM (  -- a slice only where [a, b) lies inside the dimension (lo, hi): no arithmetic on open ends
+                -- (2^63 - 1) or negative starts, whatever order the engine evaluates the conditions in
+            SELECT *, CASE WHEN op = 'aten::slice' AND step = 1 AND a >= 0 AND b > a AND b <= dims[dim + 1]
+                           THEN a END AS lo,
+                CASE WHEN op = 'aten::slice' AND step = 1 AND a >= 0 AND b > a AND b <= dims[dim + 1]
+                     THEN b END AS hi
+            FROM (SELECT *, CASE WHEN dim0 < 0 THEN dim0 + len(dims) ELSE dim0 END AS dim FROM picks
+                  WHERE dims IS NOT NULL AND dim0 IS NOT NULL AND a IS NOT NULL)
+        )
+        WHERE dim BETWEEN 0 AND len(dims) - 1 AND (op = 'aten::select' OR hi IS NOT NULL)
     )
     WHERE dim BETWEEN 0 AND len(dims) - 1 AND idx IS NOT NULL AND idx >= 0 AND width >= 1
       AND dims[dim + 1] >= 4 * width AND dims[dim + 1] % width = 0

@@ -96,6 +96,10 @@ def _synthetic(path: Path) -> None:
                           corr))
             ev += _launch(t + 2, corr, 3)
             t, corr = t + 20, corr + 1
+    # x[:, -1:] (an open end written as 2^63 - 1) and x[:, 2:] (from 2 to the end): no loop, and no overflow
+    ev.append(_op("aten::slice", t, 1, [[2, 16], [], [], [], []], ["", "1", "-1", str(2**63 - 1), "1"], corr))
+    ev.append(_op("aten::slice", t + 2, 1, [[2, 16], [], [], [], []], ["", "1", "2", str(2**63 - 1), "1"], corr))
+    t += 20
     for _ in range(5):
         ev.append(_op("aten::select", t, 1, [[2, 16], [], []], ["", "1", "0"], corr))
         ev += _launch(t + 2, corr, 3)
