@@ -48,6 +48,8 @@ was tuned on. Each writes one Kineto trace with probe_trace.profile_steps (3 act
   gru_cell_loop_train (its fix gru_cudnn_train), device_map_two_gpu_infer (2 GPUs in one process; its fix
   device_map_two_gpu_replicas, and two pipelined arms that are not: device_map_two_gpu_pipelined,
   device_map_two_gpu_microbatch4): a sixteenth round.
+- sequential_offload_infer (its fix resident_weights_infer), eval_with_autograd (its fix eval_inference_mode): a
+  seventeenth round.
 """
 
 import argparse
@@ -1567,6 +1569,75 @@ def device_map_two_gpu_microbatch4() -> object:
         torch.cat(outs).float().mean().item()
     return step
 
+
+def _offload_blocks(n: int = 16, d: int = 2048) -> list[nn.Module]:
+    """n GPT blocks (d 2048) in FP16 kept in host memory, as sequential CPU offload keeps a model too large for the
+    GPU (accelerate's cpu_offload, diffusers' enable_sequential_cpu_offload)."""
+    return [GptBlock(d, 16).half().eval() for _ in range(n)]
+
+
+def sequential_offload_infer() -> object:
+    """16 GPT blocks (d 2048, FP16, 1.6 GB of weights) whose weights live in pinned host memory and are copied into one
+    GPU-resident block before each layer runs (non_blocking), for a batch of 4 x 512 tokens: every step moves the
+    whole model across PCIe, as sequential CPU offload does."""
+    host = [[p.detach().pin_memory() for p in b.parameters()] for b in _offload_blocks()]
+    shell = GptBlock(2048, 16).half().cuda().eval()
+    x = torch.randn(4, 512, 2048, device="cuda", dtype=torch.half)
+
+    @torch.no_grad()
+    def step(_: int) -> None:
+        h = x
+        for weights in host:
+            for dst, src in zip(shell.parameters(), weights, strict=True):
+                dst.copy_(src, non_blocking=True)
+            h = shell(h)
+        h.float().mean().item()
+    return step
+
+
+def resident_weights_infer() -> object:
+    """sequential_offload_infer's fix where the model fits: the 16 blocks kept on the GPU."""
+    blocks = [b.cuda() for b in _offload_blocks()]
+    x = torch.randn(4, 512, 2048, device="cuda", dtype=torch.half)
+
+    @torch.no_grad()
+    def step(_: int) -> None:
+        h = x
+        for b in blocks:
+            h = b(h)
+        h.float().mean().item()
+    return step
+
+
+def _small_mlp_requests() -> tuple[nn.Module, torch.Tensor]:
+    """A 6 x 1024 MLP in FP16 and a batch of 8 requests: small kernels, a host-paced step."""
+    net = nn.Sequential(*(m for _ in range(6) for m in (nn.Linear(1024, 1024), nn.GELU()))).cuda().half().eval()
+    return net, torch.randn(8, 1024, device="cuda", dtype=torch.half)
+
+
+def eval_with_autograd() -> object:
+    """Requests answered 32 at a time per step through a small FP16 MLP without torch.no_grad(): autograd records a
+    graph for every op (the weights require grad) and keeps the activations alive until the output is dropped."""
+    net, x = _small_mlp_requests()
+
+    def step(_: int) -> None:
+        for _r in range(32):
+            net(x).argmax(1)
+        torch.cuda.synchronize()
+    return step
+
+
+def eval_inference_mode() -> object:
+    """eval_with_autograd's fix: the same requests under torch.inference_mode()."""
+    net, x = _small_mlp_requests()
+
+    @torch.inference_mode()
+    def step(_: int) -> None:
+        for _r in range(32):
+            net(x).argmax(1)
+        torch.cuda.synchronize()
+    return step
+
 PROBES = {f.__name__: f for f in (
     loader_transform, bf16_mlp_train, graph_replay_infer, many_params_adamw, compiled_train, flash_attention_train,
     amp_gradscaler_train, cpu_offload_optimizer, greedy_decode, channels_last_amp_cnn, embedding_recsys,
@@ -1584,7 +1655,8 @@ PROBES = {f.__name__: f for f in (
     attention_loop_over_heads, attention_heads_batched, dataparallel_train, eval_cat_accumulate, eval_list_then_cat,
     per_sample_infer_loop, per_sample_batched, rows_iter_infer_loop, gru_cell_loop_train, gru_cudnn_train,
     device_map_two_gpu_infer, device_map_two_gpu_pipelined, device_map_two_gpu_replicas,
-    device_map_two_gpu_microbatch4)}
+    device_map_two_gpu_microbatch4, sequential_offload_infer, resident_weights_infer, eval_with_autograd,
+    eval_inference_mode)}
 WITH_STACK = {"small_encoder_infer_stack"}
 
 
