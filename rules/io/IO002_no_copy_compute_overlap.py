@@ -12,12 +12,12 @@ OVERLAP = Fix(
     "another, order them with events",
     "redesign",
 )
-# Not priced: the trace does not say which copies move the same data again, nor in what precision.
+# Not priced here: IO006 prices uploads that repeat in every marked step; the precision of the data is not known.
 FEWER_BYTES = Fix(
     "move fewer bytes between host and device",
     "the copies outlast the kernels they could hide behind: keep weights and reused data resident on the GPU "
-    "instead of uploading them again, cache what is recomputed from the same input, copy bf16/fp16 instead of "
-    "fp32 (half the bytes); not priced: the trace does not say which copies repeat",
+    "instead of uploading them again (IO006 prices the uploads that repeat in every marked step), cache what is "
+    "recomputed from the same input, copy bf16/fp16 instead of fp32 (half the bytes); not priced here",
     "redesign",
 )
 
