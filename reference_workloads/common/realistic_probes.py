@@ -1531,17 +1531,22 @@ def device_map_two_gpu_infer() -> object:
     return step
 
 
-def device_map_two_gpu_pipelined() -> object:
-    """device_map_two_gpu_infer's fix: the batch in 8 micro-batches of 1, each handed to cuda:1 as soon as cuda:0 is
-    done with it, so both GPUs work at once."""
+def _split_gpt_micro(size: int) -> Callable[[int], None]:
+    """_split_gpt answering a batch of 8 x 1024 tokens in micro-batches of `size` sequences, each handed to cuda:1 as
+    soon as cuda:0 is done with it."""
     first, second = _split_gpt()
     x = torch.randn(8, 1024, 2048, device="cuda:0", dtype=torch.half)
 
     @torch.no_grad()
     def step(_: int) -> None:
-        outs = [second(first(mb).to("cuda:1")) for mb in x.split(1)]
+        outs = [second(first(mb).to("cuda:1")) for mb in x.split(size)]
         torch.cat(outs).float().mean().item()
     return step
+
+
+def device_map_two_gpu_pipelined() -> object:
+    """device_map_two_gpu_infer with the batch in 8 micro-batches of 1, so both GPUs can work at once."""
+    return _split_gpt_micro(1)
 
 
 
@@ -1560,14 +1565,7 @@ def device_map_two_gpu_replicas() -> object:
 
 def device_map_two_gpu_microbatch4() -> object:
     """device_map_two_gpu_pipelined with 2 micro-batches of 4 sequences."""
-    first, second = _split_gpt()
-    x = torch.randn(8, 1024, 2048, device="cuda:0", dtype=torch.half)
-
-    @torch.no_grad()
-    def step(_: int) -> None:
-        outs = [second(first(mb).to("cuda:1")) for mb in x.split(4)]
-        torch.cat(outs).float().mean().item()
-    return step
+    return _split_gpt_micro(4)
 
 
 def _offload_blocks(n: int = 16, d: int = 2048) -> list[nn.Module]:
