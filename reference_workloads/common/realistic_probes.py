@@ -48,8 +48,8 @@ was tuned on. Each writes one Kineto trace with probe_trace.profile_steps (3 act
   gru_cell_loop_train (its fix gru_cudnn_train), device_map_two_gpu_infer (2 GPUs in one process; its fix
   device_map_two_gpu_replicas, and two pipelined arms that are not: device_map_two_gpu_pipelined,
   device_map_two_gpu_microbatch4): a sixteenth round.
-- sequential_offload_infer (its fix resident_weights_infer), eval_with_autograd (its fix eval_inference_mode): a
-  seventeenth round.
+- sequential_offload_infer (its fix resident_weights_infer), eval_with_autograd (its fix eval_inference_mode),
+  activation_offload_train (its fix activation_resident_train): a seventeenth round.
 """
 
 import argparse
@@ -1636,6 +1636,31 @@ def eval_inference_mode() -> object:
         torch.cuda.synchronize()
     return step
 
+
+def _offload_train(offload: bool) -> Callable[[int], None]:
+    """8 GPT blocks (d 1024) trained in bf16 autocast on 8 x 1024 tokens with fused AdamW, the activations saved for
+    backward kept in pinned host memory (torch.autograd.graph.save_on_cpu) when `offload`."""
+    net = nn.Sequential(*(GptBlock(1024, 16) for _ in range(8))).cuda()
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)
+    x = torch.randn(8, 1024, 1024, device="cuda")
+
+    def loss() -> torch.Tensor:
+        if not offload:
+            return _bf16_square_loss(net, x)
+        with torch.autograd.graph.save_on_cpu(pin_memory=True):
+            return _bf16_square_loss(net, x)
+    return _train(opt, loss)
+
+
+def activation_offload_train() -> object:
+    """A training step whose saved activations go to pinned host memory in forward and come back in backward."""
+    return _offload_train(True)
+
+
+def activation_resident_train() -> object:
+    """activation_offload_train's fix where the activations fit: they stay on the GPU."""
+    return _offload_train(False)
+
 PROBES = {f.__name__: f for f in (
     loader_transform, bf16_mlp_train, graph_replay_infer, many_params_adamw, compiled_train, flash_attention_train,
     amp_gradscaler_train, cpu_offload_optimizer, greedy_decode, channels_last_amp_cnn, embedding_recsys,
@@ -1654,7 +1679,7 @@ PROBES = {f.__name__: f for f in (
     per_sample_infer_loop, per_sample_batched, rows_iter_infer_loop, gru_cell_loop_train, gru_cudnn_train,
     device_map_two_gpu_infer, device_map_two_gpu_pipelined, device_map_two_gpu_replicas,
     device_map_two_gpu_microbatch4, sequential_offload_infer, resident_weights_infer, eval_with_autograd,
-    eval_inference_mode)}
+    eval_inference_mode, activation_offload_train, activation_resident_train)}
 WITH_STACK = {"small_encoder_infer_stack"}
 
 

@@ -30,10 +30,24 @@ _SHRINK = Fix(
     "changes-numerics",
 )
 GAIN_BASIS = (
-    "the steps' time in which these copies ran with no kernel beside them (timeline class xfer inside the marked "
-    "steps): tensors kept on the GPU are not copied again, so that time goes; copies hidden behind kernels cost "
-    "nothing and are not counted"
+    "the steps' time in which host<->device copies ran with no kernel beside them (timeline class xfer inside the "
+    "marked steps): tensors kept on the GPU are not uploaded again (nor sent out first, where the step copies them "
+    "to the host too), so that time goes; copies hidden behind kernels cost nothing and are not counted"
 )
+# a step that sends at least this share of the bytes it uploads to host memory first: a round trip (activations saved
+# for backward on the host), not weights kept there
+ROUND_TRIP = 0.8
+
+
+def _activations(bytes_per_step: int, copies: int, memory: int) -> Fix:
+    return Fix(
+        "keep the saved activations on the GPU",
+        f"every step sends the same {copies} tensors ({bytes_per_step / 2**30:.2f} GiB) to host memory and uploads "
+        f"them again, about {pct(bytes_per_step, memory, 0.0)}% of the device's memory: activations saved for "
+        "backward on the host (torch.autograd.graph.save_on_cpu, CPU activation offload in DeepSpeed or FSDP); drop "
+        "the offload where they fit, or recompute them in backward (activation checkpointing) where memory is short",
+        "safe",
+    )
 
 
 def _resident(bytes_per_step: int, copies: int, memory: int) -> Fix:
@@ -66,7 +80,9 @@ class RepeatedUploads(Rule):
     ## Trace signature
     Per step, hundreds of `Memcpy HtoD` of the same sizes (weight matrices and biases) in the same
     order; the timeline's `xfer` class (copies with no kernel running) dominates the steps. Input
-    batches are a few copies per step and are not counted.
+    batches are a few copies per step and are not counted. Where a step first sends at least 80% of
+    those bytes to host memory (`Memcpy DtoH`), the tensors make a round trip: activations saved for
+    backward on the host (`torch.autograd.graph.save_on_cpu`), and the first fix says so.
 
     ## How to fix
     ```python
@@ -143,9 +159,12 @@ class RepeatedUploads(Rule):
         dev, n, b = int(r["device_id"]), int(r["copies_per_step"]), int(r["bytes_per_step"])
         exposed, steps = int(r["exposed_ns"]), int(r["steps_ns"])
         of = f"total time of the {r['n_steps']} step(s) on device {dev}"
+        trip = int(r["down_bytes_per_step"]) >= ROUND_TRIP * b
+        first = (_activations if trip else _resident)(b, n, int(r["memory_bytes"]))
         return self.finding(
             f"device {dev}: each of its {r['n_steps']} steps uploads the same {n} tensors from host memory "
-            f"({b / 2**30:.2f} GiB per step, the largest {int(r['largest_copy']) / 2**20:.1f} MiB), which would "
+            f"({b / 2**30:.2f} GiB per step, the largest {int(r['largest_copy']) / 2**20:.1f} MiB"
+            f"{'; as many bytes sent there first in the step' if trip else ''}), which would "
             f"fit in {pct(b, int(r['memory_bytes']), 0.0)}% of its memory; the copies ran with no kernel beside "
             f"them for {ms(exposed)} ({pct(exposed, steps, 0.0)}% of the steps)",
             window=Window(device_id=dev, start_ns=int(r["first_ns"]), end_ns=int(r["last_ns"])),
@@ -154,12 +173,13 @@ class RepeatedUploads(Rule):
                 Evidence("copies_per_step", n, "count"),
                 Evidence("bytes_per_step", b, "bytes"),
                 Evidence("largest_copy", int(r["largest_copy"]), "bytes"),
+                Evidence("bytes_to_host_per_step", int(r["down_bytes_per_step"]), "bytes"),
                 Evidence("device_memory", int(r["memory_bytes"]), "bytes"),
                 Evidence("exposed_copy_time", exposed, "ns"),
                 Evidence("exposed_copy_share", pct(exposed, steps, 0.0), "%", of),
             ],
             est_gain_ns=exposed,
             gain_basis=GAIN_BASIS,
-            fixes=(_resident(b, n, int(r["memory_bytes"])), _PREFETCH, _SHRINK),
+            fixes=(first, _PREFETCH, _SHRINK),
             location=f"device={dev}",
         )

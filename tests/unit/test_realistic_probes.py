@@ -89,7 +89,8 @@ def test_cpu_offload_is_bound_by_pageable_copies() -> None:
                                   "python_layernorm", "sync_timing_loop", "decode_graph_replay",
                                   "tokenize_then_infer", "slow_collate_workers", "large_vocab_loss",
                                   "attention_loop_over_heads", "per_sample_infer_loop", "gru_cell_loop_train",
-                                  "device_map_two_gpu_infer", "sequential_offload_infer"])
+                                  "device_map_two_gpu_infer", "sequential_offload_infer",
+                                  "activation_offload_train"])
 def test_probe_provenance_matches_the_trace(name: str) -> None:
     prov = json.loads((_probe(name).parent / "PROVENANCE.json").read_text())
     assert prov["files"][_probe(name).name]["bytes"] == _probe(name).stat().st_size

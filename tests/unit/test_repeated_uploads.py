@@ -49,3 +49,28 @@ def test_the_first_fix_keeps_the_weights_on_the_gpu() -> None:
     assert top["est_gain_ns"] == ev["exposed_copy_time"]
     # the saving the trace predicts (81.6% of the steps) against the measured 35.94 -> 6.52 ms per step (81.9%)
     assert 0.75 <= ev["exposed_copy_share"] / 100 <= 0.9
+
+
+ACTIVATIONS = ROOT / "fixtures/kineto/probe_activation_offload_train/probe_activation_offload_train.json.gz"
+
+
+def test_activations_sent_out_and_brought_back_are_named_as_such() -> None:
+    """save_on_cpu: each step copies its saved activations to pinned host memory in forward and back in backward, the
+    same bytes both ways (re-read from the JSON: the host's step ranges hold each forward's copies to the host whole,
+    and the backward's uploads within a few percent, the host running ahead of the GPU at the step edges); the first
+    fix keeps the activations on the GPU, not 'weights'."""
+    with gzip.open(ACTIVATIONS, "rt", encoding="utf-8") as f:
+        events = json.load(f)["traceEvents"]
+    steps = sorted((_ns(e["ts"]), _ns(e["ts"] + e["dur"])) for e in events
+                   if e.get("cat") == "user_annotation" and str(e["name"]).startswith("ProfilerStep#"))
+    copies = [e for e in events if e.get("cat") == "gpu_memcpy"]
+    for s, t in steps:
+        inside = [e for e in copies if s <= _ns(e["ts"]) < t]
+        up = sum(int(e["args"]["bytes"]) for e in inside if "HtoD" in e["name"])
+        down = sum(int(e["args"]["bytes"]) for e in inside if "DtoH" in e["name"])
+        assert down == 2_790_391_936 and abs(up - down) <= 0.05 * down
+    top = realkit.analyze(ACTIVATIONS).doc["findings"][0]
+    ev = {e["name"]: e["value"] for e in top["evidence"]}
+    assert ev["bytes_per_step"] == ev["bytes_to_host_per_step"] == 2_790_391_936
+    assert top["code"] == "IO006" and top["fixes"][0]["title"] == "keep the saved activations on the GPU"
+    assert "save_on_cpu" in top["fixes"][0]["detail"]
