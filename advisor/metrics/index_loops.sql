@@ -1,21 +1,32 @@
 -- metric: index_loops
 -- doc: Python loops over one dimension of a tensor, as the framework ops record them (Kineto with recorded shapes: `for h in range(x.size(1)): x[:, h]` or `x[:, h*c:(h+1)*c]`). A loop is a run of aten::select calls (or aten::slice calls of one width c, step 1) on one thread, on inputs of one shape and along one dimension, whose index (select) or start / c (slice) walks 0, 1, ... up to the dimension's size less one, each index once or the same number of times (q, k and v of one head); a select or slice inside another aten op (unbind, split, chunk, a view) is that op's own work and not a loop. Python's iteration over a tensor (`for x in t`) is one aten::unbind called from Python (no aten op above it) of a dimension of 4 or more, followed on its thread, before the next unbind of the same shape, by ops called from Python whose first input has a piece's shape, as many for each piece (width 0; each iteration starts at its first such op). Its host interval runs from its first index-0 call to its first call of the last index plus one mean iteration (the last iteration's body). One row per device and loop form (pid, tid, shape: the input's recorded dimensions as text, dim, width: 1 for select, c for slice, 0 for unbind): iterations (the dimension's size / width), loops, host_ns (the loops' summed intervals), and the kernels launched from that thread inside them (metric kernel_launches, by the launch call's start) or inside the backward of the ops it started there (autograd's evaluate_function ops carrying a sequence number of those ops, on their own thread): kernels (both), backward_kernels (the second), short_kernels (shorter than $short_ns), kernel_ns.
 -- uses: kernel_launches
-WITH picks AS (
-    SELECT o.pid, o.tid, o.start_ns, s.value AS op,
-        TRY_CAST(json_extract(o.input_shapes, '$[0]') AS BIGINT[]) AS dims,
-        TRY_CAST(json_extract_string(o.concrete_inputs, '$[1]') AS BIGINT) AS dim0,
-        TRY_CAST(json_extract_string(o.concrete_inputs, '$[2]') AS BIGINT) AS a,
-        -- a slice's end: open ends are written as 2^63 - 1, and no arithmetic may touch them
-        CASE WHEN s.value = 'aten::slice' THEN TRY_CAST(json_extract_string(o.concrete_inputs, '$[3]') AS BIGINT)
-            END AS b,
-        TRY_CAST(json_extract_string(o.concrete_inputs, '$[4]') AS BIGINT) AS step
+WITH from_python AS NOT MATERIALIZED (  -- framework ops called from Python: no aten op above them (a select inside
+                                       -- unbind, split, chunk or a view is that op's own work)
+    SELECT o.*
     FROM cpu_ops o
-    JOIN strings s ON s.string_id = o.name_id AND s.value IN ('aten::select', 'aten::slice')
     LEFT JOIN cpu_ops p ON p.op_id = o.parent_id
     LEFT JOIN strings ps ON ps.string_id = p.name_id
-    WHERE o.concrete_inputs IS NOT NULL AND o.pid IS NOT NULL AND o.tid IS NOT NULL
+    WHERE o.pid IS NOT NULL AND o.tid IS NOT NULL AND o.input_shapes IS NOT NULL
       AND (ps.value IS NULL OR NOT starts_with(ps.value, 'aten::'))
+),
+indexing AS (  -- their select, slice and unbind calls: the input's dimensions, the dimension (negative counts from the
+               -- end), the select's index or the slice's start (a), end (b) and step
+    SELECT *, CASE WHEN dim0 < 0 THEN dim0 + len(dims) ELSE dim0 END AS dim
+    FROM (
+        SELECT f.pid, f.tid, f.start_ns, f.end_ns, s.value AS op,
+            TRY_CAST(json_extract(f.input_shapes, '$[0]') AS BIGINT[]) AS dims,
+            TRY_CAST(json_extract_string(f.concrete_inputs, '$[1]') AS BIGINT) AS dim0,
+            TRY_CAST(json_extract_string(f.concrete_inputs, '$[2]') AS BIGINT) AS a,
+            -- a slice's end: open ends are written as 2^63 - 1, and no arithmetic may touch them
+            CASE WHEN s.value = 'aten::slice' THEN TRY_CAST(json_extract_string(f.concrete_inputs, '$[3]') AS BIGINT)
+                END AS b,
+            TRY_CAST(json_extract_string(f.concrete_inputs, '$[4]') AS BIGINT) AS step
+        FROM from_python f
+        JOIN strings s ON s.string_id = f.name_id AND s.value IN ('aten::select', 'aten::slice', 'aten::unbind')
+        WHERE f.concrete_inputs IS NOT NULL
+    )
+    WHERE dims IS NOT NULL AND dim0 IS NOT NULL
 ),
 pieces AS (  -- each call as (dimension, width, index): select picks index a; slice [a, b) of width b - a
     SELECT pid, tid, start_ns, CAST(dims AS VARCHAR) AS shape, dim, width, idx, dims[dim + 1] // width AS iterations
@@ -29,12 +40,12 @@ pieces AS (  -- each call as (dimension, width, index): select picks index a; sl
                            THEN a END AS lo,
                 CASE WHEN op = 'aten::slice' AND step = 1 AND a >= 0 AND b > a AND b <= dims[dim + 1]
                      THEN b END AS hi
-            FROM (SELECT *, CASE WHEN dim0 < 0 THEN dim0 + len(dims) ELSE dim0 END AS dim FROM picks
-                  WHERE dims IS NOT NULL AND dim0 IS NOT NULL AND a IS NOT NULL)
+            FROM indexing
+            WHERE op IN ('aten::select', 'aten::slice') AND a IS NOT NULL
         )
         WHERE dim BETWEEN 0 AND len(dims) - 1 AND (op = 'aten::select' OR hi IS NOT NULL)
     )
-    WHERE dim BETWEEN 0 AND len(dims) - 1 AND idx IS NOT NULL AND idx >= 0 AND width >= 1
+    WHERE idx IS NOT NULL AND idx >= 0 AND width >= 1
       AND dims[dim + 1] >= 4 * width AND dims[dim + 1] % width = 0
 ),
 starts AS (  -- a loop starts where the index falls back (or at the form's first call)
@@ -59,30 +70,13 @@ unbinds AS (  -- Python iteration over a tensor (`for x in t`): one aten::unbind
     SELECT pid, tid, end_ns AS after_ns, CAST(dims AS VARCHAR) AS shape, dim, dims[dim + 1] AS iterations,
         CAST(list_concat(dims[1:dim], dims[dim + 2:]) AS VARCHAR) AS piece,
         lead(start_ns) OVER (PARTITION BY pid, tid, CAST(dims AS VARCHAR) ORDER BY start_ns) AS next_ns
-    FROM (
-        SELECT o.pid, o.tid, o.start_ns, o.end_ns, dims,
-            CASE WHEN dim0 < 0 THEN dim0 + len(dims) ELSE dim0 END AS dim
-        FROM (
-            SELECT o.*, TRY_CAST(json_extract(o.input_shapes, '$[0]') AS BIGINT[]) AS dims,
-                TRY_CAST(json_extract_string(o.concrete_inputs, '$[1]') AS BIGINT) AS dim0
-            FROM cpu_ops o
-            JOIN strings s ON s.string_id = o.name_id AND s.value = 'aten::unbind'
-            LEFT JOIN cpu_ops p ON p.op_id = o.parent_id
-            LEFT JOIN strings ps ON ps.string_id = p.name_id
-            WHERE o.concrete_inputs IS NOT NULL AND o.pid IS NOT NULL AND o.tid IS NOT NULL
-              AND (ps.value IS NULL OR NOT starts_with(ps.value, 'aten::'))
-        ) o
-        WHERE dims IS NOT NULL AND dim0 IS NOT NULL
-    )
-    WHERE dim BETWEEN 0 AND len(dims) - 1 AND dims[dim + 1] >= 4
+    FROM indexing
+    WHERE op = 'aten::unbind' AND dim BETWEEN 0 AND len(dims) - 1 AND dims[dim + 1] >= 4
 ),
-top_ops AS (  -- the framework ops called from Python (no aten op above them) on the threads that unbind
-    SELECT o.pid, o.tid, o.start_ns, CAST(TRY_CAST(json_extract(o.input_shapes, '$[0]') AS BIGINT[]) AS VARCHAR) AS first
-    FROM cpu_ops o
-    LEFT JOIN cpu_ops p ON p.op_id = o.parent_id
-    LEFT JOIN strings ps ON ps.string_id = p.name_id
-    WHERE (o.pid, o.tid) IN (SELECT pid, tid FROM unbinds) AND o.input_shapes IS NOT NULL
-      AND (ps.value IS NULL OR NOT starts_with(ps.value, 'aten::'))
+top_ops AS (  -- the ops called from Python on the threads that unbind, by their first input's dimensions
+    SELECT pid, tid, start_ns, CAST(TRY_CAST(json_extract(input_shapes, '$[0]') AS BIGINT[]) AS VARCHAR) AS first
+    FROM from_python
+    WHERE (pid, tid) IN (SELECT pid, tid FROM unbinds)
 ),
 used AS (  -- the ops taking a piece's shape between the unbind and the next of the same tensor shape
     SELECT u.pid, u.tid, u.after_ns, u.shape, u.dim, u.iterations, c.start_ns,

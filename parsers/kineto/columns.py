@@ -121,15 +121,6 @@ def as_int(v: Any) -> int | None:
     return None
 
 
-def id_column(values: Sequence[Any], typ: pa.DataType = I64) -> pa.Array:
-    """Ids (correlation, External id, sequence number, context) as an Arrow column: one conversion when every value
-    fits, else value by value through as_int (an unsigned 64-bit id past 2^63 wraps; see wrap64)."""
-    try:
-        return pa.array(values, typ)
-    except (pa.ArrowException, TypeError, OverflowError):
-        return pa.array([as_int(v) for v in values], typ)
-
-
 def fits(v: Any, bound: float) -> bool:
     """A finite number under `bound` in magnitude (NaN, inf and 1e300 are not times, just damage)."""
     try:
@@ -227,13 +218,15 @@ def _clean_durations(
 
 
 def _ints(values: Sequence[Any]) -> list[int | None]:
-    """pid/tid columns: plain ints pass straight through; strings take the slow path."""
+    """pid/tid/id columns: plain ints in the signed 64-bit range pass straight through; strings and ids past 2^63
+    (wrap64) take the slow path."""
     return [v if type(v) is int and -(2**63) <= v < 2**63 else as_int(v) for v in values]
 
 
 def int_column(values: Sequence[Any], typ: pa.DataType = I64) -> pa.Array:
-    """`_ints` of the values as an Arrow column: one conversion when every value is an int or None
-    (what `_ints` passes through unchanged), value by value otherwise."""
+    """`_ints` of the values as an Arrow column (pids, tids, streams, correlation, External and sequence ids): one
+    conversion when every value is a signed 64-bit int or None (what `_ints` passes through unchanged), value by
+    value otherwise."""
     try:
         return pa.array(values, typ)
     except (pa.ArrowException, TypeError, OverflowError):
@@ -599,8 +592,8 @@ class FileColumns:
             "tid": int_column([e.tid for e in evs]),
             **self._x(kind, evs),
             "name": self._names(evs),
-            "correlation": id_column([a.correlation for a in args]),
-            "external_id": id_column(_ext(args)),
+            "correlation": int_column([a.correlation for a in args]),
+            "external_id": int_column(_ext(args)),
         }
 
     def _gpu(self, kind: str, evs: Sequence[Event]) -> None:
@@ -611,11 +604,11 @@ class FileColumns:
             self.need_flow += [(kind, base + i, (e.pid, e.tid, e.ts)) for i, e in enumerate(evs) if corr[i] is None]
         cols = {
             "device": pa.array(_gpu_device(evs, args), I32),
-            "stream": id_column(_gpu_stream(evs, args)),
-            "context": id_column([a.context for a in args]),
+            "stream": int_column(_gpu_stream(evs, args)),
+            "context": int_column([a.context for a in args]),
             **self._x(kind, evs),
-            "correlation": id_column(corr),
-            "external_id": id_column(_ext(args)),
+            "correlation": int_column(corr),
+            "external_id": int_column(_ext(args)),
         }
         names = self._names(evs)
         if kind == "kernel":
@@ -638,12 +631,12 @@ class FileColumns:
         kinds = mappings().sync_kinds
         return {
             "device": pa.array([a.device for a in args], I32),
-            "stream": id_column([as_int(a.stream) if a.stream is not None else None for a in args]),
+            "stream": int_column([as_int(a.stream) if a.stream is not None else None for a in args]),
             **self._x("sync", evs),
             "kind": pa.array(
                 [kinds.get(a.sync_kind or e.name or "", "unknown") for e, a in zip(evs, args, strict=True)], STR
             ),
-            "correlation": id_column([a.correlation for a in args]),
+            "correlation": int_column([a.correlation for a in args]),
         }
 
     def _host_range(self, kind: str, evs: Sequence[Event]) -> dict[str, pa.Array]:
@@ -661,7 +654,7 @@ class FileColumns:
         names = self._names(evs)
         return {
             "device": pa.array(_gpu_device(evs, args), I32),
-            "stream": id_column(_gpu_stream(evs, args)),
+            "stream": int_column(_gpu_stream(evs, args)),
             **self._x("gpu_user_annotation", evs),
             "name": names,
             "step": per_name(names, step_of, I64),
@@ -689,8 +682,8 @@ class FileColumns:
                 "tid": int_column([e.tid for e in evs]),
                 **self._x(kind, evs),
                 "name": names,
-                "external_id": id_column(_ext(args)),
-                "sequence_number": id_column([a.sequence_number for a in args]),
+                "external_id": int_column(_ext(args)),
+                "sequence_number": int_column([a.sequence_number for a in args]),
                 "input_shapes": _raw_texts(_input_dims(args)),
                 "input_dtypes": _raw_texts([a.input_type for a in args]),
                 "input_strides": _raw_texts([a.input_strides for a in args]),
@@ -747,7 +740,7 @@ class FileColumns:
         values = corr.to_pylist()
         for row, key in need:
             values[row] = (by_pos if _simple_key(*key) else self.flow_side).get(key)
-        return id_column(values)
+        return int_column(values)
 
     def _meta(self, evs: Sequence[Event]) -> None:
         for e in evs:
